@@ -1,0 +1,65 @@
+package definitions
+
+// ExtensionsAnnotation is the annotation on a Karta object that carries gangmap's additions
+// (the JSON form of Extensions) when the object is stored through the upstream Karta CRD, whose
+// structural schema prunes spec.gangmap. The loader merges it into Spec.Gangmap.
+const ExtensionsAnnotation = "gangmap.io/extensions"
+
+// Extensions are gangmap's additions to the Workload Map format: the gang facts upstream's format
+// cannot express. In a file they sit at spec.gangmap; in the cluster they sit in the
+// ExtensionsAnnotation, because the upstream Karta CRD prunes unknown fields (a definition read
+// back from the API server would otherwise silently lose them).
+type Extensions struct {
+	// Components adds facts to named components of the structure definition.
+	Components []ComponentExtension `json:"components,omitempty"`
+	// Gang shapes the gang beyond what optimizationInstructions can say.
+	Gang *GangExtension `json:"gang,omitempty"`
+}
+
+// ComponentExtension adds facts to one component, named by Name.
+type ComponentExtension struct {
+	// Name is the component's name in the structure definition.
+	Name string `json:"name"`
+	// PodsPerReplicaPath yields the pods each replica of the component runs, per instance (JobSet
+	// parallelism, LWS size, Ray numOfHosts, Dynamo multinode nodeCount). Absent means 1. An
+	// object-side expression; numbers or numeric strings.
+	PodsPerReplicaPath Expr `json:"podsPerReplicaPath,omitzero"`
+}
+
+// GangExtension shapes the gang.
+type GangExtension struct {
+	// PerReplicaOf names a component whose every replica is its own gang: one PodGroup per
+	// replica (LWS: one gang per group index). The component needs a podSelector.replicaSelector
+	// so each pod can say which replica it belongs to. Its descendants' pods are divided evenly
+	// among its replicas.
+	PerReplicaOf string `json:"perReplicaOf,omitempty"`
+	// Startup describes a workload that creates some roles only after others are ready (JobSet
+	// startupPolicyOrder InOrder, LWS LeaderReady, MPIJob WaitForWorkersReady). While it applies,
+	// the gang minimum counts only the roles that exist first, so the gang never waits for pods
+	// that cannot exist yet.
+	Startup *StartupPolicy `json:"startup,omitempty"`
+}
+
+// StartupPolicy says which components start first when a workload orders its startup.
+type StartupPolicy struct {
+	// When is an object-side boolean expression (jq or CEL); the policy applies when it is true.
+	// Absent means always.
+	When Expr `json:"when,omitzero"`
+	// First lists the components whose pods are created first. Only their roles count towards the
+	// gang minimum while the policy applies; the other roles' pods still join the PodGroup, in
+	// their own sub-groups where there are sub-groups, with a minimum of zero.
+	First []string `json:"first"`
+}
+
+// ComponentExtension returns the extension of the named component, or nil.
+func (s *KartaSpec) ComponentExtension(name string) *ComponentExtension {
+	if s.Gangmap == nil {
+		return nil
+	}
+	for i := range s.Gangmap.Components {
+		if s.Gangmap.Components[i].Name == name {
+			return &s.Gangmap.Components[i]
+		}
+	}
+	return nil
+}
