@@ -194,9 +194,9 @@ type StatusMappings struct {
 
 // StatusMatcher is one way a status can match: all of its set clauses must hold.
 type StatusMatcher struct {
-	ByPhase      string              `json:"byPhase,omitempty"`
-	ByConditions []ConditionMatcher  `json:"byConditions,omitempty"`
-	ByExpression *ExpressionMatcher  `json:"byExpression,omitempty"`
+	ByPhase      string             `json:"byPhase,omitempty"`
+	ByConditions []ConditionMatcher `json:"byConditions,omitempty"`
+	ByExpression *ExpressionMatcher `json:"byExpression,omitempty"`
 }
 
 // ConditionMatcher matches one condition by type and, optionally, status and reason.
@@ -269,7 +269,7 @@ type GangSchedulingInstruction struct {
 // PodGroupDefinition is the alpha form: a gang made of member components, split by grouping keys
 // evaluated on each pod.
 type PodGroupDefinition struct {
-	Name    string                   `json:"name"`
+	Name    string                     `json:"name"`
 	Members []PodGroupMemberDefinition `json:"members"`
 }
 
