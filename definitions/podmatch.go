@@ -1,0 +1,142 @@
+package definitions
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// PodPlacement says where a pod sits in its workload's component tree.
+type PodPlacement struct {
+	// Component is the pod-bearing component the pod belongs to.
+	Component *Component
+	// InstanceID is the pod's instance of Component ("" for a single-instance component).
+	InstanceID string
+	// ReplicaKeys maps the names of Component and its ancestors that have a
+	// podSelector.replicaSelector to the pod's replica key there (LWS group index).
+	ReplicaKeys map[string]string
+}
+
+// PlacePod finds the pod's component, instance and replica keys by the definition's pod
+// selectors. pod is the pod as normalized JSON (expr.FromObject).
+//
+// The component is the only pod-bearing one when there is just one (upstream's
+// InferPodComponent rule), else the first pod-bearing component in definition order whose
+// componentTypeSelector matches. Errors: no component matches; an instance or replica key
+// expression yields nothing or more than one value (each names the field path).
+func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacement, error) {
+	in := expr.Input{Pod: pod}
+	var comp *Component
+	if len(c.PodBearing) == 1 {
+		comp = c.PodBearing[0]
+	} else {
+		for _, cand := range c.PodBearing {
+			ok, err := cand.MatchesType(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				comp = cand
+				break
+			}
+		}
+	}
+	if comp == nil {
+		return nil, fmt.Errorf("no component's podSelector.componentTypeSelector matches the pod")
+	}
+	pl := &PodPlacement{Component: comp}
+	if comp.InstanceKey != nil {
+		id, err := singleKey(ctx, comp.InstanceKey, in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", comp.Path.Child("podSelector", "componentInstanceSelector", "idPath"), err)
+		}
+		pl.InstanceID = id
+	}
+	for a := comp; a != nil; a = a.Parent {
+		if a.ReplicaKey == nil {
+			continue
+		}
+		key, err := singleKey(ctx, a.ReplicaKey, in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Path.Child("podSelector", "replicaSelector", "keyPath"), err)
+		}
+		if pl.ReplicaKeys == nil {
+			pl.ReplicaKeys = map[string]string{}
+		}
+		pl.ReplicaKeys[a.Name] = key
+	}
+	return pl, nil
+}
+
+// MatchesType reports whether the component's componentTypeSelector matches the pod in
+// in.Pod: every matchLabels entry equals the pod's label, and keyPath's result equals value
+// (compared as text) or, without a value, some result is not null (upstream's rule). A
+// component without a selector matches nothing.
+func (c *Component) MatchesType(ctx context.Context, in expr.Input) (bool, error) {
+	if !c.HasTypeSelector() {
+		return false, nil
+	}
+	if len(c.MatchLabels) > 0 {
+		labels := podLabels(in.Pod)
+		for k, v := range c.MatchLabels {
+			if got, ok := labels[k]; !ok || got != v {
+				return false, nil
+			}
+		}
+	}
+	if c.TypeKey == nil {
+		return true, nil
+	}
+	res, err := c.TypeKey.Eval(ctx, in)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", c.Path.Child("podSelector", "componentTypeSelector", "keyPath"), err)
+	}
+	for _, r := range res {
+		if r == nil {
+			continue
+		}
+		if c.TypeValue == nil || str(r) == *c.TypeValue {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// PassesAlphaFilters reports whether every filter of alpha pod group member (group, member)
+// holds on the pod (filters are ANDed; none means true).
+func (c *Compiled) PassesAlphaFilters(ctx context.Context, group, member int, pod map[string]any) (bool, error) {
+	for _, f := range c.AlphaFilters[group][member] {
+		res, err := f.Eval(ctx, expr.Input{Pod: pod})
+		if err != nil {
+			return false, fmt.Errorf("spec.optimizationInstructions.gangScheduling.podGroups[%d].members[%d].filters: %w", group, member, err)
+		}
+		if !expr.Truthy(res) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func podLabels(pod map[string]any) map[string]any {
+	md, _ := pod["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	return l
+}
+
+// singleKey evaluates a key expression that must yield exactly one non-empty value (upstream's
+// pod querier rule).
+func singleKey(ctx context.Context, p expr.Program, in expr.Input) (string, error) {
+	res, err := p.Eval(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	if len(res) != 1 {
+		return "", fmt.Errorf("expected a single value on the pod, got %d", len(res))
+	}
+	s := str(res[0])
+	if s == "" {
+		return "", fmt.Errorf("expected a non-empty value on the pod")
+	}
+	return s, nil
+}

@@ -1,0 +1,222 @@
+package definitions
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// Registry holds the definitions of every source and answers, per workload kind, which one wins:
+// cluster over file over catalog. Two definitions for one kind from the same source are a
+// conflict: neither is used (nor any lower-precedence one for that kind) and the conflict is
+// reported naming both. An invalid definition is reported and skipped. A Registry is safe for
+// concurrent use; lookups take a read lock only.
+type Registry struct {
+	compiler *expr.Compiler
+
+	mu       sync.RWMutex
+	sources  map[Source][]*Loaded
+	cache    map[string]*compileResult // by origin and content hash: recompile only what changed
+	winners  map[schema.GroupVersionKind]*Compiled
+	problems []Problem
+	// generation counts changes of the winners; plans cached under an older one are stale.
+	generation int64
+	listeners  []func()
+}
+
+type compileResult struct {
+	compiled *Compiled
+	err      error
+}
+
+// Problem is something wrong with the definitions: an invalid definition, a conflict, a field
+// lost in storage.
+type Problem struct {
+	// Definition names the definition(s); Kind the workload kind when known.
+	Definition string `json:"definition"`
+	Origin     string `json:"origin"`
+	Source     Source `json:"source"`
+	Kind       string `json:"kind,omitempty"`
+	// Reason is a short CamelCase word for Events and metrics: Invalid, Conflict, LostFields,
+	// UnknownField.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// NewRegistry returns an empty registry that compiles with compiler.
+func NewRegistry(compiler *expr.Compiler) *Registry {
+	return &Registry{compiler: compiler, sources: map[Source][]*Loaded{}, cache: map[string]*compileResult{}, winners: map[schema.GroupVersionKind]*Compiled{}}
+}
+
+// Compiler is the expression compiler the registry uses.
+func (r *Registry) Compiler() *expr.Compiler { return r.compiler }
+
+// OnChange registers f to run (without the registry's lock) after the winners may have changed.
+func (r *Registry) OnChange(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listeners = append(r.listeners, f)
+}
+
+// SetSource replaces every definition of one source and recomputes the winners. Definitions
+// unchanged since the last call are not recompiled.
+func (r *Registry) SetSource(src Source, defs []*Loaded) {
+	r.mu.Lock()
+	r.sources[src] = defs
+	r.recompute()
+	listeners := append([]func(){}, r.listeners...)
+	r.mu.Unlock()
+	for _, f := range listeners {
+		f()
+	}
+}
+
+// Lookup returns the winning definition for a workload kind, or nil (a literal nil, never a
+// typed nil inside an interface) when no valid, unambiguous definition exists.
+func (r *Registry) Lookup(gvk schema.GroupVersionKind) *Compiled {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.winners[gvk]
+}
+
+// Generation increases whenever the winners are recomputed.
+func (r *Registry) Generation() int64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.generation
+}
+
+// Problems returns the current problems, sorted by definition name.
+func (r *Registry) Problems() []Problem {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]Problem(nil), r.problems...)
+}
+
+// Entry describes one loaded definition for listings.
+type Entry struct {
+	Name   string           `json:"name"`
+	Kind   GroupVersionKind `json:"kind"`
+	Source Source           `json:"source"`
+	Origin string           `json:"origin"`
+	// Active says this definition is the one used for its kind.
+	Active bool `json:"active"`
+	// Problems lists what is wrong with it.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Entries lists every loaded definition with whether it is active and its problems, sorted by
+// kind then source precedence.
+func (r *Registry) Entries() []Entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Entry
+	for src, defs := range r.sources {
+		for _, l := range defs {
+			e := Entry{Name: l.Name(), Source: src, Origin: l.Origin}
+			if k := l.Karta.Spec.StructureDefinition.RootComponent.Kind; k != nil {
+				e.Kind = *k
+				if w := r.winners[k.GVK()]; w != nil && w.Loaded == l {
+					e.Active = true
+				}
+			}
+			for _, p := range r.problems {
+				if p.Origin == l.Origin || (p.Reason == "Conflict" && p.Source == src && p.Kind == e.Kind.String()) {
+					e.Problems = append(e.Problems, p.Message)
+				}
+			}
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind.String() != out[j].Kind.String() {
+			return out[i].Kind.String() < out[j].Kind.String()
+		}
+		return out[i].Source.Rank() < out[j].Source.Rank()
+	})
+	return out
+}
+
+// recompute compiles (from cache) every definition and picks the winner per kind. Callers hold
+// the write lock.
+func (r *Registry) recompute() {
+	r.problems = nil
+	type candidate struct {
+		l *Loaded
+		c *Compiled
+	}
+	byKind := map[schema.GroupVersionKind]map[Source][]candidate{}
+	used := map[string]bool{}
+	for _, src := range []Source{SourceCluster, SourceFile, SourceCatalog} {
+		for _, l := range r.sources[src] {
+			for _, w := range l.Warnings {
+				r.problems = append(r.problems, Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Reason: warningReason(w.Detail), Message: w.Error()})
+			}
+			key := cacheKey(l)
+			used[key] = true
+			res, ok := r.cache[key]
+			if !ok {
+				c, err := Compile(l, r.compiler)
+				res = &compileResult{compiled: c, err: err}
+				r.cache[key] = res
+			}
+			if res.err != nil {
+				r.problems = append(r.problems, Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Reason: "Invalid", Message: res.err.Error()})
+				continue
+			}
+			gvk := res.compiled.RootGVK().GVK()
+			if byKind[gvk] == nil {
+				byKind[gvk] = map[Source][]candidate{}
+			}
+			byKind[gvk][src] = append(byKind[gvk][src], candidate{l, res.compiled})
+		}
+	}
+	for k := range r.cache {
+		if !used[k] {
+			delete(r.cache, k)
+		}
+	}
+	winners := map[schema.GroupVersionKind]*Compiled{}
+	for gvk, bySrc := range byKind {
+		for _, src := range []Source{SourceCluster, SourceFile, SourceCatalog} {
+			cands := bySrc[src]
+			if len(cands) == 0 {
+				continue
+			}
+			if len(cands) > 1 {
+				var names []string
+				for _, c := range cands {
+					names = append(names, fmt.Sprintf("%q (%s)", c.l.Name(), c.l.Origin))
+				}
+				sort.Strings(names)
+				r.problems = append(r.problems, Problem{Definition: names[0], Source: src, Kind: gvk.String(), Reason: "Conflict",
+					Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, gvk, names)})
+				break
+			}
+			winners[gvk] = cands[0].c
+			break
+		}
+	}
+	sort.Slice(r.problems, func(i, j int) bool { return r.problems[i].Definition < r.problems[j].Definition })
+	r.winners = winners
+	r.generation++
+}
+
+func warningReason(detail string) string {
+	if len(detail) >= 13 && detail[:13] == "unknown field" {
+		return "UnknownField"
+	}
+	return "LostFields"
+}
+
+func cacheKey(l *Loaded) string {
+	b, _ := json.Marshal(l.Karta)
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%s|%s|%x", l.Source, l.Origin, sum[:12])
+}

@@ -1,0 +1,302 @@
+package definitions
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// Workload is a definition evaluated on one workload object: for every component, its
+// instances with their pod templates and replica counts. It is computed once per workload
+// generation and is read-only afterwards.
+type Workload struct {
+	Compiled   *Compiled
+	Object     map[string]any
+	Variables  map[string]any
+	Components []*ResolvedComponent // in Compiled.Components order
+	// Misses lists expressions that resolved to nothing on this object (a framework renamed a
+	// field, or the definition has a typo). They are facts to report, not errors.
+	Misses []PathMiss
+}
+
+// ResolvedComponent is one component with its instances.
+type ResolvedComponent struct {
+	Component *Component
+	Instances []*Instance
+}
+
+// Instance is one instance of a component (the only one, with ID "", when the component has no
+// instanceIdPath).
+type Instance struct {
+	ID string
+	// Template is the pod template; nil when the component has no spec definition or it resolved
+	// to nothing.
+	Template *corev1.PodTemplateSpec
+	// Replicas, MinReplicas and MaxReplicas are the scale values; nil when there is no path or it
+	// resolved to nothing. Counts follow the published convention: units at this level across
+	// the whole workload.
+	Replicas, MinReplicas, MaxReplicas *int64
+	// PodsPerReplica is gangmap's podsPerReplicaPath value (1 when unset).
+	PodsPerReplica int64
+}
+
+// PathMiss is an expression that resolved to nothing.
+type PathMiss struct {
+	// Path is the definition field path, e.g.
+	// spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath.
+	Path string
+	// Expression is the expression text.
+	Expression string
+}
+
+// Component returns the resolved component with the given name, or nil.
+func (w *Workload) Component(name string) *ResolvedComponent {
+	for _, rc := range w.Components {
+		if rc.Component.Name == name {
+			return rc
+		}
+	}
+	return nil
+}
+
+// Resolve evaluates the definition on obj (the workload object as normalized JSON: see
+// expr.FromObject). Errors name the definition field path and what was expected: a path that
+// yields the wrong type (replicas "abc"), more values than instances, or a pod template that
+// does not decode. Paths that yield nothing are recorded in Workload.Misses.
+func (c *Compiled) Resolve(ctx context.Context, obj map[string]any) (*Workload, error) {
+	vars, err := c.EvaluateVariables(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workload{Compiled: c, Object: obj, Variables: vars}
+	r := resolver{ctx: ctx, w: w, in: expr.Input{Object: obj, Variables: vars}}
+	for _, comp := range c.Components {
+		rc, err := r.component(comp)
+		if err != nil {
+			return nil, err
+		}
+		w.Components = append(w.Components, rc)
+	}
+	return w, nil
+}
+
+type resolver struct {
+	ctx context.Context
+	w   *Workload
+	in  expr.Input
+}
+
+func (r *resolver) component(comp *Component) (*ResolvedComponent, error) {
+	ids := []string{""}
+	if comp.InstanceIDs != nil {
+		var err error
+		ids, err = r.instanceIDs(comp)
+		if err != nil {
+			return nil, err
+		}
+	}
+	rc := &ResolvedComponent{Component: comp}
+	for _, id := range ids {
+		rc.Instances = append(rc.Instances, &Instance{ID: id, PodsPerReplica: 1})
+	}
+	sp := comp.Path.Child("scaleDefinition")
+	if err := r.ints(comp, comp.Replicas, sp.Child("replicasPath"), rc, func(i *Instance, v int64) { i.Replicas = &v }); err != nil {
+		return nil, err
+	}
+	if err := r.ints(comp, comp.MinReplicas, sp.Child("minReplicasPath"), rc, func(i *Instance, v int64) { i.MinReplicas = &v }); err != nil {
+		return nil, err
+	}
+	if err := r.ints(comp, comp.MaxReplicas, sp.Child("maxReplicasPath"), rc, func(i *Instance, v int64) { i.MaxReplicas = &v }); err != nil {
+		return nil, err
+	}
+	ppr := gangmapPath.Child("components").Key(comp.Name).Child("podsPerReplicaPath")
+	if err := r.ints(comp, comp.PodsPerReplica, ppr, rc, func(i *Instance, v int64) { i.PodsPerReplica = v }); err != nil {
+		return nil, err
+	}
+	if comp.HasPodSpec() {
+		if err := r.templates(comp, rc); err != nil {
+			return nil, err
+		}
+	}
+	return rc, nil
+}
+
+func (r *resolver) instanceIDs(comp *Component) ([]string, error) {
+	p := comp.Path.Child("instanceIdPath")
+	res, err := comp.InstanceIDs.Eval(r.ctx, r.in)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	res = spread(res)
+	seen := map[string]bool{}
+	ids := make([]string, 0, len(res))
+	for _, v := range res {
+		var id string
+		switch t := v.(type) {
+		case string:
+			id = t
+		case int, float64:
+			id = fmt.Sprint(t)
+		default:
+			return nil, fmt.Errorf("%s: expected instance ids as strings, got %v (%T)", p, v, v)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%s: instance id %q appears twice", p, id)
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		r.miss(p, comp.InstanceIDs)
+	}
+	return ids, nil
+}
+
+// values evaluates prog and returns one value per instance (nil where nothing resolved).
+// A multi-instance component takes one value per instance, a single list spread over the
+// instances, or one scalar for all of them.
+func (r *resolver) values(comp *Component, prog expr.Program, p *field.Path, n int) ([]any, error) {
+	out := make([]any, n)
+	if prog == nil || n == 0 {
+		return out, nil
+	}
+	res, err := prog.Eval(r.ctx, r.in)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if comp.InstanceIDs != nil {
+		if len(res) == 1 {
+			if l, ok := res[0].([]any); ok && len(l) == n && n != 1 {
+				res = l
+			}
+		}
+		switch {
+		case len(res) == 0:
+			r.miss(p, prog)
+			return out, nil
+		case len(res) == n:
+			copy(out, res)
+		case len(res) == 1:
+			for i := range out {
+				out[i] = res[0]
+			}
+		default:
+			return nil, fmt.Errorf("%s: expected one value per instance (%d instances), got %d values", p, n, len(res))
+		}
+		return out, nil
+	}
+	switch len(res) {
+	case 0:
+		r.miss(p, prog)
+	case 1:
+		out[0] = res[0]
+		if res[0] == nil {
+			r.miss(p, prog)
+		}
+	default:
+		return nil, fmt.Errorf("%s: expected a single value, got %d (add instanceIdPath for a list of instances)", p, len(res))
+	}
+	return out, nil
+}
+
+func (r *resolver) ints(comp *Component, prog expr.Program, p *field.Path, rc *ResolvedComponent, set func(*Instance, int64)) error {
+	vals, err := r.values(comp, prog, p, len(rc.Instances))
+	if err != nil {
+		return err
+	}
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		n, err := expr.AsInt64(v)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", p, instanceSuffix(rc.Instances[i]), err)
+		}
+		set(rc.Instances[i], n)
+	}
+	return nil
+}
+
+func (r *resolver) templates(comp *Component, rc *ResolvedComponent) error {
+	sp := comp.Path.Child("specDefinition")
+	n := len(rc.Instances)
+	switch {
+	case comp.PodTemplate != nil:
+		vals, err := r.values(comp, comp.PodTemplate, sp.Child("podTemplateSpecPath"), n)
+		if err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if v == nil {
+				continue
+			}
+			tpl := &corev1.PodTemplateSpec{}
+			if err := fromMap(v, tpl); err != nil {
+				return fmt.Errorf("%s%s: expected a pod template (metadata, spec): %w", sp.Child("podTemplateSpecPath"), instanceSuffix(rc.Instances[i]), err)
+			}
+			rc.Instances[i].Template = tpl
+		}
+	case comp.PodSpec != nil:
+		specs, err := r.values(comp, comp.PodSpec, sp.Child("podSpecPath"), n)
+		if err != nil {
+			return err
+		}
+		metas, err := r.values(comp, comp.PodMetadata, sp.Child("metadataPath"), n)
+		if err != nil {
+			return err
+		}
+		for i := range specs {
+			if specs[i] == nil {
+				continue
+			}
+			tpl := &corev1.PodTemplateSpec{}
+			if err := fromMap(specs[i], &tpl.Spec); err != nil {
+				return fmt.Errorf("%s%s: expected a pod spec: %w", sp.Child("podSpecPath"), instanceSuffix(rc.Instances[i]), err)
+			}
+			if metas[i] != nil {
+				if err := fromMap(metas[i], &tpl.ObjectMeta); err != nil {
+					return fmt.Errorf("%s%s: expected object metadata: %w", sp.Child("metadataPath"), instanceSuffix(rc.Instances[i]), err)
+				}
+			}
+			rc.Instances[i].Template = tpl
+		}
+	case comp.Fragments != nil:
+		return r.fragments(comp, rc)
+	}
+	return nil
+}
+
+// spread turns a single list result into its elements.
+func spread(res []any) []any {
+	if len(res) == 1 {
+		if l, ok := res[0].([]any); ok {
+			return l
+		}
+	}
+	return res
+}
+
+func instanceSuffix(i *Instance) string {
+	if i.ID == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (instance %q)", i.ID)
+}
+
+func (r *resolver) miss(p *field.Path, prog expr.Program) {
+	r.w.Misses = append(r.w.Misses, PathMiss{Path: p.String(), Expression: prog.Source()})
+}
+
+// fromMap decodes a JSON value into a typed Kubernetes struct.
+func fromMap(v any, into any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("got %T", v)
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)
+}

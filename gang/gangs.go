@@ -1,0 +1,213 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// gangSpec is one gang of the definition before it is split per replica.
+type gangSpec struct {
+	name      string
+	roles     []*Role
+	subGroups []definitions.SubGroupMapping // nil: no sub-groups
+	topology  *definitions.TopologyConstraint
+}
+
+// buildGangs decides the gangs, splits them per replica where the definition says so, and fills
+// their members and sub-groups.
+func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *definitions.Workload, ownerKey string) error {
+	specs, err := p.gangSpecs(ctx, c)
+	if err != nil {
+		return err
+	}
+	p.perReplica = c.PerReplicaOf
+	if p.perReplica == nil {
+		p.perReplica = alphaReplicaComponent(c)
+	}
+	keys, err := p.replicaKeys(w)
+	if err != nil {
+		return err
+	}
+	for _, gs := range specs {
+		for _, key := range keys {
+			pg := &PodGroup{Name: PodGroupName(ownerKey, gs.name, key), Gang: gs.name, Replica: key, Topology: gs.topology, SubGroups: []*SubGroup{}}
+			for _, r := range gs.roles {
+				m, err := p.share(r, int64(len(keys)))
+				if err != nil {
+					return err
+				}
+				if m.pods > 0 {
+					pg.members = append(pg.members, m)
+				}
+			}
+			if len(pg.members) == 0 {
+				continue // nothing to group: never a PodGroup with a made-up size
+			}
+			if gs.subGroups != nil {
+				pg.buildSubGroups(gs.subGroups, c)
+			}
+			if err := pg.finish(); err != nil {
+				return err
+			}
+			p.PodGroups = append(p.PodGroups, pg)
+			p.gangIndex[gangKey{gs.name, key}] = pg
+			for _, m := range pg.members {
+				p.roleGang[m.role] = gs.name
+			}
+		}
+	}
+	for _, r := range p.Roles {
+		r.GangGPUs, r.GPUs = r.GPUsPerPod.Times(r.GangPods), r.GPUsPerPod.Times(r.Pods)
+		p.TotalGPUs += r.GPUs
+	}
+	return nil
+}
+
+// gangSpecs reads the gang hints: the current podGroup form (one gang, optional sub-groups), the
+// alpha podGroups form (one gang per entry, over its members' roles), or, without hints, one
+// gang of every role named after the root component.
+func (p *Plan) gangSpecs(ctx context.Context, c *definitions.Compiled) ([]*gangSpec, error) {
+	gs := c.Loaded.Karta.Spec.OptimizationInstructions.GangScheduling
+	switch {
+	case gs != nil && gs.PodGroup != nil:
+		spec := &gangSpec{name: gs.PodGroup.Name, roles: p.Roles, topology: gs.PodGroup.Topology}
+		if len(gs.PodGroup.SubGroups) > 0 {
+			spec.subGroups = gs.PodGroup.SubGroups
+		}
+		return []*gangSpec{spec}, nil
+	case gs != nil && len(gs.PodGroups) > 0:
+		return p.alphaGangs(ctx, c, gs.PodGroups)
+	default:
+		return []*gangSpec{{name: SanitizeLabel(c.Root().Name), roles: p.Roles}}, nil
+	}
+}
+
+// alphaGangs places each role in the first alpha pod group whose member is the role's own
+// component (direct mentions first) or an ancestor of it, and whose filters hold on the role's
+// pod template. Roles in no gang are noted and left to KAI.
+func (p *Plan) alphaGangs(ctx context.Context, c *definitions.Compiled, groups []definitions.PodGroupDefinition) ([]*gangSpec, error) {
+	specs := make([]*gangSpec, len(groups))
+	for i, g := range groups {
+		specs[i] = &gangSpec{name: SanitizeLabel(g.Name)}
+	}
+	for _, r := range p.Roles {
+		g, err := alphaGroupOf(ctx, c, groups, r)
+		if err != nil {
+			return nil, err
+		}
+		if g < 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("role %s is in no pod group of the definition; gangmap leaves its pods to KAI", roleLabel(r)))
+			continue
+		}
+		specs[g].roles = append(specs[g].roles, r)
+	}
+	return specs, nil
+}
+
+func alphaGroupOf(ctx context.Context, c *definitions.Compiled, groups []definitions.PodGroupDefinition, r *Role) (int, error) {
+	var tplPod map[string]any
+	for _, direct := range []bool{true, false} {
+		for gi, g := range groups {
+			for mi, m := range g.Members {
+				mc := c.Component(m.ComponentName)
+				if direct && mc != r.component || !direct && !mc.IsAncestorOf(r.component) {
+					continue
+				}
+				if len(c.AlphaFilters[gi][mi]) > 0 && tplPod == nil {
+					var err error
+					if tplPod, err = templatePod(r); err != nil {
+						return -1, err
+					}
+				}
+				ok, err := c.PassesAlphaFilters(ctx, gi, mi, tplPod)
+				if err != nil {
+					return -1, err
+				}
+				if ok {
+					return gi, nil
+				}
+			}
+		}
+	}
+	return -1, nil
+}
+
+// templatePod renders a role's pod template as a pod (metadata and spec), so that pod-side
+// filters can be judged in a plan before any pod exists.
+func templatePod(r *Role) (map[string]any, error) {
+	if r.instance == nil || r.instance.Template == nil {
+		return map[string]any{"metadata": map[string]any{}, "spec": map[string]any{}}, nil
+	}
+	return expr.FromObject(r.instance.Template)
+}
+
+// alphaReplicaComponent: in the alpha form, a member component with a replicaSelector and
+// grouping keys splits its gang per replica (upstream's LWS definition groups by group index).
+func alphaReplicaComponent(c *definitions.Compiled) *definitions.Component {
+	gs := c.Loaded.Karta.Spec.OptimizationInstructions.GangScheduling
+	if gs == nil || gs.PodGroup != nil {
+		return nil
+	}
+	for _, g := range gs.PodGroups {
+		for _, m := range g.Members {
+			if mc := c.Component(m.ComponentName); mc != nil && mc.ReplicaKey != nil && len(m.GroupByKeyPaths)+len(m.GroupByExpressions) > 0 {
+				return mc
+			}
+		}
+	}
+	return nil
+}
+
+// replicaKeys lists the gang keys: [""] for a whole-workload gang, or "0".."R-1" for the R
+// replicas of the per-replica component (its replicasPath; 1 without one).
+func (p *Plan) replicaKeys(w *definitions.Workload) ([]string, error) {
+	if p.perReplica == nil {
+		return []string{""}, nil
+	}
+	rc := w.Component(p.perReplica.Name)
+	if len(rc.Instances) != 1 {
+		return nil, fmt.Errorf("%s: a per-replica gang component must have exactly one instance, got %d", p.perReplica.Path, len(rc.Instances))
+	}
+	n := int64(1)
+	if p.perReplica.Replicas != nil {
+		n = 0
+		if v := rc.Instances[0].Replicas; v != nil {
+			n = *v
+		}
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%s: expected a count >= 0, got %d", p.perReplica.Path.Child("scaleDefinition", "replicasPath"), n)
+	}
+	if n > maxGangsPerWorkload {
+		return nil, fmt.Errorf("%s: %d replicas is more per-replica gangs than gangmap plans for one workload (%d)", p.perReplica.Path.Child("scaleDefinition", "replicasPath"), n, maxGangsPerWorkload)
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = strconv.Itoa(i)
+	}
+	return keys, nil
+}
+
+// maxGangsPerWorkload bounds the PodGroups one workload can ask for.
+const maxGangsPerWorkload = 100000
+
+// share is a role's part of one gang: all of it, or 1/R of it in each of R per-replica gangs.
+// Roles outside the per-replica component's subtree, and counts that do not divide evenly, are
+// errors: the definition's scale convention disagrees with its gang shape.
+func (p *Plan) share(r *Role, gangs int64) (*member, error) {
+	if p.perReplica == nil {
+		return &member{role: r, pods: r.Pods, gangPods: r.GangPods}, nil
+	}
+	if p.perReplica != r.component && !p.perReplica.IsAncestorOf(r.component) {
+		return nil, fmt.Errorf("role %s is not under per-replica gang component %q", roleLabel(r), p.perReplica.Name)
+	}
+	if r.Pods%gangs != 0 || r.GangPods%gangs != 0 {
+		return nil, fmt.Errorf("role %s: %d pods (gang %d) do not divide evenly among %d replicas of %q; its replicasPath must count pods across the whole workload",
+			roleLabel(r), r.Pods, r.GangPods, gangs, p.perReplica.Name)
+	}
+	return &member{role: r, pods: r.Pods / gangs, gangPods: r.GangPods / gangs}, nil
+}

@@ -1,0 +1,208 @@
+package gang
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// GPU resource names and KAI's GPU-sharing annotations.
+const (
+	// ResourceGPU is NVIDIA's device plugin resource: whole devices.
+	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	// MIGResourcePrefix starts the MIG profile resources (nvidia.com/mig-1g.5gb).
+	MIGResourcePrefix = "nvidia.com/mig-"
+	// AnnotationGPUFraction is KAI's pod annotation asking for a fraction of one device ("0.5").
+	AnnotationGPUFraction = "gpu-fraction"
+	// AnnotationGPUFractionDevices is KAI's pod annotation for the number of devices a fraction
+	// applies to (default 1).
+	AnnotationGPUFractionDevices = "gpu-fraction-num-devices"
+	// AnnotationGPUMemory is KAI's pod annotation asking for GPU memory in MiB.
+	AnnotationGPUMemory = "gpu-memory"
+)
+
+// GPUs counts GPU devices in thousandths of a device: 1000 is one whole device, 500 is half a
+// device (a KAI gpu-fraction of 0.5). It marshals to JSON as a number of devices (1.5).
+type GPUs int64
+
+// WholeGPUs converts a count of whole devices.
+func WholeGPUs(n int64) GPUs { return GPUs(n * 1000) }
+
+// Devices is the count as a float number of devices.
+func (g GPUs) Devices() float64 { return float64(g) / 1000 }
+
+// String renders the number of devices ("12", "0.5").
+func (g GPUs) String() string { return strconv.FormatFloat(g.Devices(), 'f', -1, 64) }
+
+// MarshalJSON writes the number of devices as a JSON number.
+func (g GPUs) MarshalJSON() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalJSON reads a JSON number of devices.
+func (g *GPUs) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*g = GPUs(f*1000 + 0.5)
+	return nil
+}
+
+// Times multiplies a per-pod count by a number of pods.
+func (g GPUs) Times(pods int64) GPUs { return GPUs(int64(g) * pods) }
+
+// PodGPUs is what one pod asks of GPUs.
+type PodGPUs struct {
+	// Devices counts nvidia.com/gpu whole devices plus KAI fractions (gpu-fraction ×
+	// gpu-fraction-num-devices), in thousandths.
+	Devices GPUs `json:"devices"`
+	// MIG counts MIG profile resources by profile name (nvidia.com/mig-1g.5gb: 2).
+	MIG map[string]int64 `json:"mig,omitempty"`
+	// MemoryMiB is KAI's gpu-memory request, in MiB, for GPU sharing by memory.
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+	// DRAClaims names the pod's resource claims: GPUs given through DRA are reported by claim,
+	// never as zero devices.
+	DRAClaims []string `json:"draClaims,omitempty"`
+}
+
+// IsZero reports whether the pod asks nothing of GPUs.
+func (p PodGPUs) IsZero() bool {
+	return p.Devices == 0 && len(p.MIG) == 0 && p.MemoryMiB == 0 && len(p.DRAClaims) == 0
+}
+
+// PodTemplateGPUs computes what a pod made from tpl asks of GPUs. Errors name the annotation
+// whose value is not a number.
+func PodTemplateGPUs(tpl *corev1.PodTemplateSpec) (PodGPUs, error) {
+	if tpl == nil {
+		return PodGPUs{}, nil
+	}
+	return podGPUs(&tpl.Spec, tpl.Annotations)
+}
+
+// PodGPUsOf computes what a pod asks of GPUs.
+func PodGPUsOf(pod *corev1.Pod) (PodGPUs, error) { return podGPUs(&pod.Spec, pod.Annotations) }
+
+func podGPUs(spec *corev1.PodSpec, annotations map[string]string) (PodGPUs, error) {
+	req := EffectivePodRequests(spec)
+	out := PodGPUs{}
+	for name, q := range req {
+		switch {
+		case name == ResourceGPU:
+			out.Devices += GPUs(q.MilliValue())
+		case strings.HasPrefix(string(name), MIGResourcePrefix):
+			if out.MIG == nil {
+				out.MIG = map[string]int64{}
+			}
+			out.MIG[strings.TrimPrefix(string(name), "nvidia.com/")] = q.Value()
+		}
+	}
+	if v, ok := annotations[AnnotationGPUFraction]; ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return PodGPUs{}, fmt.Errorf("annotation %s: expected a device fraction in (0, 1], got %q", AnnotationGPUFraction, v)
+		}
+		n := int64(1)
+		if d, ok := annotations[AnnotationGPUFractionDevices]; ok {
+			if n, err = strconv.ParseInt(d, 10, 64); err != nil || n < 1 {
+				return PodGPUs{}, fmt.Errorf("annotation %s: expected a whole number of devices >= 1, got %q", AnnotationGPUFractionDevices, d)
+			}
+		}
+		out.Devices += GPUs(f*1000+0.5) * GPUs(n)
+	}
+	if v, ok := annotations[AnnotationGPUMemory]; ok {
+		m, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || m < 0 {
+			return PodGPUs{}, fmt.Errorf("annotation %s: expected MiB as a whole number, got %q", AnnotationGPUMemory, v)
+		}
+		out.MemoryMiB = m
+	}
+	for _, c := range spec.ResourceClaims {
+		out.DRAClaims = append(out.DRAClaims, c.Name)
+	}
+	sort.Strings(out.DRAClaims)
+	return out, nil
+}
+
+// EffectivePodRequests is the scheduler's view of what a pod requests, per resource:
+//
+//	max( max over regular init containers i of (init_i + sidecars started before i),
+//	     sum of containers + sum of sidecars ) + pod overhead
+//
+// where sidecars are init containers with restartPolicy Always (KEP-753), each container counts
+// its requests, or its limits when it has no request for that resource (never both), and a
+// pod-level spec.resources value replaces the container sum for the resources it names.
+func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for i := range spec.Containers {
+		addTo(total, containerRequests(&spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	initMax := corev1.ResourceList{}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		r := containerRequests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addTo(sidecars, r)
+			// A sidecar's own start also needs the sidecars before it.
+			maxInto(initMax, sum(sidecars))
+			continue
+		}
+		maxInto(initMax, sum(r, sidecars))
+	}
+	addTo(total, sidecars)
+	maxInto(total, initMax)
+	if spec.Resources != nil {
+		for name, q := range pick(spec.Resources.Requests, spec.Resources.Limits) {
+			total[name] = q.DeepCopy()
+		}
+	}
+	addTo(total, spec.Overhead)
+	return total
+}
+
+// containerRequests takes each resource from requests, else from limits.
+func containerRequests(c *corev1.Container) corev1.ResourceList {
+	return pick(c.Resources.Requests, c.Resources.Limits)
+}
+
+func pick(requests, limits corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range limits {
+		out[n] = q.DeepCopy()
+	}
+	for n, q := range requests {
+		out[n] = q.DeepCopy()
+	}
+	return out
+}
+
+func sum(lists ...corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, l := range lists {
+		addTo(out, l)
+	}
+	return out
+}
+
+func addTo(into, l corev1.ResourceList) {
+	for n, q := range l {
+		cur, ok := into[n]
+		if !ok {
+			into[n] = q.DeepCopy()
+			continue
+		}
+		cur.Add(q)
+		into[n] = cur
+	}
+}
+
+func maxInto(into, l corev1.ResourceList) {
+	for n, q := range l {
+		if cur, ok := into[n]; !ok || q.Cmp(cur) > 0 {
+			into[n] = q.DeepCopy()
+		}
+	}
+}

@@ -1,0 +1,325 @@
+// Package gang turns a Workload Map definition evaluated on a live workload into a gang plan:
+// the roles (component × instance) with their pods and GPUs, and the KAI PodGroups with
+// minMember or minSubGroup and sub-groups that gang-schedule them. It also places each pod of
+// the workload in its PodGroup and sub-group.
+//
+// The rules, and where they come from:
+//   - Pods of a role = replicas × pods per replica (JobSet replicas × parallelism, LWS size, Ray
+//     numOfHosts); the gang counts min replicas × pods per replica where the framework defines a
+//     minimum (Ray minReplicas, elastic PyTorchJob); zero is legal and adds nothing.
+//   - A gang's minMember is the sum over all of its roles; a per-replica gang (LWS group) takes
+//     each role's share of one replica.
+//   - Sub-groups are DNS labels; every pod lands in exactly one leaf sub-group; minSubGroup counts
+//     the sub-groups that require pods; minMember and minSubGroup are never both set (KAI's
+//     PodGroup webhook rejects it).
+package gang
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// Annotations on the top owner that override a gang's minMember, in precedence order.
+const (
+	// AnnotationMinMember is gangmap's override.
+	AnnotationMinMember = "gangmap.io/min-member"
+	// AnnotationKAIBatchMinMember is KAI's override (kai.scheduler/batch-min-member, read by its
+	// Job and JobSet plugins).
+	AnnotationKAIBatchMinMember = "kai.scheduler/batch-min-member"
+)
+
+// Plan is the gang plan of one workload: see the package doc for the rules. A Plan is computed
+// once per workload generation and is read-only afterwards; Assign is safe for concurrent use.
+type Plan struct {
+	Workload   WorkloadRef   `json:"workload"`
+	Definition DefinitionRef `json:"definition"`
+	PodGroups  []*PodGroup   `json:"podGroups"`
+	Roles      []*Role       `json:"roles"`
+	TotalGPUs  GPUs          `json:"totalGPUs"`
+	// Notes are facts a user should see: paths that resolved to nothing, roles in no gang,
+	// minimums above the desired count.
+	Notes []string `json:"notes,omitempty"`
+	// Overrides lists the min-member annotations found on the top owner and what became of them.
+	Overrides []Override `json:"overrides,omitempty"`
+
+	perReplica *definitions.Component
+	roleIndex  map[roleKey]*Role
+	gangIndex  map[gangKey]*PodGroup
+	roleGang   map[*Role]string
+}
+
+// WorkloadRef names the workload.
+type WorkloadRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	UID        string `json:"-"`
+}
+
+// DefinitionRef names the definition that planned the workload and the source it won from.
+type DefinitionRef struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+// Role is one component × instance with pods.
+type Role struct {
+	// Name is the role's sub-group name: the instance id for a multi-instance component, else the
+	// component name (qualified as <component>-<instance> on a clash), as a DNS-1123 label.
+	Name        string `json:"name"`
+	Component   string `json:"component"`
+	Instance    string `json:"instance"`
+	Replicas    int64  `json:"replicas"`
+	MinReplicas int64  `json:"minReplicas"`
+	// PodsPerReplica is the pods each replica runs (1 unless the definition says otherwise).
+	PodsPerReplica int64 `json:"podsPerReplica"`
+	// Pods = Replicas × PodsPerReplica; GangPods = MinReplicas × PodsPerReplica (0 while a startup
+	// policy keeps the role out of the gang minimum).
+	Pods     int64 `json:"pods"`
+	GangPods int64 `json:"gangPods"`
+	// GPUsPerPod counts whole devices plus fractions, in devices; GangGPUs and GPUs multiply it by
+	// GangPods and Pods.
+	GPUsPerPod GPUs    `json:"gpusPerPod"`
+	GangGPUs   GPUs    `json:"gangGPUs"`
+	GPUs       GPUs    `json:"gpus"`
+	GPUDetail  PodGPUs `json:"gpuDetail,omitzero"`
+
+	component *definitions.Component
+	instance  *definitions.Instance
+}
+
+// PodGroup is one planned KAI PodGroup.
+type PodGroup struct {
+	Name string `json:"name"`
+	// Gang is the gang's name in the definition; Replica the replica key of a per-replica gang.
+	Gang    string `json:"gang"`
+	Replica string `json:"replica,omitempty"`
+	// MinMember and MinSubGroup: exactly one is set.
+	MinMember   *int32      `json:"minMember"`
+	MinSubGroup *int32      `json:"minSubGroup"`
+	SubGroups   []*SubGroup `json:"subGroups"`
+	Pods        int64       `json:"pods"`
+	GPUs        GPUs        `json:"gpus"`
+	Topology    *definitions.TopologyConstraint `json:"topology,omitempty"`
+
+	members []*member
+}
+
+// SubGroup is one planned sub-group of a PodGroup.
+type SubGroup struct {
+	Name        string                          `json:"name"`
+	Parent      *string                         `json:"parent"`
+	MinMember   *int32                          `json:"minMember"`
+	MinSubGroup *int32                          `json:"minSubGroup,omitempty"`
+	Pods        int64                           `json:"pods"`
+	GPUsPerPod  GPUs                            `json:"gpusPerPod"`
+	GPUs        GPUs                            `json:"gpus"`
+	Topology    *definitions.TopologyConstraint `json:"topology,omitempty"`
+}
+
+// Override is a min-member annotation found on the top owner.
+type Override struct {
+	Annotation string `json:"annotation"`
+	Value      string `json:"value"`
+	Applied    bool   `json:"applied"`
+	// Reason says why an override was refused.
+	Reason string `json:"reason,omitempty"`
+}
+
+// member is a role's share of one gang.
+type member struct {
+	role     *Role
+	pods     int64
+	gangPods int64
+	subGroup *SubGroup
+}
+
+type roleKey struct{ component, instance string }
+
+type gangKey struct{ gang, replica string }
+
+// Build computes the plan of obj (a workload of the definition's root kind). Errors name the
+// definition field path and what was expected (a replica count that is not a number, a negative
+// count, replicas that do not divide among per-replica gangs, counts beyond int32).
+func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstructured) (*Plan, error) {
+	content := expr.Normalize(obj.UnstructuredContent()).(map[string]any)
+	w, err := c.Resolve(ctx, content)
+	if err != nil {
+		return nil, err
+	}
+	uid := string(obj.GetUID())
+	p := &Plan{
+		Workload: WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: uid},
+		Definition: DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)},
+		PodGroups:  []*PodGroup{},
+		roleIndex:  map[roleKey]*Role{},
+		gangIndex:  map[gangKey]*PodGroup{},
+		roleGang:   map[*Role]string{},
+	}
+	for _, m := range w.Misses {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s) resolved to nothing on this workload", m.Path, m.Expression))
+	}
+	if err := p.buildRoles(w); err != nil {
+		return nil, err
+	}
+	if err := p.applyStartup(ctx, c, content, w.Variables); err != nil {
+		return nil, err
+	}
+	ownerKey := uid
+	if ownerKey == "" {
+		ownerKey = obj.GetName() // offline plans of manifests have no UID yet
+	}
+	if err := p.buildGangs(ctx, c, w, ownerKey); err != nil {
+		return nil, err
+	}
+	p.applyOverrides(obj.GetAnnotations())
+	return p, nil
+}
+
+// buildRoles makes one role per instance of every pod-bearing component.
+func (p *Plan) buildRoles(w *definitions.Workload) error {
+	names := sets.New[string]()
+	for _, rc := range w.Components {
+		comp := rc.Component
+		if !comp.HasPodSpec() {
+			continue
+		}
+		for _, inst := range rc.Instances {
+			r, err := newRole(comp, inst)
+			if err != nil {
+				return err
+			}
+			if inst.Template == nil && r.Pods > 0 {
+				p.Notes = append(p.Notes, fmt.Sprintf("role %s: no pod template resolved; counted as 0 pods rather than guessed", roleLabel(r)))
+				r.Pods, r.GangPods = 0, 0
+			}
+			if inst.MinReplicas != nil && *inst.MinReplicas > r.Replicas {
+				p.Notes = append(p.Notes, fmt.Sprintf("role %s: min replicas %d above replicas %d; the gang uses %d", roleLabel(r), *inst.MinReplicas, r.Replicas, r.Replicas))
+			}
+			r.Name = roleName(comp, inst.ID, names)
+			names.Insert(r.Name)
+			gpus, err := PodTemplateGPUs(inst.Template)
+			if err != nil {
+				return fmt.Errorf("%s: pod template: %w", comp.Path.Child("specDefinition"), err)
+			}
+			r.GPUDetail, r.GPUsPerPod = gpus, gpus.Devices
+			p.Roles = append(p.Roles, r)
+			p.roleIndex[roleKey{comp.Name, inst.ID}] = r
+		}
+	}
+	return nil
+}
+
+func newRole(comp *definitions.Component, inst *definitions.Instance) (*Role, error) {
+	sp := comp.Path.Child("scaleDefinition")
+	replicas := int64(1)
+	if comp.Replicas != nil {
+		replicas = 0
+		if inst.Replicas != nil {
+			replicas = *inst.Replicas
+		}
+	}
+	minReplicas := replicas
+	if inst.MinReplicas != nil {
+		minReplicas = min(*inst.MinReplicas, replicas)
+	}
+	checks := []struct {
+		v    int64
+		path string
+	}{
+		{replicas, sp.Child("replicasPath").String()},
+		{minReplicas, sp.Child("minReplicasPath").String()},
+		{inst.PodsPerReplica, "spec.gangmap.components[" + comp.Name + "].podsPerReplicaPath"},
+	}
+	for _, c := range checks {
+		if c.v < 0 {
+			return nil, fmt.Errorf("%s%s: expected a count >= 0, got %d", c.path, instanceNote(inst.ID), c.v)
+		}
+		if c.v > math.MaxInt32 {
+			return nil, fmt.Errorf("%s%s: expected a count that fits a PodGroup's int32, got %d", c.path, instanceNote(inst.ID), c.v)
+		}
+	}
+	r := &Role{
+		Component: comp.Name, Instance: inst.ID, Replicas: replicas, MinReplicas: minReplicas,
+		PodsPerReplica: inst.PodsPerReplica, component: comp, instance: inst,
+	}
+	r.Pods, r.GangPods = replicas*inst.PodsPerReplica, minReplicas*inst.PodsPerReplica
+	if r.Pods > math.MaxInt32 {
+		return nil, fmt.Errorf("%s%s: %d replicas × %d pods per replica do not fit a PodGroup's int32", sp.Child("replicasPath"), instanceNote(inst.ID), replicas, inst.PodsPerReplica)
+	}
+	return r, nil
+}
+
+// roleName is the instance id for a multi-instance component, else the component name, as a
+// DNS label, qualified by the component on a clash with an earlier role.
+func roleName(comp *definitions.Component, instance string, taken sets.Set[string]) string {
+	name := comp.Name
+	if comp.InstanceIDs != nil {
+		name = SanitizeLabel(instance)
+		if taken.Has(name) {
+			name = SanitizeLabel(comp.Name + "-" + instance)
+		}
+	}
+	for i := 2; taken.Has(name); i++ {
+		name = SanitizeLabel(comp.Name + "-" + instance + "-" + strconv.Itoa(i))
+	}
+	return name
+}
+
+func roleLabel(r *Role) string {
+	if r.Instance == "" {
+		return r.Component
+	}
+	return r.Component + "[" + r.Instance + "]"
+}
+
+func instanceNote(id string) string {
+	if id == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (instance %q)", id)
+}
+
+// applyStartup zeroes the gang pods of roles created later, while the definition's startup
+// policy applies (gangmap.gang.startup).
+func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, vars map[string]any) error {
+	st := c.Startup
+	if st == nil {
+		return nil
+	}
+	if st.When != nil {
+		res, err := st.When.Eval(ctx, expr.Input{Object: obj, Variables: vars})
+		if err != nil {
+			return fmt.Errorf("spec.gangmap.gang.startup.when: %w", err)
+		}
+		if !expr.Truthy(res) {
+			return nil
+		}
+	}
+	for _, r := range p.Roles {
+		if startsFirst(r.component, st.First) || r.GangPods == 0 {
+			continue
+		}
+		r.GangPods = 0
+		p.Notes = append(p.Notes, fmt.Sprintf("role %s starts after %v are ready (startup policy): its pods join the PodGroup but the gang does not wait for them", roleLabel(r), sets.List(sets.KeySet(st.First))))
+	}
+	return nil
+}
+
+func startsFirst(c *definitions.Component, first map[string]bool) bool {
+	for a := c; a != nil; a = a.Parent {
+		if first[a.Name] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+// buildSubGroups gives every member a leaf sub-group named after its role: first the members
+// under each listed component (in the listed order, with that mapping's topology), then the
+// members no listed component covers, so that every pod lands in exactly one leaf (KAI never
+// schedules a pod of a PodGroup with sub-groups that lands in none).
+func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *definitions.Compiled) {
+	covered := map[*member]bool{}
+	add := func(m *member, topo *definitions.TopologyConstraint) {
+		sg := &SubGroup{Name: m.role.Name, Topology: topo}
+		m.subGroup = sg
+		covered[m] = true
+		pg.SubGroups = append(pg.SubGroups, sg)
+	}
+	for _, sm := range mappings {
+		comp := c.Component(sm.ComponentName)
+		for _, m := range pg.members {
+			if !covered[m] && (m.role.component == comp || comp.IsAncestorOf(m.role.component)) {
+				add(m, sm.Topology)
+			}
+		}
+	}
+	for _, m := range pg.members {
+		if !covered[m] {
+			add(m, nil)
+		}
+	}
+}
+
+// finish sets the counts. With sub-groups: each leaf's minMember is its gang pods, and
+// minSubGroup counts the leaves that require pods (at least 1). Without: minMember is the sum of
+// the gang pods over all members, and at least 1, because minMember 0 would mean "no gang" for
+// pods that exist.
+func (pg *PodGroup) finish() error {
+	var gangPods int64
+	for _, m := range pg.members {
+		pg.Pods += m.pods
+		pg.GPUs += m.role.GPUsPerPod.Times(m.pods)
+		gangPods += m.gangPods
+		if sg := m.subGroup; sg != nil {
+			sg.MinMember = ptr.To(int32(m.gangPods))
+			sg.Pods = m.pods
+			sg.GPUsPerPod = m.role.GPUsPerPod
+			sg.GPUs = m.role.GPUsPerPod.Times(m.pods)
+		}
+	}
+	if pg.Pods > math.MaxInt32 {
+		return fmt.Errorf("PodGroup %s: %d pods do not fit a PodGroup's int32 counts", pg.Name, pg.Pods)
+	}
+	if len(pg.SubGroups) > 0 {
+		required := int32(0)
+		for _, sg := range pg.SubGroups {
+			if *sg.MinMember > 0 {
+				required++
+			}
+		}
+		pg.MinSubGroup = ptr.To(max(required, 1))
+		return nil
+	}
+	pg.MinMember = ptr.To(int32(max(gangPods, 1)))
+	return nil
+}
+
+// applyOverrides applies the first min-member annotation present on the top owner
+// (AnnotationMinMember, then AnnotationKAIBatchMinMember) to every PodGroup. It is refused, not
+// applied, when it is not a whole number, is below 1 or above a PodGroup's pods, or the PodGroup
+// has sub-groups (minMember and minSubGroup are never both set).
+func (p *Plan) applyOverrides(annotations map[string]string) {
+	for _, key := range []string{AnnotationMinMember, AnnotationKAIBatchMinMember} {
+		v, ok := annotations[key]
+		if !ok {
+			continue
+		}
+		o := Override{Annotation: key, Value: v}
+		n, err := strconv.ParseInt(v, 10, 32)
+		switch {
+		case err != nil:
+			o.Reason = fmt.Sprintf("expected a whole number, got %q", v)
+		default:
+			o.Reason = p.checkOverride(int32(n))
+		}
+		if o.Reason == "" {
+			for _, pg := range p.PodGroups {
+				pg.MinMember = ptr.To(int32(n))
+			}
+			o.Applied = true
+		}
+		p.Overrides = append(p.Overrides, o)
+		return
+	}
+}
+
+func (p *Plan) checkOverride(n int32) string {
+	if n < 1 {
+		return fmt.Sprintf("%d is below 1", n)
+	}
+	for _, pg := range p.PodGroups {
+		if len(pg.SubGroups) > 0 {
+			return fmt.Sprintf("PodGroup %s has sub-groups, and KAI rejects minMember with minSubGroup", pg.Name)
+		}
+		if int64(n) > pg.Pods {
+			return fmt.Sprintf("%d is above the %d pods of PodGroup %s", n, pg.Pods, pg.Name)
+		}
+	}
+	return ""
+}
+
+// ErrNotGrouped says the pod's role is in no gang of the definition: gangmap leaves the pod to KAI.
+var ErrNotGrouped = errors.New("the pod's role is in no gang of the definition")
+
+// Assignment is where one pod goes.
+type Assignment struct {
+	PodGroup *PodGroup
+	// SubGroup is the pod's leaf sub-group; nil when the PodGroup has none.
+	SubGroup *SubGroup
+	Role     *Role
+}
+
+// Assign finds the PodGroup and sub-group of a pod placed in the workload's tree. It does no
+// expression evaluation and no allocation beyond the result. Errors: ErrNotGrouped (wrapped)
+// for a role in no gang; an instance or replica the plan does not have (the workload changed
+// since the plan: rebuild and retry).
+func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
+	r := p.roleIndex[roleKey{pl.Component.Name, pl.InstanceID}]
+	if r == nil {
+		return nil, fmt.Errorf("component %q has no instance %q in the plan", pl.Component.Name, pl.InstanceID)
+	}
+	gang, ok := p.roleGang[r]
+	if !ok {
+		if r.Pods == 0 {
+			return nil, fmt.Errorf("role %s has 0 pods in the plan, but a pod of it exists", roleLabel(r))
+		}
+		return nil, fmt.Errorf("role %s: %w", roleLabel(r), ErrNotGrouped)
+	}
+	key := ""
+	if p.perReplica != nil {
+		key, ok = pl.ReplicaKeys[p.perReplica.Name]
+		if !ok {
+			return nil, fmt.Errorf("role %s: the pod has no replica key for per-replica component %q", roleLabel(r), p.perReplica.Name)
+		}
+	}
+	pg := p.gangIndex[gangKey{gang, key}]
+	if pg == nil {
+		return nil, fmt.Errorf("role %s: replica %q of %q is not in the plan", roleLabel(r), key, p.perReplica.Name)
+	}
+	a := &Assignment{PodGroup: pg, Role: r}
+	for _, m := range pg.members {
+		if m.role == r {
+			a.SubGroup = m.subGroup
+			break
+		}
+	}
+	return a, nil
+}
