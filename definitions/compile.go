@@ -94,7 +94,9 @@ func (c *Compiled) Root() *Component { return c.Components[0] }
 func (c *Compiled) Name() string { return c.Loaded.Name() }
 
 // RootGVK is the workload kind the definition describes.
-func (c *Compiled) RootGVK() GroupVersionKind { return *c.Loaded.Karta.Spec.StructureDefinition.RootComponent.Kind }
+func (c *Compiled) RootGVK() GroupVersionKind {
+	return *c.Loaded.Karta.Spec.StructureDefinition.RootComponent.Kind
+}
 
 // Compile validates l and compiles all of its expressions with compiler. It returns a
 // *DefinitionError listing every structural and expression problem (each with its field path)

@@ -104,11 +104,11 @@ type PodGroup struct {
 	Gang    string `json:"gang"`
 	Replica string `json:"replica,omitempty"`
 	// MinMember and MinSubGroup: exactly one is set.
-	MinMember   *int32      `json:"minMember"`
-	MinSubGroup *int32      `json:"minSubGroup"`
-	SubGroups   []*SubGroup `json:"subGroups"`
-	Pods        int64       `json:"pods"`
-	GPUs        GPUs        `json:"gpus"`
+	MinMember   *int32                          `json:"minMember"`
+	MinSubGroup *int32                          `json:"minSubGroup"`
+	SubGroups   []*SubGroup                     `json:"subGroups"`
+	Pods        int64                           `json:"pods"`
+	GPUs        GPUs                            `json:"gpus"`
 	Topology    *definitions.TopologyConstraint `json:"topology,omitempty"`
 
 	members []*member
@@ -158,7 +158,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 	}
 	uid := string(obj.GetUID())
 	p := &Plan{
-		Workload: WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: uid},
+		Workload:   WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: uid},
 		Definition: DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)},
 		PodGroups:  []*PodGroup{},
 		roleIndex:  map[roleKey]*Role{},

@@ -9,7 +9,7 @@
 #   K8S_VERSION   k8s.io/kubernetes version, staging modules pinned to v0.<minor>.<patch> (1.34.4)
 #   ETCD_VERSION  go.etcd.io/etcd/server/v3 version (3.6.4)
 #   KWOK_VERSION  sigs.k8s.io/kwok version (0.7.0)
-#   COMPONENTS    what to build (default: "etcd kube-apiserver kube-scheduler kubectl kwok")
+#   COMPONENTS    what to build (default: "etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok")
 #   CONTROL_PLANE_DIR  where the binaries go
 #                 (default $XDG_CACHE_HOME or $HOME/.cache, then gangmap/control-plane/<versions>)
 set -euo pipefail
@@ -17,7 +17,7 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.34.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.4}
 KWOK_VERSION=${KWOK_VERSION:-0.7.0}
-COMPONENTS=${COMPONENTS:-"etcd kube-apiserver kube-scheduler kubectl kwok"}
+COMPONENTS=${COMPONENTS:-"etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok"}
 OUT=${CONTROL_PLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gangmap/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION}
 
 log() { echo "[control-plane] $(date +%H:%M:%S) $*" >&2; }
