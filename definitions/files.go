@@ -1,0 +1,63 @@
+package definitions
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// LoadPaths decodes the definitions in each path: a YAML file, or a directory whose *.yaml,
+// *.yml and *.json files are read in name order (not recursively; files whose names start with
+// "." or ".." are skipped, as are the hidden ones a mounted ConfigMap keeps). Each gets source
+// src and origin "<file>#<document>". Errors name the file and document.
+func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error) {
+	var out []*Loaded
+	for _, p := range paths {
+		files, err := definitionFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			fh, err := os.Open(f)
+			if err != nil {
+				return nil, err
+			}
+			ls, err := Decode(fh, f, src, opts)
+			fh.Close()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ls...)
+		}
+	}
+	return out, nil
+}
+
+func definitionFiles(p string) ([]string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") || e.IsDir() {
+			continue
+		}
+		switch filepath.Ext(n) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, filepath.Join(p, n))
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
