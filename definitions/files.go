@@ -15,7 +15,7 @@ import (
 func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error) {
 	var out []*Loaded
 	for _, p := range paths {
-		files, err := definitionFiles(p)
+		files, err := DefinitionFiles(p)
 		if err != nil {
 			return nil, err
 		}
@@ -35,7 +35,9 @@ func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error
 	return out, nil
 }
 
-func definitionFiles(p string) ([]string, error) {
+// DefinitionFiles lists the definition files of a path: the path itself when it is a file, else
+// the *.yaml, *.yml and *.json files of the directory (not hidden ones), sorted.
+func DefinitionFiles(p string) ([]string, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, fmt.Errorf("definitions: %w", err)

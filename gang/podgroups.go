@@ -163,3 +163,21 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 	}
 	return a, nil
 }
+
+// Member is a role's share of one PodGroup.
+type Member struct {
+	Role *Role
+	// Pods and GangPods are the role's pods in this PodGroup and how many the gang requires.
+	Pods, GangPods int64
+	// SubGroup is the role's leaf sub-group here, or nil.
+	SubGroup *SubGroup
+}
+
+// Members lists the roles of the PodGroup with their shares, in plan order.
+func (pg *PodGroup) Members() []Member {
+	out := make([]Member, 0, len(pg.members))
+	for _, m := range pg.members {
+		out = append(out, Member{Role: m.role, Pods: m.pods, GangPods: m.gangPods, SubGroup: m.subGroup})
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/definitions/sources"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/controller"
+	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/hub"
+	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/owners"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/workloadmap"
+)
+
+// Scheme holds the types the grouper reads and writes: core Kubernetes and KAI's PodGroup.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v2alpha2.AddToScheme(s)
+	return s
+}
+
+// RestConfig loads --kubeconfig, else the in-cluster config, else $KUBECONFIG, and applies the
+// QPS and burst flags.
+func (o *Options) RestConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	return cfg, nil
+}
+
+// New builds the manager with the pod controller and the definition sources.
+func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, error) {
+	table, err := o.NativeTable()
+	if err != nil {
+		return nil, nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only pods of our scheduler are cached, as KAI's pod-grouper does.
+			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName)},
+		}},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	compiler, err := expr.NewCompiler(expr.DefaultLimits())
+	if err != nil {
+		return nil, nil, err
+	}
+	registry := definitions.NewRegistry(compiler)
+	if err := catalog.Register(registry); err != nil {
+		return nil, nil, err
+	}
+	regroup := make(chan struct{}, 1)
+	registry.OnChange(func() {
+		updateDefinitionMetrics(registry, table)
+		select {
+		case regroup <- struct{}{}:
+		default:
+		}
+	})
+	if err := addSources(mgr, o, cfg, registry); err != nil {
+		return nil, nil, err
+	}
+	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: o.QueueLabelKey, NodePoolLabelKey: o.NodePoolLabelKey}
+	r := &controller.PodReconciler{
+		Client:        mgr.GetClient(),
+		Walker:        &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
+		Hub:           &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults}},
+		Applier:       &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
+		Recorder:      mgr.GetEventRecorderFor(controller.Name),
+		SchedulerName: o.SchedulerName,
+		DryRun:        o.DryRun,
+	}
+	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, regroup); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, registry, nil
+}
+
+func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *definitions.Registry) error {
+	if len(o.DefinitionPaths) > 0 {
+		if err := mgr.Add(&sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}); err != nil {
+			return err
+		}
+	}
+	if !o.ClusterDefinitions {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions")})
+}
+
+// updateDefinitionMetrics sets the definition gauges: per source, how many are active, shadowed
+// (another source wins), invalid, or for a kind KAI groups natively.
+func updateDefinitionMetrics(r *definitions.Registry, table *native.Table) {
+	controller.DefinitionsLoaded.Reset()
+	for _, e := range r.Entries() {
+		state := "shadowed"
+		switch {
+		case table.Has(e.Kind.GVK()):
+			state = "native"
+		case e.Active:
+			state = "active"
+		case len(e.Problems) > 0:
+			state = "invalid"
+		}
+		controller.DefinitionsLoaded.WithLabelValues(string(e.Source), state).Inc()
+	}
+	controller.DefinitionProblems.Reset()
+	for _, p := range r.Problems() {
+		controller.DefinitionProblems.WithLabelValues(p.Reason).Inc()
+	}
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, o *Options) error {
+	ctrl.SetLogger(zapLogger(o))
+	cfg, err := o.RestConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	mgr, _, err := New(o, cfg)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,104 @@
+// Package app builds and runs gangmap's grouper: options (flags), the manager and its
+// runnables. main only calls Run.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/native"
+)
+
+// Options are the grouper's settings, one flag each.
+type Options struct {
+	SchedulerName           string
+	KAIVersion              string
+	NativeKindsAdd          []string
+	NativeKindsRemove       []string
+	DefinitionPaths         []string
+	DefinitionsPoll         time.Duration
+	ClusterDefinitions      bool
+	StrictDefinitions       bool
+	QueueLabelKey           string
+	NodePoolLabelKey        string
+	DryRun                  bool
+	MaxConcurrentReconciles int
+	QPS                     float32
+	Burst                   int
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	Kubeconfig              string
+	Zap                     zap.Options
+}
+
+// DefaultOptions returns the defaults the flags show in --help.
+func DefaultOptions() *Options {
+	return &Options{
+		SchedulerName:           "kai-scheduler",
+		KAIVersion:              native.DefaultRelease,
+		DefinitionsPoll:         10 * time.Second,
+		ClusterDefinitions:      true,
+		QueueLabelKey:           kaikeys.DefaultQueueLabel,
+		NodePoolLabelKey:        kaikeys.DefaultNodePoolLabel,
+		MaxConcurrentReconciles: 10,
+		QPS:                     50,
+		Burst:                   300,
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		LeaderElectionID:        "gangmap-grouper.gangmap.io",
+	}
+}
+
+// AddFlags registers every option on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "Group only pods whose spec.schedulerName is this (KAI's scheduler name).")
+	fs.StringVar(&o.KAIVersion, "kai-version", o.KAIVersion, "KAI release whose native-plugin table decides which kinds KAI groups itself (native wins).")
+	fs.StringSliceVar(&o.NativeKindsAdd, "native-kinds-add", nil, "Extra kinds KAI groups natively, as group/version/Kind (core for the core group, * for any version).")
+	fs.StringSliceVar(&o.NativeKindsRemove, "native-kinds-remove", nil, "Kinds to drop from the native table (e.g. jobset.x-k8s.io/v1alpha2/JobSet on a KAI without the JobSet plugin).")
+	fs.StringSliceVar(&o.DefinitionPaths, "definitions", nil, "Definition files or directories (e.g. a mounted ConfigMap), polled for changes.")
+	fs.DurationVar(&o.DefinitionsPoll, "definitions-poll", o.DefinitionsPoll, "How often definition files are checked for changes.")
+	fs.BoolVar(&o.ClusterDefinitions, "cluster-definitions", o.ClusterDefinitions, "Watch Karta (run.ai/v1alpha1) objects in the cluster; they win over files and the built-in catalog.")
+	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definition files with unknown fields instead of warning.")
+	fs.StringVar(&o.QueueLabelKey, "queue-label-key", o.QueueLabelKey, "Label on the workload or pod naming the KAI queue (KAI's --queue-label-key).")
+	fs.StringVar(&o.NodePoolLabelKey, "nodepool-label-key", o.NodePoolLabelKey, "Pod label naming the node pool (KAI's --nodepool-label-key).")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Pods grouped in parallel.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client queries per second to the API server.")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst to the API server.")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Prometheus metrics address; 0 disables.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health (/healthz) and readiness (/readyz) probe address; 0 disables.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica writes.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace).")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file (default: in-cluster config, then $KUBECONFIG).")
+	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.Zap.BindFlags(zfs)
+	fs.AddGoFlagSet(zfs)
+}
+
+// NativeTable is the native-kind table the options select.
+func (o *Options) NativeTable() (*native.Table, error) {
+	t, err := native.ForRelease(o.KAIVersion)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range o.NativeKindsAdd {
+		if err := t.Add(k); err != nil {
+			return nil, fmt.Errorf("--native-kinds-add: %w", err)
+		}
+	}
+	for _, k := range o.NativeKindsRemove {
+		if err := t.Remove(k); err != nil {
+			return nil, fmt.Errorf("--native-kinds-remove: %w", err)
+		}
+	}
+	return t, nil
+}

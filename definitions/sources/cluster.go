@@ -1,0 +1,133 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+// Cluster watches every Karta object (listing all and matching the root kind, never relying on
+// index labels, whose two published sets disagree) and sets the registry's cluster source on
+// each change. While the Karta CRD is not installed it checks again every CRDPoll, without
+// slowing anything else.
+type Cluster struct {
+	Registry  *definitions.Registry
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	// Recorder, when set, gets a Warning Event on each Karta with a problem (once per
+	// resourceVersion and message).
+	Recorder record.EventRecorder
+	CRDPoll  time.Duration
+
+	mu       sync.Mutex
+	reported map[string]bool
+}
+
+// Start implements manager.Runnable.
+func (c *Cluster) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("definition-cluster")
+	poll := c.CRDPoll
+	if poll <= 0 {
+		poll = 30 * time.Second
+	}
+	for !c.crdServed() {
+		log.V(1).Info("Karta CRD not served; checking again later", "after", poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.Dynamic, 0)
+	inf := factory.ForResource(definitions.GroupVersionResource).Informer()
+	changed := make(chan struct{}, 1)
+	notify := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, n any) { notify(n) }, DeleteFunc: notify}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil
+	}
+	log.Info("Watching Karta definitions in the cluster")
+	c.sync(ctx, inf.GetStore())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+			c.sync(ctx, inf.GetStore())
+		}
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica loads definitions.
+func (c *Cluster) NeedLeaderElection() bool { return false }
+
+func (c *Cluster) crdServed() bool {
+	_, err := c.Discovery.ServerResourcesForGroupVersion(definitions.APIVersion)
+	return err == nil
+}
+
+func (c *Cluster) sync(ctx context.Context, store cache.Store) {
+	log := ctrl.LoggerFrom(ctx).WithName("definition-cluster")
+	objs := map[string]*unstructured.Unstructured{}
+	var loaded []*definitions.Loaded
+	for _, item := range store.List() {
+		u, ok := item.(*unstructured.Unstructured)
+		if !ok || u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		l, err := definitions.FromUnstructured(u)
+		if err != nil {
+			log.Error(err, "A Karta does not decode; it is left out", "karta", u.GetName())
+			c.warn(u, "InvalidDefinition", err.Error())
+			continue
+		}
+		objs[l.Origin] = u
+		loaded = append(loaded, l)
+	}
+	sort.Slice(loaded, func(i, j int) bool { return loaded[i].Name() < loaded[j].Name() })
+	c.Registry.SetSource(definitions.SourceCluster, loaded)
+	log.Info("Cluster definitions loaded", "definitions", len(loaded))
+	for _, p := range c.Registry.Problems() {
+		if u := objs[p.Origin]; u != nil {
+			c.warn(u, "Definition"+p.Reason, p.Message)
+		}
+	}
+}
+
+func (c *Cluster) warn(u *unstructured.Unstructured, reason, msg string) {
+	if c.Recorder == nil {
+		return
+	}
+	key := fmt.Sprintf("%s|%s|%s", u.GetUID(), u.GetResourceVersion(), msg)
+	c.mu.Lock()
+	if c.reported == nil {
+		c.reported = map[string]bool{}
+	}
+	seen := c.reported[key]
+	c.reported[key] = true
+	c.mu.Unlock()
+	if !seen {
+		c.Recorder.Event(u, corev1.EventTypeWarning, reason, msg)
+	}
+}

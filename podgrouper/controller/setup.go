@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "gangmap-pod-grouper"
+
+// SetupWithManager registers the pod controller. regroup receives a value whenever every pod
+// must be looked at again (a definition changed); the controller then enqueues every cached pod.
+func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, regroup <-chan struct{}) error {
+	events := make(chan event.TypedGenericEvent[*corev1.Pod])
+	if regroup != nil {
+		if err := mgr.Add(&regrouper{client: mgr.GetClient(), in: regroup, out: events}); err != nil {
+			return err
+		}
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && p.Spec.SchedulerName == r.SchedulerName
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&corev1.Pod{}, builder.WithPredicates(ours)).
+		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Complete(r)
+}
+
+// regrouper turns "definitions changed" signals into one generic event per cached pod.
+type regrouper struct {
+	client client.Client
+	in     <-chan struct{}
+	out    chan<- event.TypedGenericEvent[*corev1.Pod]
+}
+
+// Start implements manager.Runnable.
+func (g *regrouper) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-g.in:
+			pods := &corev1.PodList{}
+			if err := g.client.List(ctx, pods); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing pods to regroup after a definition change")
+				continue
+			}
+			for i := range pods.Items {
+				select {
+				case g.out <- event.TypedGenericEvent[*corev1.Pod]{Object: &pods.Items[i]}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

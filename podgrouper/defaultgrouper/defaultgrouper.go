@@ -1,0 +1,199 @@
+// Package defaultgrouper computes the PodGroup metadata that KAI's default grouper computes
+// (KAI pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go, v0.17): owner
+// reference, queue, priority class, preemptibility, preemption delay, staleness grace period,
+// topology, labels and annotations. gangmap starts every PodGroup from it, so its PodGroups carry
+// what KAI's would, then sets the gang.
+package defaultgrouper
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+)
+
+// Grouper computes KAI's default PodGroup metadata.
+type Grouper struct {
+	// Reader checks that a priority class exists (KAI uses a candidate only if it does); nil
+	// skips the check.
+	Reader client.Reader
+	// QueueLabelKey and NodePoolLabelKey are KAI's --queue-label-key and --nodepool-label-key.
+	QueueLabelKey    string
+	NodePoolLabelKey string
+}
+
+type topOwnerMetadata struct {
+	Name    string `json:"name"`
+	UID     string `json:"uid"`
+	Group   string `json:"group"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+}
+
+// Metadata returns KAI's default metadata for pod under topOwner; owners is the chain from the
+// pod's direct owner to the top owner. Name is "pg-<top owner name>-<uid>" and MinAvailable 1:
+// callers set the gang. Errors come only from reading priority classes.
+func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
+	gvk := topOwner.GroupVersionKind()
+	md := &podgroup.Metadata{
+		Name:      fmt.Sprintf("pg-%s-%s", topOwner.GetName(), topOwner.GetUID()),
+		Namespace: pod.Namespace,
+		Owner: metav1.OwnerReference{
+			APIVersion: topOwner.GetAPIVersion(), Kind: topOwner.GetKind(), Name: topOwner.GetName(), UID: topOwner.GetUID(),
+		},
+		MinAvailable: 1,
+		Labels:       maps.Clone(topOwner.GetLabels()),
+		Annotations:  map[string]string{},
+	}
+	if md.Labels == nil {
+		md.Labels = map[string]string{}
+	}
+	if u, ok := pod.Labels[kaikeys.UserLabel]; ok {
+		if _, has := md.Labels[kaikeys.UserLabel]; !has {
+			md.Labels[kaikeys.UserLabel] = u
+		}
+	}
+	if u, ok := pod.Annotations[kaikeys.UserLabel]; ok {
+		md.Annotations[kaikeys.UserLabel] = u
+	}
+	tom, _ := yaml.Marshal(topOwnerMetadata{Name: topOwner.GetName(), UID: string(topOwner.GetUID()), Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
+	md.Annotations[kaikeys.TopOwnerMetadata] = string(tom)
+	maps.Copy(md.Annotations, topOwner.GetAnnotations())
+
+	md.Queue = g.queue(topOwner, pod)
+	pc, err := g.priorityClass(ctx, topOwner, pod, owners)
+	if err != nil {
+		return nil, err
+	}
+	md.PriorityClassName = pc
+	md.Preemptibility = preemptibility(topOwner, pod, owners)
+	md.PreemptionDelay = duration(kaikeys.PreemptionDelay, topOwner, pod, owners)
+	md.StalenessGracePeriod = duration(kaikeys.StalenessGracePeriod, topOwner, pod, owners)
+	ann := topOwner.GetAnnotations()
+	md.Topology = ann[kaikeys.Topology]
+	md.RequiredTopologyLevel = ann[kaikeys.TopologyRequiredPlacement]
+	md.PreferredTopologyLevel = ann[kaikeys.TopologyPreferredPlace]
+	return md, nil
+}
+
+// queue: the top owner's queue label, the pod's, the project label (top owner, then pod) with
+// "-<pod node pool>" appended when the pod has one, else default-queue.
+func (g *Grouper) queue(topOwner *unstructured.Unstructured, pod *corev1.Pod) string {
+	key := g.QueueLabelKey
+	if key == "" {
+		key = kaikeys.DefaultQueueLabel
+	}
+	if q := topOwner.GetLabels()[key]; q != "" {
+		return q
+	}
+	if q := pod.Labels[key]; q != "" {
+		return q
+	}
+	project := topOwner.GetLabels()[kaikeys.ProjectLabel]
+	if project == "" {
+		project = pod.Labels[kaikeys.ProjectLabel]
+	}
+	if project != "" {
+		if np := pod.Labels[g.nodePoolKey()]; np != "" {
+			return project + "-" + np
+		}
+		return project
+	}
+	return kaikeys.DefaultQueue
+}
+
+func (g *Grouper) nodePoolKey() string {
+	if g.NodePoolLabelKey == "" {
+		return kaikeys.DefaultNodePoolLabel
+	}
+	return g.NodePoolLabelKey
+}
+
+// priorityClass: for each owner (nearest first; the top owner when there are none) its
+// priorityClassName label, else the pod's label, else pod.spec.priorityClassName; the first that
+// exists wins; else KAI's fallback "train" (not validated).
+func (g *Grouper) priorityClass(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (string, error) {
+	labelSets := ownerLabels(topOwner, owners)
+	for _, labels := range labelSets {
+		for _, cand := range []string{labels[kaikeys.PriorityClassLabel], pod.Labels[kaikeys.PriorityClassLabel], pod.Spec.PriorityClassName} {
+			if cand == "" {
+				continue
+			}
+			ok, err := g.priorityClassExists(ctx, cand)
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				return cand, nil
+			}
+		}
+	}
+	return kaikeys.DefaultPriorityClass, nil
+}
+
+func (g *Grouper) priorityClassExists(ctx context.Context, name string) (bool, error) {
+	if g.Reader == nil {
+		return true, nil
+	}
+	err := g.Reader.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("priority class %s: %w", name, err)
+	}
+}
+
+func ownerLabels(topOwner *unstructured.Unstructured, owners []*metav1.PartialObjectMetadata) []map[string]string {
+	if len(owners) == 0 {
+		return []map[string]string{topOwner.GetLabels()}
+	}
+	out := make([]map[string]string, 0, len(owners))
+	for _, o := range owners {
+		out = append(out, o.Labels)
+	}
+	return out
+}
+
+func preemptibility(topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) v2alpha2.Preemptibility {
+	for _, labels := range append(ownerLabels(topOwner, owners), pod.Labels) {
+		switch p := v2alpha2.Preemptibility(labels[kaikeys.PreemptibilityLabel]); p {
+		case v2alpha2.Preemptible, v2alpha2.NonPreemptible:
+			return p
+		}
+	}
+	return ""
+}
+
+func duration(key string, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) *metav1.Duration {
+	sets := []map[string]string{}
+	if len(owners) == 0 {
+		sets = append(sets, topOwner.GetAnnotations())
+	}
+	for _, o := range owners {
+		sets = append(sets, o.Annotations)
+	}
+	sets = append(sets, pod.Annotations)
+	for _, a := range sets {
+		if v, ok := a[key]; ok {
+			if d, err := time.ParseDuration(v); err == nil {
+				return &metav1.Duration{Duration: d}
+			}
+		}
+	}
+	return nil
+}

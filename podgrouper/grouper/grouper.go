@@ -1,0 +1,24 @@
+// Package grouper is the contract between the pod controller and whatever decides a pod's
+// PodGroup: KAI's Grouper interface (pkg/podgrouper/podgrouper/plugins/grouper/interface.go),
+// with a context added because gangmap's grouper evaluates expressions and reads the API.
+package grouper
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+)
+
+// Grouper decides the PodGroup of a pod.
+type Grouper interface {
+	// Name names the grouper in logs and metrics.
+	Name() string
+	// GetPodGroupMetadata returns the PodGroup the pod belongs to, with the pod listed in the
+	// PodsReferences of its sub-group (if the PodGroup has sub-groups). otherOwners is the owner
+	// chain from the pod's direct owner to the top owner (the last element), as in KAI.
+	GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error)
+}

@@ -1,0 +1,165 @@
+// Package workloadmap is gangmap's grouper: it groups the pods of a workload kind by the kind's
+// Workload Map definition and the gang plan of the live workload.
+package workloadmap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
+	"k8s.io/utils/ptr"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/grouper"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+)
+
+// Name is the grouper's name.
+const Name = "workloadmap"
+
+// ErrNoDefinition says no definition is active for the top owner's kind any more.
+var ErrNoDefinition = errors.New("no active Workload Map definition for the kind")
+
+// Grouper groups pods by Workload Map definitions. Plans are cached per workload UID and
+// recomputed only when the workload's resourceVersion or the winning definition changes, so the
+// per-pod work is placing the pod (its selectors) and looking it up in the plan.
+type Grouper struct {
+	Registry *definitions.Registry
+	Defaults *defaultgrouper.Grouper
+
+	once  sync.Once
+	plans *lru.Cache
+}
+
+var _ grouper.Grouper = (*Grouper)(nil)
+
+// planCacheSize bounds the cached plans (one per workload).
+const planCacheSize = 4096
+
+type cachedPlan struct {
+	resourceVersion string
+	compiled        *definitions.Compiled
+	plan            *gang.Plan
+}
+
+// Name implements grouper.Grouper.
+func (g *Grouper) Name() string { return Name }
+
+// Plan returns the plan of the top owner, from the cache when neither the workload nor its
+// definition changed. Errors: ErrNoDefinition, or the plan's error (it names the definition field).
+func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error) {
+	g.once.Do(func() { g.plans = lru.New(planCacheSize) })
+	compiled := g.Registry.Lookup(topOwner.GroupVersionKind())
+	if compiled == nil {
+		return nil, nil, fmt.Errorf("%s: %w", topOwner.GroupVersionKind(), ErrNoDefinition)
+	}
+	uid, rv := topOwner.GetUID(), topOwner.GetResourceVersion()
+	if v, ok := g.plans.Get(uid); ok {
+		if c := v.(*cachedPlan); c.resourceVersion == rv && c.compiled == compiled {
+			return c.plan, compiled, nil
+		}
+	}
+	plan, err := gang.Build(ctx, compiled, topOwner)
+	if err != nil {
+		return nil, compiled, fmt.Errorf("definition %q: %w", compiled.Name(), err)
+	}
+	g.plans.Add(uid, &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan})
+	return plan, compiled, nil
+}
+
+// Forget drops the cached plan of a deleted workload.
+func (g *Grouper) Forget(uid types.UID) {
+	if g.plans != nil {
+		g.plans.Remove(uid)
+	}
+}
+
+// GetPodGroupMetadata implements grouper.Grouper: KAI's default metadata for the top owner, with
+// the gang of the pod's PodGroup from the plan: name, minMember or minSubGroup, sub-groups (the
+// pod listed in its own), topology, and gangmap's definition and GPU annotations.
+func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
+	plan, compiled, err := g.Plan(ctx, topOwner)
+	if err != nil {
+		return nil, err
+	}
+	podMap, err := expr.FromObject(pod)
+	if err != nil {
+		return nil, err
+	}
+	placement, err := compiled.PlacePod(ctx, podMap)
+	if err != nil {
+		return nil, fmt.Errorf("definition %q: %w", compiled.Name(), err)
+	}
+	a, err := plan.Assign(placement)
+	if err != nil {
+		return nil, fmt.Errorf("definition %q: %w", compiled.Name(), err)
+	}
+	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
+	if err != nil {
+		return nil, err
+	}
+	fillGang(md, plan, a, pod.Name)
+	return md, nil
+}
+
+// fillGang writes the planned PodGroup of assignment a into md.
+func fillGang(md *podgroup.Metadata, plan *gang.Plan, a *gang.Assignment, podName string) {
+	pg := a.PodGroup
+	md.Name = pg.Name
+	md.MinSubGroup = nil
+	md.MinAvailable = 0
+	if pg.MinSubGroup != nil {
+		md.MinSubGroup = ptr.To(*pg.MinSubGroup)
+	} else {
+		md.MinAvailable = *pg.MinMember
+	}
+	md.SubGroups = nil
+	for _, sg := range pg.SubGroups {
+		smd := &podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
+		if sg.MinMember != nil {
+			smd.MinAvailable = *sg.MinMember
+		}
+		if t := sg.Topology; t != nil {
+			smd.TopologyConstraints = &podgroup.TopologyConstraintMetadata{Topology: t.TopologyName, RequiredTopologyLevel: t.RequiredTopologyLevel, PreferredTopologyLevel: t.PreferredTopologyLevel}
+		}
+		if sg == a.SubGroup {
+			smd.PodsReferences = []string{podName}
+		}
+		md.SubGroups = append(md.SubGroups, smd)
+	}
+	if t := pg.Topology; t != nil {
+		// The definition's topology wins over the top owner's annotations, as in KAI's v2 path.
+		md.Topology, md.RequiredTopologyLevel, md.PreferredTopologyLevel = t.TopologyName, t.RequiredTopologyLevel, t.PreferredTopologyLevel
+	}
+	md.Annotations[kaikeys.Definition] = fmt.Sprintf("%s (%s)", plan.Definition.Name, plan.Definition.Source)
+	md.Annotations[kaikeys.GPUs] = pg.GPUs.String()
+	md.Annotations[kaikeys.RoleGPUs] = roleGPUs(pg)
+}
+
+type roleGPU struct {
+	Role       string    `json:"role"`
+	Pods       int64     `json:"pods"`
+	GPUsPerPod gang.GPUs `json:"gpusPerPod"`
+	GPUs       gang.GPUs `json:"gpus"`
+}
+
+// roleGPUs renders the PodGroup's per-role GPUs as JSON, in sub-group order.
+func roleGPUs(pg *gang.PodGroup) string {
+	var out []roleGPU
+	for _, m := range pg.Members() {
+		out = append(out, roleGPU{Role: m.Role.Name, Pods: m.Pods, GPUsPerPod: m.Role.GPUsPerPod, GPUs: m.Role.GPUsPerPod.Times(m.Pods)})
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
