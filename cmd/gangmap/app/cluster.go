@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+// clusterRequestTimeout bounds each request to the API server, so an unreachable cluster fails
+// the listing instead of hanging it.
+const clusterRequestTimeout = 30 * time.Second
+
+// errNoKartaCRD says the cluster does not serve the Karta resource.
+var errNoKartaCRD = errors.New("the Karta CRD is not installed")
+
+// configError is a kubeconfig that does not load: unusable input, not a cluster problem.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return "loading the kubeconfig: " + e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+func isConfigError(err error) bool {
+	var ce *configError
+	return errors.As(err, &ce)
+}
+
+// clusterFlags select a cluster the way kubectl does: --kubeconfig (else $KUBECONFIG, else
+// ~/.kube/config, else the in-cluster config) and --context (else the current context).
+type clusterFlags struct {
+	kubeconfig string
+	context    string
+	cluster    bool
+}
+
+func (c *clusterFlags) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&c.cluster, "cluster", false, "also list the Karta objects of the cluster (implied by --kubeconfig and --context)")
+	f.StringVar(&c.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	f.StringVar(&c.context, "context", "", "kubeconfig context to use (default: the current context)")
+	_ = cmd.MarkFlagFilename("kubeconfig")
+}
+
+// enabled reports whether the user asked for the cluster.
+func (c *clusterFlags) enabled() bool {
+	return c.cluster || c.kubeconfig != "" || c.context != ""
+}
+
+// listDefinitions lists every Karta of the cluster through the dynamic client and converts each
+// with definitions.FromUnstructured. A Karta that does not convert is reported on warn and
+// skipped. Errors: a *configError when the kubeconfig does not load, errNoKartaCRD when the
+// cluster does not serve kartas.run.ai, or the API error.
+func (c *clusterFlags) listDefinitions(ctx context.Context, warn io.Writer) ([]*definitions.Loaded, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context}).ClientConfig()
+	if err != nil {
+		return nil, &configError{err}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = clusterRequestTimeout
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	list, err := client.Resource(definitions.GroupVersionResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errNoKartaCRD
+		}
+		return nil, fmt.Errorf("%s at %s: %w", kartaResourceName(), cfg.Host, err)
+	}
+	out := make([]*definitions.Loaded, 0, len(list.Items))
+	for i := range list.Items {
+		l, err := definitions.FromUnstructured(&list.Items[i])
+		if err != nil {
+			fmt.Fprintf(warn, "warning: skipping Karta %q from the cluster: %v\n", list.Items[i].GetName(), err)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// kartaResourceName is "kartas.run.ai", the resource the Karta CRD serves.
+func kartaResourceName() string {
+	return definitions.GroupVersionResource.GroupResource().String()
+}

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/native"
+)
+
+// definitionsOptions are the flags of "gangmap definitions".
+type definitionsOptions struct {
+	definitions []string
+	cluster     clusterFlags
+	output      string
+}
+
+func newDefinitionsCommand(use string) *cobra.Command {
+	o := &definitionsOptions{}
+	cmd := &cobra.Command{
+		Use:   "definitions [--definitions PATH]... [--cluster] [--kubeconfig FILE] [--context NAME] [-o table|json]",
+		Short: "List the Workload Map definitions gangmap would use",
+		Long: `Definitions lists every loaded definition: the built-in catalog, the files given with
+--definitions and, with --cluster (implied by --kubeconfig or --context), the Karta objects of the
+cluster. For each kind one definition is active: cluster wins over file, file over catalog; two
+definitions of one kind from the same source are a conflict and neither is used.
+NATIVE-IN-KAI says KAI Scheduler groups the kind with a plugin of its own (KAI v0.17's table), in
+which case gangmap leaves it to KAI.
+
+Exit codes: 0 listed; 1 the cluster could not be read (the other sources are still listed);
+2 unusable input (a missing --definitions path, a kubeconfig that does not load).`,
+		Example: examples(use,
+			"gangmap definitions",
+			"# With your own definitions: see which ones win",
+			"gangmap definitions --definitions ./kartas/",
+			"# Include the cluster's Karta objects (current kubeconfig context)",
+			"gangmap definitions --cluster -o json",
+			"gangmap definitions --kubeconfig ~/.kube/prod --context gpu-cluster",
+		),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory (repeatable)")
+	o.cluster.addFlags(cmd)
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json"))
+	return cmd
+}
+
+// definitionsDocument is the -o json output of "gangmap definitions".
+type definitionsDocument struct {
+	Definitions []definitionRow `json:"definitions"`
+}
+
+// definitionRow is a registry entry with whether KAI groups its kind natively.
+type definitionRow struct {
+	definitions.Entry
+	NativeInKAI bool `json:"nativeInKAI"`
+}
+
+func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if err := checkOutput(o.output, "table", "json"); err != nil {
+		return err
+	}
+	reg, err := newOfflineRegistry(o.definitions)
+	if err != nil {
+		return err
+	}
+	code := ExitOK
+	if o.cluster.enabled() {
+		loaded, err := o.cluster.listDefinitions(ctx, stderr)
+		switch {
+		case errors.Is(err, errNoKartaCRD):
+			fmt.Fprintf(stderr, "warning: the Karta CRD (%s) is not installed in the cluster; listing the other sources only\n", kartaResourceName())
+		case err != nil && isConfigError(err):
+			return fail(ExitUnusable, "%v", err)
+		case err != nil:
+			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %v; listing the other sources only\n", err)
+			code = ExitProblems
+		default:
+			reg.SetSource(definitions.SourceCluster, loaded)
+		}
+	}
+	doc := definitionsDocument{Definitions: []definitionRow{}}
+	for _, e := range reg.Entries() {
+		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
+	}
+	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }); err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
+}
+
+// printDefinitionsTable writes one row per definition, then each problem in full.
+func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tACTIVE\tNATIVE-IN-KAI\tPROBLEMS")
+	for _, d := range doc.Definitions {
+		kind := "-"
+		if d.Kind.Kind != "" {
+			kind = d.Kind.String()
+		}
+		problems := "-"
+		if n := len(d.Problems); n > 0 {
+			problems = strconv.Itoa(n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, kind, d.Source, yesNo(d.Active), yesNo(d.NativeInKAI), problems)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	first := true
+	for _, d := range doc.Definitions {
+		for _, p := range d.Problems {
+			if first {
+				fmt.Fprintln(w, "\nProblems:")
+				first = false
+			}
+			fmt.Fprintf(w, "  %s (%s): %s\n", d.Name, d.Origin, indentLines(p, "    "))
+		}
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// kaiNativeTable is KAI's default table of natively grouped kinds, built once.
+var kaiNativeTable = sync.OnceValue(native.DefaultTable)
+
+// nativeInKAI reports whether KAI Scheduler groups gvk with a native plugin (its default release
+// table), in which case gangmap never groups it in a cluster.
+func nativeInKAI(gvk schema.GroupVersionKind) bool { return kaiNativeTable().Has(gvk) }

@@ -1,0 +1,271 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/manifest"
+)
+
+// planOptions are the flags of "gangmap plan".
+type planOptions struct {
+	files       []string
+	definitions []string
+	output      string
+}
+
+func newPlanCommand(use string) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f MANIFEST [-f MORE]... [--definitions PATH]... [-o table|json|yaml]",
+		Short: "Plan the KAI PodGroups of workload manifests, offline",
+		Long: `Plan reads workload manifests and prints, for each workload, the KAI PodGroups (gangs)
+gangmap would create: minMember or minSubGroup, sub-groups, pods and GPUs per role. It needs
+no cluster. Definitions come from the built-in catalog and from --definitions; a file
+definition wins over the catalog one for the same kind.
+
+With -o json or -o yaml the output is one document {"plans": [...]}, one entry per workload:
+a plan, or {"workload": ..., "error": "..."} when the workload has no definition or its plan
+failed. Definition problems are printed on stderr as warnings.
+
+Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 unusable input
+(a missing file, invalid YAML, an unknown output format).`,
+		Example: examples(use,
+			"# Plan a JobSet with the built-in catalog, as a table",
+			"gangmap plan -f examples/jobset-leader-workers.yaml",
+			"# Several manifests (files, directories or - for stdin), as JSON",
+			"gangmap plan -f lws.yaml -f jobsets/ -o json",
+			"# With your own definitions, which win over the built-in ones",
+			"gangmap plan -f my-workload.yaml --definitions ./kartas/ -o yaml",
+		),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document, kind: List), a directory of them, or - for stdin (repeatable)")
+	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
+	return cmd
+}
+
+func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+		return err
+	}
+	objs, err := readManifests(o.files)
+	if err != nil {
+		return fail(ExitUnusable, "%v", err)
+	}
+	if len(objs) == 0 {
+		return fail(ExitUnusable, "no Kubernetes objects in %s", strings.Join(o.files, ", "))
+	}
+	reg, err := newOfflineRegistry(o.definitions)
+	if err != nil {
+		return err
+	}
+	warnProblems(stderr, reg)
+	doc := planDocument{Plans: make([]planEntry, 0, len(objs))}
+	code := ExitOK
+	for _, u := range objs {
+		e := planWorkload(ctx, reg, u)
+		if e.Error != "" {
+			code = ExitProblems
+		}
+		doc.Plans = append(doc.Plans, e)
+	}
+	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }); err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
+}
+
+// planDocument is the -o json|yaml output of "gangmap plan".
+type planDocument struct {
+	Plans []planEntry `json:"plans"`
+}
+
+// planEntry is one workload: its plan, or the reason it has none.
+type planEntry struct {
+	Plan *gang.Plan
+	// Workload, Definition (when one was found) and Error describe a workload with no plan.
+	Workload   gang.WorkloadRef
+	Definition *gang.DefinitionRef
+	Error      string
+	// label names the workload for people (see workloadLabel); it is not marshalled.
+	label string
+}
+
+// MarshalJSON writes the plan as gang.Plan marshals it (with "roles": [] rather than null when
+// the workload has no roles), or {workload, definition?, error}.
+func (e planEntry) MarshalJSON() ([]byte, error) {
+	if e.Plan != nil {
+		if e.Plan.Roles == nil {
+			p := *e.Plan
+			p.Roles = []*gang.Role{}
+			return json.Marshal(&p)
+		}
+		return json.Marshal(e.Plan)
+	}
+	return json.Marshal(struct {
+		Workload   gang.WorkloadRef    `json:"workload"`
+		Definition *gang.DefinitionRef `json:"definition,omitempty"`
+		Error      string              `json:"error"`
+	}{e.Workload, e.Definition, e.Error})
+}
+
+// planWorkload plans one object with the definition of its kind.
+func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructured.Unstructured) planEntry {
+	ref := gang.WorkloadRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	label := workloadLabel(u)
+	gvk := u.GroupVersionKind()
+	c := reg.Lookup(gvk)
+	if c == nil {
+		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s",
+			label, gvk, missingDefinitionHint(reg, definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}))}
+	}
+	def := &gang.DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)}
+	p, err := gang.Build(ctx, c, u)
+	if err != nil {
+		return planEntry{Workload: ref, Definition: def, label: label, Error: fmt.Sprintf("%s: definition %q (%s): %v", label, c.Name(), c.Loaded.Origin, err)}
+	}
+	return planEntry{Plan: p, label: label}
+}
+
+// missingDefinitionHint says why a kind has no definition when the registry knows more: the
+// kind's definitions are invalid, in conflict, or blocked by a conflict at a source of higher
+// precedence; or definitions exist for other versions of the kind.
+func missingDefinitionHint(reg *definitions.Registry, want definitions.GroupVersionKind) string {
+	var hints, versions []string
+	for _, e := range reg.Entries() {
+		switch {
+		case e.Kind == want && len(e.Problems) > 0:
+			hints = append(hints, fmt.Sprintf("definition %q (%s) has problems (see the warnings)", e.Name, e.Origin))
+		case e.Kind == want:
+			hints = append(hints, fmt.Sprintf("definition %q (%s) is blocked by a conflict at a source of higher precedence", e.Name, e.Origin))
+		case e.Kind.Group == want.Group && e.Kind.Kind == want.Kind:
+			versions = append(versions, e.Kind.Version)
+		}
+	}
+	if len(versions) > 0 {
+		sort.Strings(versions)
+		hints = append(hints, fmt.Sprintf("definitions exist for version %s only (a definition covers exactly one version)", strings.Join(versions, ", ")))
+	}
+	if len(hints) == 0 {
+		return "; add one with --definitions"
+	}
+	return ": " + strings.Join(hints, "; ")
+}
+
+// workloadLabel names a workload as Kind/name, with its namespace when it has one; a manifest
+// with only metadata.generateName is named Kind/<generateName>* (its name is not known offline).
+func workloadLabel(u *unstructured.Unstructured) string {
+	name := u.GetName()
+	if name == "" && u.GetGenerateName() != "" {
+		name = u.GetGenerateName() + "*"
+	}
+	s := u.GetKind() + "/" + name
+	if ns := u.GetNamespace(); ns != "" {
+		s += " (namespace " + ns + ")"
+	}
+	return s
+}
+
+// readManifests reads every object of paths in order: files, directories (their *.yaml, *.yml
+// and *.json files in name order) and "-" for stdin.
+func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, p := range paths {
+		files := []string{p}
+		if p != "-" {
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, err
+			}
+			if st.IsDir() {
+				if files, err = manifestFiles(p); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, f := range files {
+			objs, err := manifest.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, objs...)
+		}
+	}
+	return out, nil
+}
+
+func manifestFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// checkOutput rejects an output format outside allowed (a usage error).
+func checkOutput(output string, allowed ...string) error {
+	for _, a := range allowed {
+		if output == a {
+			return nil
+		}
+	}
+	return fail(ExitUnusable, "unknown output format %q: use %s", output, strings.Join(allowed, ", "))
+}
+
+// writeDocument writes doc as indented JSON or YAML, or calls table for any other format.
+func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error) error {
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	case "yaml":
+		b, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	default:
+		return table(w)
+	}
+}
+
+// fixedCompletion completes a flag with a fixed list of values.
+func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}

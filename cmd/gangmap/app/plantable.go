@@ -1,0 +1,157 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/gang"
+)
+
+// printPlanTables writes the table form of a plan document: per workload a header line, the
+// PodGroups table, the roles table, notes and overrides, and a TOTAL GPUs line; workloads are
+// separated by a blank line.
+func printPlanTables(w io.Writer, doc planDocument) error {
+	for i, e := range doc.Plans {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if e.Plan == nil {
+			// The message names the workload.
+			fmt.Fprintf(w, "error: %s\n", indentLines(e.Error, "  "))
+			continue
+		}
+		if err := printPlanTable(w, e.label, e.Plan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
+	fmt.Fprintf(w, "%s   definition: %s (%s)\n", label, p.Definition.Name, p.Definition.Source)
+	if gvk := schema.FromAPIVersionAndKind(p.Workload.APIVersion, p.Workload.Kind); nativeInKAI(gvk) {
+		fmt.Fprintf(w, "  KAI groups %s natively: in a cluster, gangmap leaves it to KAI's plugin.\n", p.Workload.Kind)
+	}
+	fmt.Fprintln(w)
+
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
+	for _, pg := range p.PodGroups {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", pg.Name, optInt(pg.MinMember), optInt(pg.MinSubGroup), subGroupList(pg.SubGroups), pg.Pods, pg.GPUs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.PodGroups) == 0 {
+		fmt.Fprintln(w, "  (none: no role has pods)")
+	}
+	fmt.Fprintln(w)
+
+	tw = tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "  ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tMIN\tPODS\tGANG-PODS\tGPUS/POD\tGPUS")
+	for _, r := range p.Roles {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.MinReplicas, r.Pods, r.GangPods, r.GPUsPerPod, r.GPUs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Roles) == 0 {
+		fmt.Fprintln(w, "  (none: no component resolved to a pod template)")
+	}
+
+	extra := gpuDetailNotes(p.Roles)
+	if len(p.Notes)+len(p.Overrides)+len(extra) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, n := range extra {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, o := range p.Overrides {
+		status := "applied"
+		if !o.Applied {
+			status = "refused: " + o.Reason
+		}
+		fmt.Fprintf(w, "  override: %s=%q %s\n", o.Annotation, o.Value, status)
+	}
+	fmt.Fprintf(w, "TOTAL GPUs: %s\n", p.TotalGPUs)
+	return nil
+}
+
+// gpuDetailNotes reports what the GPUS columns do not count: MIG profiles, KAI gpu-memory and DRA
+// claims.
+func gpuDetailNotes(roles []*gang.Role) []string {
+	var out []string
+	for _, r := range roles {
+		d := r.GPUDetail
+		var parts []string
+		if len(d.MIG) > 0 {
+			names := make([]string, 0, len(d.MIG))
+			for n := range d.MIG {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				parts = append(parts, fmt.Sprintf("%s: %d", n, d.MIG[n]))
+			}
+		}
+		if d.MemoryMiB > 0 {
+			parts = append(parts, fmt.Sprintf("gpu-memory %d MiB", d.MemoryMiB))
+		}
+		if len(d.DRAClaims) > 0 {
+			parts = append(parts, "DRA claims "+strings.Join(d.DRAClaims, ", "))
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("role %s: each pod also asks %s (not counted in GPUS)", r.Name, strings.Join(parts, "; ")))
+		}
+	}
+	return out
+}
+
+// subGroupList renders sub-groups as name:minMember (parent/name:minMember when nested), comma
+// separated; "-" when there are none.
+func subGroupList(sgs []*gang.SubGroup) string {
+	if len(sgs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(sgs))
+	for i, sg := range sgs {
+		name := sg.Name
+		if sg.Parent != nil {
+			name = *sg.Parent + "/" + name
+		}
+		min := optInt(sg.MinMember)
+		if sg.MinSubGroup != nil {
+			min = "subgroups " + optInt(sg.MinSubGroup)
+		}
+		parts[i] = name + ":" + min
+	}
+	return strings.Join(parts, ",")
+}
+
+func optInt(v *int32) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(int(*v))
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// indentLines indents every line after the first of a multi-line message.
+func indentLines(s, indent string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+indent)
+}

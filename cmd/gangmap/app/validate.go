@@ -1,0 +1,261 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// validateOptions are the flags of "gangmap validate".
+type validateOptions struct {
+	strict bool
+	output string
+}
+
+func newValidateCommand(use string) *cobra.Command {
+	o := &validateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate [--strict] [-o text|json] FILE...",
+		Short: "Check Workload Map definition files",
+		Long: `Validate decodes every definition (Karta) in each FILE ("-" for stdin), checks its
+structure and compiles every jq and CEL expression, and reports each definition as OK or with
+every error, each with its field path. Unknown fields are warnings, or errors with --strict.
+
+Exit codes: 0 every definition valid; 1 some definition invalid; 2 some file unreadable (missing,
+or not valid YAML).`,
+		Example: examples(use,
+			"gangmap validate my-karta.yaml",
+			"# Treat unknown fields as errors, as the built-in catalog does",
+			"gangmap validate --strict kartas/*.yaml",
+			"gangmap validate -o json my-karta.yaml",
+		),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(args, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat unknown fields as errors")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("text", "json"))
+	return cmd
+}
+
+// validateDocument is the -o json output of "gangmap validate".
+type validateDocument struct {
+	Results []validateResult `json:"results"`
+}
+
+// validateResult is one definition (or one file that could not be read).
+type validateResult struct {
+	File string `json:"file"`
+	// Document is the index of the YAML document in File.
+	Document   int                           `json:"document"`
+	Definition string                        `json:"definition"`
+	Kind       *definitions.GroupVersionKind `json:"kind"`
+	Valid      bool                          `json:"valid"`
+	Errors     []fieldMessage                `json:"errors"`
+	Warnings   []fieldMessage                `json:"warnings"`
+	// Unreadable says the file could not be read or parsed as YAML.
+	Unreadable bool `json:"unreadable,omitempty"`
+}
+
+// fieldMessage is one problem at a field path of a definition ("" when it concerns the whole
+// document).
+type fieldMessage struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (o *validateOptions) run(files []string, stdout io.Writer) error {
+	if err := checkOutput(o.output, "text", "json"); err != nil {
+		return err
+	}
+	compiler, err := newCompiler()
+	if err != nil {
+		return fail(ExitUnusable, "%v", err)
+	}
+	doc := validateDocument{Results: []validateResult{}}
+	for _, f := range files {
+		doc.Results = append(doc.Results, validateFile(f, o.strict, compiler)...)
+	}
+	code := ExitOK
+	for _, r := range doc.Results {
+		switch {
+		case r.Unreadable:
+			code = ExitUnusable
+		case !r.Valid && code == ExitOK:
+			code = ExitProblems
+		}
+	}
+	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }); err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
+}
+
+// validateFile checks every definition in path. Each YAML document is decoded on its own, so
+// one broken document does not hide the others. Unknown fields are collected as warnings (all of
+// them, with their paths) and, in strict mode, reported as errors: the same verdict as
+// definitions.Decode with Strict, which stops at the first one.
+func validateFile(path string, strict bool, compiler *expr.Compiler) []validateResult {
+	data, err := readInput(path)
+	if err != nil {
+		return []validateResult{unreadable(path, 0, err)}
+	}
+	var out []validateResult
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 0; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return append(out, unreadable(path, doc, err))
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return append(out, unreadable(path, doc, fmt.Errorf("document %d: invalid YAML: %w", doc, err)))
+		}
+		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+			continue // empty or comment-only document, as definitions.Decode skips them
+		}
+		out = append(out, validateDocumentBytes(path, doc, raw, js, strict, compiler))
+	}
+	if len(out) == 0 {
+		r := newResult(path, 0)
+		r.Errors = append(r.Errors, fieldMessage{Message: "no Workload Map definition (Karta) in this file"})
+		out = append(out, r)
+	}
+	return out
+}
+
+func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, compiler *expr.Compiler) validateResult {
+	r := newResult(path, doc)
+	r.Definition = metadataName(js)
+	l, err := definitions.DecodeDocument(raw, fmt.Sprintf("%s#%d", path, doc), definitions.SourceFile, definitions.DecodeOptions{})
+	if err != nil {
+		r.Errors = append(r.Errors, fieldMessage{Message: err.Error()})
+		return r
+	}
+	r.Definition = l.Name()
+	if k := l.Karta.Spec.StructureDefinition.RootComponent.Kind; k != nil {
+		kind := *k
+		r.Kind = &kind
+	}
+	for _, w := range l.Warnings {
+		fm := fieldMessage{Field: w.Field, Message: w.Detail}
+		if strict {
+			fm.Message += " (an error with --strict)"
+			r.Errors = append(r.Errors, fm)
+		} else {
+			r.Warnings = append(r.Warnings, fm)
+		}
+	}
+	if _, err := definitions.Compile(l, compiler); err != nil {
+		var de *definitions.DefinitionError
+		if errors.As(err, &de) {
+			r.Errors = append(r.Errors, fieldErrors(de.Errs)...)
+		} else {
+			r.Errors = append(r.Errors, fieldMessage{Message: err.Error()})
+		}
+	}
+	r.Valid = len(r.Errors) == 0
+	return r
+}
+
+func fieldErrors(errs field.ErrorList) []fieldMessage {
+	out := make([]fieldMessage, len(errs))
+	for i, fe := range errs {
+		out[i] = fieldMessage{Field: fe.Field, Message: fe.ErrorBody()}
+	}
+	return out
+}
+
+func newResult(path string, doc int) validateResult {
+	return validateResult{File: path, Document: doc, Errors: []fieldMessage{}, Warnings: []fieldMessage{}}
+}
+
+func unreadable(path string, doc int, err error) validateResult {
+	r := newResult(path, doc)
+	r.Unreadable = true
+	r.Errors = append(r.Errors, fieldMessage{Message: err.Error()})
+	return r
+}
+
+// metadataName reads metadata.name from a JSON document, for naming a definition that does not
+// decode.
+func metadataName(js []byte) string {
+	var m struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(js, &m)
+	return m.Metadata.Name
+}
+
+func readInput(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+// printValidateText writes one line per definition (OK, INVALID or UNREADABLE), its errors and
+// warnings indented below it, and a summary line.
+func printValidateText(w io.Writer, doc validateDocument) error {
+	var valid, invalid, unread int
+	for _, r := range doc.Results {
+		verdict := "OK"
+		switch {
+		case r.Unreadable:
+			verdict = "UNREADABLE"
+			unread++
+		case !r.Valid:
+			verdict = "INVALID"
+			invalid++
+		default:
+			valid++
+		}
+		what := r.File
+		if !r.Unreadable {
+			what = fmt.Sprintf("%s#%d", r.File, r.Document)
+		}
+		desc := ""
+		if r.Definition != "" {
+			desc = fmt.Sprintf("definition %q", r.Definition)
+		}
+		if r.Kind != nil {
+			desc += fmt.Sprintf(" for %s", r.Kind)
+		}
+		fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("%-10s  %s  %s", verdict, what, desc)))
+		for _, e := range r.Errors {
+			fmt.Fprintf(w, "  error: %s\n", joinField(e))
+		}
+		for _, e := range r.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", joinField(e))
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d valid, %d invalid, %d unreadable\n", valid, invalid, unread)
+	return err
+}
+
+func joinField(m fieldMessage) string {
+	if m.Field == "" {
+		return indentLines(m.Message, "    ")
+	}
+	return m.Field + ": " + indentLines(m.Message, "    ")
+}

@@ -1,0 +1,137 @@
+package app
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// validateDoc mirrors the -o json output of "gangmap validate".
+type validateDoc struct {
+	Results []struct {
+		File       string `json:"file"`
+		Definition string `json:"definition"`
+		Kind       *struct {
+			Group, Version, Kind string
+		} `json:"kind"`
+		Valid    bool           `json:"valid"`
+		Errors   []fieldMessage `json:"errors"`
+		Warnings []fieldMessage `json:"warnings"`
+	} `json:"results"`
+}
+
+func validateJSON(t *testing.T, wantCode int, args ...string) validateDoc {
+	t.Helper()
+	r := gangmap(t, append([]string{"validate", "-o", "json"}, args...)...)
+	require.Equal(t, wantCode, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	var doc validateDoc
+	decodeOne(t, r.stdout, &doc)
+	return doc
+}
+
+func TestValidateCatalogIsValidInStrictMode(t *testing.T) {
+	files, err := filepath.Glob("../../../definitions/catalog/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	doc := validateJSON(t, ExitOK, append([]string{"--strict"}, files...)...)
+	require.Len(t, doc.Results, len(files))
+	kinds := map[string]bool{}
+	for _, res := range doc.Results {
+		assert.True(t, res.Valid, res.File)
+		assert.Empty(t, res.Errors, res.File)
+		assert.Empty(t, res.Warnings, res.File)
+		require.NotNil(t, res.Kind, res.File)
+		kinds[res.Kind.Kind] = true
+	}
+	assert.True(t, kinds["JobSet"] && kinds["LeaderWorkerSet"], "catalog kinds: %v", kinds)
+
+	text := gangmap(t, append([]string{"validate", "--strict"}, files...)...)
+	assert.Equal(t, ExitOK, text.code)
+	assert.Regexp(t, `(?m)^OK +\S+jobset-x-k8s-io-jobset-v1alpha2.yaml#0  definition "jobset-x-k8s-io-jobset-v1alpha2" for jobset.x-k8s.io/v1alpha2, Kind=JobSet$`, text.stdout)
+}
+
+func TestValidateBadJQ(t *testing.T) {
+	const path = "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath"
+	r := gangmap(t, "validate", "testdata/definitions/bad-jq.yaml")
+	assert.Equal(t, ExitProblems, r.code)
+	assert.Contains(t, r.stdout, "INVALID     testdata/definitions/bad-jq.yaml#0  definition \"bad-jq\"")
+	assert.Contains(t, r.stdout, "  error: "+path+`: Invalid value: ".spec.replicas |||": expected a valid jq expression`)
+	assert.Contains(t, r.stdout, "0 valid, 1 invalid, 0 unreadable\n")
+
+	doc := validateJSON(t, ExitProblems, "testdata/definitions/bad-jq.yaml")
+	require.Len(t, doc.Results, 1)
+	res := doc.Results[0]
+	assert.Equal(t, "bad-jq", res.Definition)
+	assert.Equal(t, "testdata/definitions/bad-jq.yaml", res.File)
+	assert.False(t, res.Valid)
+	require.Len(t, res.Errors, 1)
+	assert.Equal(t, path, res.Errors[0].Field)
+	assert.Contains(t, res.Errors[0].Message, "parse error")
+}
+
+func TestValidateReportsEveryError(t *testing.T) {
+	doc := validateJSON(t, ExitProblems, "testdata/definitions/two-errors.yaml")
+	require.Len(t, doc.Results, 1)
+	errs := doc.Results[0].Errors
+	require.Len(t, errs, 2)
+	assert.Equal(t, "spec.structureDefinition.childComponents[0].instanceIdPath", errs[0].Field)
+	assert.Contains(t, errs[0].Message, "recursive descent (..) is not allowed")
+	assert.Equal(t, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath", errs[1].Field)
+}
+
+func TestValidateUnknownField(t *testing.T) {
+	const path = "spec.optimizationInstructions.gangScheduling.podGroup.minMember"
+	lenient := validateJSON(t, ExitOK, "testdata/definitions/unknown-field.yaml")
+	res := lenient.Results[0]
+	assert.True(t, res.Valid)
+	assert.Empty(t, res.Errors)
+	require.Len(t, res.Warnings, 1)
+	assert.Equal(t, path, res.Warnings[0].Field)
+	assert.Contains(t, res.Warnings[0].Message, "unknown field")
+
+	strict := validateJSON(t, ExitProblems, "--strict", "testdata/definitions/unknown-field.yaml")
+	res = strict.Results[0]
+	assert.False(t, res.Valid)
+	assert.Empty(t, res.Warnings)
+	require.Len(t, res.Errors, 1)
+	assert.Equal(t, path, res.Errors[0].Field)
+
+	text := gangmap(t, "validate", "testdata/definitions/unknown-field.yaml")
+	assert.Contains(t, text.stdout, "  warning: "+path+": unknown field")
+}
+
+func TestValidateUnreadableExit2(t *testing.T) {
+	// A missing file and invalid YAML are unreadable (2), even next to an invalid definition (1).
+	r := gangmap(t, "validate", "testdata/definitions/bad-jq.yaml", "testdata/definitions/missing.yaml")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Contains(t, r.stdout, "UNREADABLE  testdata/definitions/missing.yaml\n  error: open testdata/definitions/missing.yaml: no such file or directory")
+	assert.Contains(t, r.stdout, "0 valid, 1 invalid, 1 unreadable\n")
+
+	doc := validateJSON(t, ExitUnusable, "testdata/manifests/invalid.yaml")
+	require.Len(t, doc.Results, 1)
+	assert.Contains(t, doc.Results[0].Errors[0].Message, "invalid YAML")
+}
+
+func TestValidateNotADefinition(t *testing.T) {
+	doc := validateJSON(t, ExitProblems, seed)
+	require.Len(t, doc.Results, 1)
+	assert.Equal(t, "train-llm", doc.Results[0].Definition)
+	assert.Contains(t, doc.Results[0].Errors[0].Message, "expected apiVersion run.ai/v1alpha1 and kind Karta")
+
+	empty := t.TempDir() + "/empty.yaml"
+	writeFile(t, empty, "# only a comment\n---\n")
+	doc = validateJSON(t, ExitProblems, empty)
+	assert.Equal(t, "no Workload Map definition (Karta) in this file", doc.Results[0].Errors[0].Message)
+}
+
+func TestValidateEachDocumentOnItsOwn(t *testing.T) {
+	multi := t.TempDir() + "/multi.yaml"
+	writeFile(t, multi, readFile(t, "testdata/definitions/bad-jq.yaml")+"---\n"+readFile(t, "testdata/definitions/override/team-jobset.yaml"))
+	doc := validateJSON(t, ExitProblems, multi)
+	require.Len(t, doc.Results, 2)
+	assert.False(t, doc.Results[0].Valid)
+	assert.True(t, doc.Results[1].Valid)
+	assert.Equal(t, "team-jobset", doc.Results[1].Definition)
+}
