@@ -1,0 +1,180 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+// The control plane runs no workload operators, so these functions create what each operator
+// creates, with the owner references and labels its documentation gives. Each returns the pods.
+
+// JobSet labels (jobset.x-k8s.io API docs).
+const (
+	LabelJobSetName        = "jobset.sigs.k8s.io/jobset-name"
+	LabelReplicatedJobName = "jobset.sigs.k8s.io/replicatedjob-name"
+	LabelJobIndex          = "jobset.sigs.k8s.io/job-index"
+)
+
+// RunJobSet creates, for each replicated job, replicas Jobs owned by the JobSet and
+// min(parallelism, completions) pods per Job owned by their Job (parallelism defaults to 1).
+func (cp *ControlPlane) RunJobSet(ctx context.Context, js *unstructured.Unstructured) ([]*corev1.Pod, error) {
+	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	var pods []*corev1.Pod
+	for _, item := range rjs {
+		rj, _ := item.(map[string]any)
+		name, _ := rj["name"].(string)
+		replicas, found, _ := unstructured.NestedInt64(rj, "replicas")
+		if !found {
+			replicas = 1
+		}
+		jobSpec := batchv1.JobSpec{}
+		if m, ok, _ := unstructured.NestedMap(rj, "template", "spec"); ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &jobSpec); err != nil {
+				return nil, fmt.Errorf("replicated job %s: %w", name, err)
+			}
+		}
+		perJob := int32(1)
+		if jobSpec.Parallelism != nil {
+			perJob = *jobSpec.Parallelism
+		}
+		if jobSpec.Completions != nil && *jobSpec.Completions < perJob {
+			perJob = *jobSpec.Completions
+		}
+		if jobSpec.Template.Spec.RestartPolicy == "" {
+			jobSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}
+		for j := int64(0); j < replicas; j++ {
+			labels := map[string]string{LabelJobSetName: js.GetName(), LabelReplicatedJobName: name, LabelJobIndex: fmt.Sprint(j)}
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", js.GetName(), name, j), Namespace: js.GetNamespace(),
+				Labels: labels, OwnerReferences: []metav1.OwnerReference{UnstructuredOwnerRef(js)}}, Spec: *jobSpec.DeepCopy()}
+			job.Spec.Template.Labels = mergeLabels(job.Spec.Template.Labels, labels)
+			fillImages(&job.Spec.Template.Spec)
+			// The job controller is not running: suspend the Job so nothing else would act on it.
+			job.Spec.Suspend = ptr.To(true)
+			if err := cp.Client.Create(ctx, job); err != nil {
+				return nil, fmt.Errorf("job %s: %w", job.Name, err)
+			}
+			for p := int32(0); p < perJob; p++ {
+				pod := PodFromTemplate(&jobSpec.Template, js.GetNamespace(), fmt.Sprintf("%s-%d", job.Name, p), labels, OwnerRef(job, "batch/v1", "Job"))
+				if err := cp.Client.Create(ctx, pod); err != nil {
+					return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
+				}
+				pods = append(pods, pod)
+			}
+		}
+	}
+	return pods, nil
+}
+
+// LeaderWorkerSet labels (leaderworkerset.x-k8s.io API docs).
+const (
+	LabelLWSName     = "leaderworkerset.sigs.k8s.io/name"
+	LabelGroupIndex  = "leaderworkerset.sigs.k8s.io/group-index"
+	LabelWorkerIndex = "leaderworkerset.sigs.k8s.io/worker-index"
+)
+
+// RunLeaderWorkerSet creates what the LWS controller creates: a leader StatefulSet owned by the
+// LWS with one leader pod per group (worker index 0), and per group a worker StatefulSet owned by
+// that group's leader pod with size-1 worker pods. A missing leaderTemplate means the leader uses
+// the worker template.
+func (cp *ControlPlane) RunLeaderWorkerSet(ctx context.Context, lws *unstructured.Unstructured) ([]*corev1.Pod, error) {
+	replicas, found, _ := unstructured.NestedInt64(lws.Object, "spec", "replicas")
+	if !found {
+		replicas = 1
+	}
+	size, found, _ := unstructured.NestedInt64(lws.Object, "spec", "leaderWorkerTemplate", "size")
+	if !found {
+		size = 1
+	}
+	worker, err := template(lws, "spec", "leaderWorkerTemplate", "workerTemplate")
+	if err != nil {
+		return nil, err
+	}
+	leader, err := template(lws, "spec", "leaderWorkerTemplate", "leaderTemplate")
+	if err != nil {
+		return nil, err
+	}
+	if leader == nil {
+		leader = worker
+	}
+	name, ns := lws.GetName(), lws.GetNamespace()
+	leaderSts := statefulSet(name, ns, leader, int32(replicas), UnstructuredOwnerRef(lws))
+	if err := cp.Client.Create(ctx, leaderSts); err != nil {
+		return nil, fmt.Errorf("leader statefulset: %w", err)
+	}
+	var pods []*corev1.Pod
+	for g := int64(0); g < replicas; g++ {
+		labels := map[string]string{LabelLWSName: name, LabelGroupIndex: fmt.Sprint(g), LabelWorkerIndex: "0"}
+		lp := PodFromTemplate(leader, ns, fmt.Sprintf("%s-%d", name, g), labels, OwnerRef(leaderSts, "apps/v1", "StatefulSet"))
+		if err := cp.Client.Create(ctx, lp); err != nil {
+			return nil, fmt.Errorf("leader pod: %w", err)
+		}
+		pods = append(pods, lp)
+		if size < 2 {
+			continue
+		}
+		ws := statefulSet(fmt.Sprintf("%s-%d", name, g), ns, worker, int32(size-1), OwnerRef(lp, "v1", "Pod"))
+		if err := cp.Client.Create(ctx, ws); err != nil {
+			return nil, fmt.Errorf("worker statefulset: %w", err)
+		}
+		for w := int64(1); w < size; w++ {
+			wl := map[string]string{LabelLWSName: name, LabelGroupIndex: fmt.Sprint(g), LabelWorkerIndex: fmt.Sprint(w)}
+			wp := PodFromTemplate(worker, ns, fmt.Sprintf("%s-%d-%d", name, g, w), wl, OwnerRef(ws, "apps/v1", "StatefulSet"))
+			if err := cp.Client.Create(ctx, wp); err != nil {
+				return nil, fmt.Errorf("worker pod: %w", err)
+			}
+			pods = append(pods, wp)
+		}
+	}
+	return pods, nil
+}
+
+func template(obj *unstructured.Unstructured, path ...string) (*corev1.PodTemplateSpec, error) {
+	m, ok, _ := unstructured.NestedMap(obj.Object, path...)
+	if !ok {
+		return nil, nil
+	}
+	tpl := &corev1.PodTemplateSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, tpl); err != nil {
+		return nil, fmt.Errorf("%v: %w", path, err)
+	}
+	return tpl, nil
+}
+
+func statefulSet(name, ns string, tpl *corev1.PodTemplateSpec, replicas int32, owner metav1.OwnerReference) *appsv1.StatefulSet {
+	sel := map[string]string{"gangmap.io/e2e-statefulset": name}
+	t := tpl.DeepCopy()
+	t.Labels = mergeLabels(t.Labels, sel)
+	fillImages(&t.Spec)
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: *t},
+	}
+}
+
+func mergeLabels(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func fillImages(spec *corev1.PodSpec) {
+	for i := range spec.Containers {
+		if spec.Containers[i].Image == "" {
+			spec.Containers[i].Image = "registry.example/none:0"
+		}
+	}
+}
