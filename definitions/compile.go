@@ -80,8 +80,9 @@ type CompiledVariable struct {
 
 // CompiledStartup is the compiled gangmap startup policy.
 type CompiledStartup struct {
-	When  expr.Program // nil: always
-	First map[string]bool
+	When           expr.Program // nil: always
+	First          map[string]bool
+	FirstInstances expr.Program // nil: none
 }
 
 // Component returns the named component, or nil.
@@ -154,6 +155,7 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 			if g.Startup != nil {
 				st := &CompiledStartup{First: map[string]bool{}}
 				st.When = cc.compile(g.Startup.When, expr.Object, gangmapPath.Child("gang", "startup", "when"))
+				st.FirstInstances = cc.compile(g.Startup.FirstInstances, expr.Object, gangmapPath.Child("gang", "startup", "firstInstances"))
 				for _, n := range g.Startup.First {
 					st.First[n] = true
 				}

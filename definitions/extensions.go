@@ -45,10 +45,15 @@ type StartupPolicy struct {
 	// When is an object-side boolean expression (jq or CEL); the policy applies when it is true.
 	// Absent means always.
 	When Expr `json:"when,omitzero"`
-	// First lists the components whose pods are created first. Only their roles count towards the
-	// gang minimum while the policy applies; the other roles' pods still join the PodGroup, in
-	// their own sub-groups where there are sub-groups, with a minimum of zero.
-	First []string `json:"first"`
+	// First lists the components whose pods are created first. Only their roles (and those of
+	// FirstInstances) count towards the gang minimum while the policy applies; the other roles'
+	// pods still join the PodGroup, in their own sub-groups where there are sub-groups, with a
+	// minimum of zero.
+	First []string `json:"first,omitempty"`
+	// FirstInstances is an object-side expression yielding the instance ids that are created
+	// first, for workloads that order instances of one component (JobSet InOrder creates
+	// replicatedJobs[0] first: `.spec.replicatedJobs[0].name`).
+	FirstInstances Expr `json:"firstInstances,omitzero"`
 }
 
 // ComponentExtension returns the extension of the named component, or nil.

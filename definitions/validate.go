@@ -272,8 +272,8 @@ func validateExtensions(k *Karta, names map[string]*field.Path) field.ErrorList 
 			}
 		}
 		if g.Startup != nil {
-			if len(g.Startup.First) == 0 {
-				errs = append(errs, field.Required(gp.Child("startup", "first"), "name the components whose pods are created first"))
+			if len(g.Startup.First) == 0 && g.Startup.FirstInstances.IsZero() {
+				errs = append(errs, field.Required(gp.Child("startup", "first"), "name the components (first) or instances (firstInstances) whose pods are created first"))
 			}
 			for i, n := range g.Startup.First {
 				if names[n] == nil {

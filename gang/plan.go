@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -161,6 +162,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		Workload:   WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: uid},
 		Definition: DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)},
 		PodGroups:  []*PodGroup{},
+		Roles:      []*Role{},
 		roleIndex:  map[roleKey]*Role{},
 		gangIndex:  map[gangKey]*PodGroup{},
 		roleGang:   map[*Role]string{},
@@ -176,7 +178,12 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 	}
 	ownerKey := uid
 	if ownerKey == "" {
-		ownerKey = obj.GetName() // offline plans of manifests have no UID yet
+		// Offline plans of manifests have no UID yet: the name stands in for it (generateName
+		// for an object the API server has not named yet).
+		ownerKey = obj.GetName()
+		if ownerKey == "" {
+			ownerKey = strings.TrimSuffix(obj.GetGenerateName(), "-")
+		}
 	}
 	if err := p.buildGangs(ctx, c, w, ownerKey); err != nil {
 		return nil, err
@@ -305,12 +312,29 @@ func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, v
 			return nil
 		}
 	}
+	firstInstances := map[string]bool{}
+	if st.FirstInstances != nil {
+		res, err := st.FirstInstances.Eval(ctx, expr.Input{Object: obj, Variables: vars})
+		if err != nil {
+			return fmt.Errorf("spec.gangmap.gang.startup.firstInstances: %w", err)
+		}
+		for _, v := range res {
+			if l, ok := v.([]any); ok {
+				for _, e := range l {
+					firstInstances[fmt.Sprint(e)] = true
+				}
+			} else if v != nil {
+				firstInstances[fmt.Sprint(v)] = true
+			}
+		}
+	}
+	firstNames := append(sets.List(sets.KeySet(st.First)), sets.List(sets.KeySet(firstInstances))...)
 	for _, r := range p.Roles {
-		if startsFirst(r.component, st.First) || r.GangPods == 0 {
+		if startsFirst(r.component, st.First) || (r.Instance != "" && firstInstances[r.Instance]) || r.GangPods == 0 {
 			continue
 		}
 		r.GangPods = 0
-		p.Notes = append(p.Notes, fmt.Sprintf("role %s starts after %v are ready (startup policy): its pods join the PodGroup but the gang does not wait for them", roleLabel(r), sets.List(sets.KeySet(st.First))))
+		p.Notes = append(p.Notes, fmt.Sprintf("role %s starts after %v are ready (startup policy): its pods join the PodGroup but the gang does not wait for them", roleLabel(r), firstNames))
 	}
 	return nil
 }
