@@ -258,7 +258,7 @@ func TestFromUnstructuredExtensionsAndLostFields(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte(customJob), &stored))
 	u := &unstructured.Unstructured{Object: stored}
 	u.SetAnnotations(map[string]string{
-		definitions.ExtensionsAnnotation: `{"components":[{"name":"worker","podsPerReplicaPath":".spec.worker.size"}]}`,
+		definitions.ExtensionsAnnotation:                   `{"components":[{"name":"worker","podsPerReplicaPath":".spec.worker.size"}]}`,
 		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"run.ai/v1alpha1","kind":"Karta","spec":{"structureDefinition":{},"gangmap":{"gang":{}},"futureField":1}}`,
 	})
 	l, err := definitions.FromUnstructured(u)
