@@ -1,0 +1,118 @@
+package workloadmap
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/manifest"
+	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
+)
+
+func newGrouper(t testing.TB) *Grouper {
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	require.NoError(t, err)
+	reg := definitions.NewRegistry(c)
+	require.NoError(t, catalog.Register(reg))
+	return &Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}}
+}
+
+func workload(t testing.TB, file string, mutate func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	objs, err := manifest.ReadFile("../../gang/testdata/" + file)
+	require.NoError(t, err)
+	obj := objs[0]
+	obj.SetNamespace("bench")
+	obj.SetUID("11111111-2222-3333-4444-555555555555")
+	obj.SetResourceVersion("1")
+	if mutate != nil {
+		mutate(obj)
+	}
+	return obj
+}
+
+func pod(name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench", Labels: labels},
+		Spec: corev1.PodSpec{SchedulerName: "kai-scheduler", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+}
+
+// TestGetPodGroupMetadata checks the per-pod decision the benchmark measures.
+func TestGetPodGroupMetadata(t *testing.T) {
+	g := newGrouper(t)
+	lws := workload(t, "lws-replicas2-size4-8gpu-limits.yaml", nil)
+	md, err := g.GetPodGroupMetadata(context.Background(), lws, pod("w", map[string]string{
+		"leaderworkerset.sigs.k8s.io/group-index": "1", "leaderworkerset.sigs.k8s.io/worker-index": "3"}))
+	require.NoError(t, err)
+	require.Equal(t, "pg-11111111-2222-3333-4444-555555555555-group-1", md.Name)
+	require.Equal(t, "worker", md.FindSubGroupForPod("bench", "w").Name)
+	require.Equal(t, "32", md.Annotations["gangmap.io/gpus"])
+	require.Equal(t, "default-queue", md.Queue)
+}
+
+// BenchmarkDecidePod measures the grouper's per-pod decision for a pod of an already-planned
+// workload (the plan is cached per workload resourceVersion): placing the pod by the
+// definition's selectors, finding its PodGroup and sub-group, and building KAI's metadata.
+// Goal (issue 8): <= 20µs and <= 50 allocations per pod, not growing with the gang.
+func BenchmarkDecidePod(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		pod  *corev1.Pod
+	}{
+		{"jobset-3-roles", workload(b, "jobset-leader-workers.yaml", nil),
+			pod("p", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "workers"})},
+		{"lws-100-groups", workload(b, "lws-replicas2-size4-8gpu-limits.yaml", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(100), "spec", "replicas")
+		}), pod("p", map[string]string{"leaderworkerset.sigs.k8s.io/group-index": "57", "leaderworkerset.sigs.k8s.io/worker-index": "2"})},
+		{"jobset-1000-pods", workload(b, "jobset-leader-workers.yaml", func(u *unstructured.Unstructured) {
+			rjs, _, _ := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
+			rjs[1].(map[string]any)["replicas"] = int64(999)
+			_ = unstructured.SetNestedSlice(u.Object, rjs, "spec", "replicatedJobs")
+		}), pod("p", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "workers"})},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			g := newGrouper(b)
+			if _, err := g.GetPodGroupMetadata(ctx, tc.obj, tc.pod); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := g.GetPodGroupMetadata(ctx, tc.obj, tc.pod); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlan measures a full plan (no cache) as the workload grows; time per pod should stay
+// flat (linear cost).
+func BenchmarkPlan(b *testing.B) {
+	for _, n := range []int64{10, 100, 1000, 10000} {
+		obj := workload(b, "jobset-leader-workers.yaml", func(u *unstructured.Unstructured) {
+			rjs, _, _ := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
+			rjs[1].(map[string]any)["replicas"] = n - 1
+			_ = unstructured.SetNestedSlice(u.Object, rjs, "spec", "replicatedJobs")
+		})
+		b.Run(fmt.Sprintf("pods-%d", n), func(b *testing.B) {
+			g := newGrouper(b)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				obj.SetResourceVersion(fmt.Sprint(i + 2))
+				if _, _, err := g.Plan(context.Background(), obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
