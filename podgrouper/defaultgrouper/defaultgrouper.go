@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -26,6 +28,11 @@ import (
 
 // Grouper computes KAI's default PodGroup metadata.
 type Grouper struct {
+	// ownerYAML caches the top-owner-metadata annotation per owner UID (YAML encoding is the
+	// costliest step of a per-pod decision otherwise).
+	ownerYAML *lru.Cache
+	once      sync.Once
+
 	// Reader checks that a priority class exists (KAI uses a candidate only if it does); nil
 	// skips the check.
 	Reader client.Reader
@@ -46,7 +53,6 @@ type topOwnerMetadata struct {
 // pod's direct owner to the top owner. Name is "pg-<top owner name>-<uid>" and MinAvailable 1:
 // callers set the gang. Errors come only from reading priority classes.
 func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
-	gvk := topOwner.GroupVersionKind()
 	md := &podgroup.Metadata{
 		Name:      fmt.Sprintf("pg-%s-%s", topOwner.GetName(), topOwner.GetUID()),
 		Namespace: pod.Namespace,
@@ -68,8 +74,7 @@ func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructu
 	if u, ok := pod.Annotations[kaikeys.UserLabel]; ok {
 		md.Annotations[kaikeys.UserLabel] = u
 	}
-	tom, _ := yaml.Marshal(topOwnerMetadata{Name: topOwner.GetName(), UID: string(topOwner.GetUID()), Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
-	md.Annotations[kaikeys.TopOwnerMetadata] = string(tom)
+	md.Annotations[kaikeys.TopOwnerMetadata] = g.topOwnerMetadata(topOwner)
 	maps.Copy(md.Annotations, topOwner.GetAnnotations())
 
 	md.Queue = g.queue(topOwner, pod)
@@ -86,6 +91,21 @@ func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructu
 	md.RequiredTopologyLevel = ann[kaikeys.TopologyRequiredPlacement]
 	md.PreferredTopologyLevel = ann[kaikeys.TopologyPreferredPlace]
 	return md, nil
+}
+
+// topOwnerMetadata renders KAI's kai.scheduler/top-owner-metadata annotation (YAML
+// {name,uid,group,version,kind}), once per owner.
+func (g *Grouper) topOwnerMetadata(topOwner *unstructured.Unstructured) string {
+	g.once.Do(func() { g.ownerYAML = lru.New(4096) })
+	key := topOwnerMetadata{Name: topOwner.GetName(), UID: string(topOwner.GetUID())}
+	gvk := topOwner.GroupVersionKind()
+	key.Group, key.Version, key.Kind = gvk.Group, gvk.Version, gvk.Kind
+	if v, ok := g.ownerYAML.Get(key); ok {
+		return v.(string)
+	}
+	b, _ := yaml.Marshal(key)
+	g.ownerYAML.Add(key, string(b))
+	return string(b)
 }
 
 // queue: the top owner's queue label, the pod's, the project label (top owner, then pod) with
