@@ -1,0 +1,74 @@
+# gangmap's build, test and demo targets. `make help` lists them.
+#
+# Go is found as $(GO) (override: make GO=/usr/local/go/bin/go ...). The scripts under hack/ call
+# `go` too, so the bin directory of $(GO)'s GOROOT is put first on PATH for every recipe.
+
+GO ?= go
+GO_BIN_DIR := $(shell $(GO) env GOROOT 2>/dev/null)/bin
+export PATH := $(GO_BIN_DIR):$(PATH)
+GOFMT ?= $(GO_BIN_DIR)/gofmt
+
+# Fuzz time per Fuzz* target for `make fuzz`.
+FUZZTIME ?= 10s
+# Packages whose Fuzz* targets `make fuzz` runs.
+FUZZ_PKGS ?= ./definitions/... ./gang/...
+
+BIN := bin
+BINARIES := gangmap gangmap-grouper
+
+# Every recipe runs in bash with errexit, nounset and pipefail: any failing command fails the target.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+# Targets run one after the other, in the order given (test = fmt-check, vet, unit, then e2e).
+.NOTPARALLEL:
+.DEFAULT_GOAL := help
+
+.PHONY: help build control-plane test unit e2e fmt-check vet demo generate fuzz clean
+
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## go build ./... and the binaries bin/gangmap and bin/gangmap-grouper.
+	$(GO) build ./...
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+
+control-plane: ## Build (once, cached under ~/.cache/gangmap) kube-apiserver, etcd & co.; print their directory.
+	bash hack/control-plane.sh
+
+test: fmt-check vet unit e2e ## fmt-check, vet, unit and e2e: what CI runs.
+
+unit: ## Unit tests with the race detector.
+	$(GO) test -race ./...
+
+e2e: ## End-to-end tests on a real kube-apiserver and etcd (builds them first if needed).
+	@# hack/control-plane.sh prints its progress on stderr (left visible) and the directory on stdout.
+	assets=$$(bash hack/control-plane.sh); \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -count=1 -timeout 20m ./e2e/...
+
+fmt-check: ## Fail, listing them, if any Go file needs gofmt.
+	@files=$$($(GOFMT) -l .); \
+	if [[ -n $$files ]]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi; \
+	echo "gofmt: ok"
+
+vet: ## go vet, with and without the e2e build tag.
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/...
+
+demo: ## The main job: a real control plane, the grouper, three example workloads and their PodGroups.
+	$(GO) run ./hack/demo
+
+generate: ## Regenerate deepcopy code and the PodGroup CRD (hack/generate.sh).
+	bash hack/generate.sh
+
+fuzz: ## Run every Fuzz* target under ./definitions/... and ./gang/... for FUZZTIME (10s) each.
+	@for pkg in $$($(GO) list $(FUZZ_PKGS)); do \
+	  targets=$$($(GO) test -list 'Fuzz.*' "$$pkg" | awk '/^Fuzz/'); \
+	  for t in $$targets; do \
+	    echo "== $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	  done; \
+	done
+
+clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cache/gangmap is kept).
+	rm -rf $(BIN) .e2e dist
