@@ -176,7 +176,6 @@ func checkPlan(t *testing.T, file string, want planWant) {
 	}
 }
 
-
 // Ray: head 1 pod; a worker group's pods = desired replicas × numOfHosts, desired = replicas
 // clamped to [minReplicas, maxReplicas] (KubeRay GetWorkerGroupDesiredReplicas); the gang takes
 // desired, or minReplicas with enableInTreeAutoscaling (KubeRay DoBatchSchedulingOnSubmission).
@@ -187,8 +186,8 @@ func TestRayCluster(t *testing.T) {
 		// minReplicas 0: no worker pods, the gang is the head alone.
 		"raycluster-autoscaler-replicas0.yaml": {
 			podGroups: []podGroupWant{{
-				name: "pg-raycluster-autoscaler-raycluster", // pg-<name, offline for the UID>-<podGroup.name>
-				minSubGroup: 1, // only headgroup requires pods
+				name:        "pg-raycluster-autoscaler-raycluster", // pg-<name, offline for the UID>-<podGroup.name>
+				minSubGroup: 1,                                     // only headgroup requires pods
 				pods:        1,
 				subGroups:   []subGroupWant{{"headgroup", 1, 1}}, // a group with 0 pods gets no sub-group
 			}},
@@ -367,6 +366,453 @@ func TestKnativeService(t *testing.T) {
 			// min-scale 0: no pod is required, but a PodGroup with pods gets minMember 1
 			podGroups: []podGroupWant{{name: "pg-multi-container-test-service", minMember: 1, pods: 1}},
 			roles:     []roleWant{{"revision", 1, 0, 1, 0, 0}}, // initial-scale default 1; min-scale default 0
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// InferenceService: each component runs minReplicas pods (default 1); a multi-node predictor
+// adds pipelineParallelSize − 1 worker pods per replica, head and workers each with
+// tensorParallelSize GPUs unless the spec sets them (KServe multi-node docs).
+func TestInferenceService(t *testing.T) {
+	absent := []roleWant{{"worker", 0, 0, 0, 0, 0}, {"transformer", 0, 0, 0, 0, 0}, {"explainer", 0, 0, 0, 0, 0}}
+	cases := map[string]planWant{
+		// Predictor only, a tensorflow model with nvidia.com/gpu 1 in limits.
+		"inferenceservice-autoscale-gpu-tf.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-flowers-sample-gpu-inferenceservice", minSubGroup: 1, pods: 1,
+				subGroups: []subGroupWant{{"predictor", 1, 1}},
+			}},
+			roles:     append([]roleWant{{"predictor", 1, 1, 1, 1, 1}}, absent...), // minReplicas default 1
+			totalGPUs: 1,
+		},
+		// Transformer collocated as a second container of the predictor pod: one role, one pod.
+		"inferenceservice-collocation-two-containers.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-custom-transformer-collocation-inferenceservice", minSubGroup: 1, pods: 1,
+				subGroups: []subGroupWant{{"predictor", 1, 1}},
+			}},
+			roles: append([]roleWant{{"predictor", 1, 1, 1, 1, 0}}, absent...),
+		},
+		// Multi-node: pipelineParallelSize 2 → 1 head + 1 worker; tensorParallelSize 1 → 1 GPU
+		// each (the spec sets no resources).
+		"inferenceservice-multinode-workerspec-pp2-tp1.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-huggingface-llama3-inferenceservice", minSubGroup: 2, pods: 2,
+				subGroups: []subGroupWant{{"predictor", 1, 1}, {"worker", 1, 1}},
+			}},
+			roles: []roleWant{
+				{"predictor", 1, 1, 1, 1, 1}, // head: 1 replica, GPUs = tensorParallelSize 1
+				{"worker", 1, 1, 1, 1, 1},    // 1 replica × (pipelineParallelSize 2 − 1) workers
+				{"transformer", 0, 0, 0, 0, 0},
+				{"explainer", 0, 0, 0, 0, 0},
+			},
+			totalGPUs: 2,
+		},
+		// Two components: transformer and predictor (triton, CPU only).
+		"inferenceservice-transformer-predictor-two-components.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-bert-v2-inferenceservice", minSubGroup: 2, pods: 2,
+				subGroups: []subGroupWant{{"predictor", 1, 1}, {"transformer", 1, 1}},
+			}},
+			roles: []roleWant{
+				{"predictor", 1, 1, 1, 1, 0},
+				{"worker", 0, 0, 0, 0, 0},
+				{"transformer", 1, 1, 1, 1, 0},
+				{"explainer", 0, 0, 0, 0, 0},
+			},
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// LLMInferenceService: main and prefill run replicas (default 1) replicas; with a worker spec a
+// replica is an LWS group of size = data / dataLocal (data parallelism) pods: a leader and
+// size − 1 workers. The router's scheduler template is not in these objects.
+func TestLLMInferenceService(t *testing.T) {
+	routerUnknown := []string{"role router-scheduler: no pod template resolved"}
+	cases := map[string]planWant{
+		// DP/EP with workers: data 16 / dataLocal 8 = 2 pods per group, 8 GPUs each.
+		"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-deepseek-r1-0528-pd-llminferenceservice", minSubGroup: 4, pods: 4,
+				subGroups: []subGroupWant{{"main", 1, 1}, {"main-worker", 1, 1}, {"prefill", 1, 1}, {"prefill-worker", 1, 1}},
+			}},
+			roles: []roleWant{
+				{"main", 1, 1, 1, 1, 8},           // 1 replica, one leader per group
+				{"main-worker", 1, 1, 1, 1, 8},    // 1 replica × (size 2 − 1)
+				{"prefill", 1, 1, 1, 1, 8},        // prefill.replicas 1
+				{"prefill-worker", 1, 1, 1, 1, 8}, // prefill.parallelism data 16 / dataLocal 8 = 2 → 1 worker
+				{"router-scheduler", 1, 1, 0, 0, 0},
+			},
+			totalGPUs: 32, // 4 pods × 8
+			notes:     routerUnknown,
+		},
+		// P/D without workers: main 1 + prefill 2 pods, 1 GPU each (rdma next to the GPU).
+		"llminferenceservice-v1alpha2-pd-qwen-gpu.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-qwen2-7b-instruct-pd-llminferenceservice", minSubGroup: 2, pods: 3,
+				subGroups: []subGroupWant{{"main", 1, 1}, {"prefill", 2, 2}},
+			}},
+			roles: []roleWant{
+				{"main", 1, 1, 1, 1, 1},
+				{"main-worker", 0, 0, 0, 0, 0},
+				{"prefill", 2, 2, 2, 2, 1},
+				{"prefill-worker", 0, 0, 0, 0, 0},
+				{"router-scheduler", 1, 1, 0, 0, 0}, // one scheduler pod whose template the object does not hold
+			},
+			totalGPUs: 3,
+			notes:     routerUnknown,
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// NIMService: spec.replicas pods of one container whose resources sit at spec's root; the gang
+// minimum is the HPA's minReplicas when scaling is enabled.
+func TestNIMService(t *testing.T) {
+	cases := map[string]planWant{
+		"nimservice-hpa-min1-max2.yaml": {
+			podGroups: []podGroupWant{{name: "pg-meta-llama-3-2-1b-instruct-nimservice", minMember: 1, pods: 1}},
+			roles:     []roleWant{{"nimservice", 1, 1, 1, 1, 1}}, // replicas 1; HPA min 1 (max 2 is a ceiling); GPU limit 1
+			totalGPUs: 1,
+		},
+		// inferencePlatform kserve: the operator makes an InferenceService; Knative min-scale "1".
+		"nimservice-kserve-knative-platform.yaml": {
+			podGroups: []podGroupWant{{name: "pg-meta-llama-3-2-1b-instruct-nimservice", minMember: 1, pods: 1}},
+			roles:     []roleWant{{"nimservice", 1, 1, 1, 1, 1}}, // GPU 1 in requests and limits, counted once
+			totalGPUs: 1,
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// Milvus: one role per component listed in spec.components (a map); replicas default 1, or the
+// sum over the component's groups; -1 leaves the count to an HPA (at least 1).
+func TestMilvus(t *testing.T) {
+	one := func(name string) roleWant { return roleWant{name, 1, 1, 1, 1, 0} }
+	sub := func(name string) subGroupWant { return subGroupWant{name, 1, 1} }
+	cases := map[string]planWant{
+		// Eight components at replicas 1; image and resources are shared defaults, not components.
+		"milvus-cluster-components-map-resources.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-my-release-milvus", minSubGroup: 8, pods: 8,
+				subGroups: []subGroupWant{sub("rootcoord"), sub("datacoord"), sub("querycoord"), sub("indexcoord"), sub("querynode"), sub("datanode"), sub("indexnode"), sub("proxy")},
+			}},
+			roles: []roleWant{one("rootcoord"), one("datacoord"), one("querycoord"), one("indexcoord"), one("querynode"), one("datanode"), one("indexnode"), one("proxy")},
+		},
+		// Per-zone groups: pods = Σ groups' replicas.
+		"milvus-deployment-groups.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-my-release-milvus", minSubGroup: 4, pods: 12,
+				subGroups: []subGroupWant{{"streamingnode", 2, 2}, {"querynode", 4, 4}, {"datanode", 4, 4}, {"proxy", 2, 2}},
+			}},
+			roles: []roleWant{
+				{"streamingnode", 2, 2, 2, 2, 0}, // g1 1 + g2 1
+				{"querynode", 4, 4, 4, 4, 0},     // g1 2 + g2 2
+				{"datanode", 4, 4, 4, 4, 0},      // g1 2 + g2 2
+				{"proxy", 2, 2, 2, 2, 0},         // g1 1 + g2 1
+			},
+		},
+		// replicas -1: HPA-managed; never a negative count.
+		"milvus-group-replicas-minus1-hpa.yaml": {
+			podGroups: []podGroupWant{{name: "pg-grouped-milvus", minSubGroup: 1, pods: 1, subGroups: []subGroupWant{sub("datanode")}}},
+			roles:     []roleWant{one("datanode")},
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// Grove PodCliqueSet: one gang per PodCliqueSet replica; a clique's pods = replicas × (its
+// scaling group's replicas), required = minAvailable (default replicas) × (the scaling group's
+// minAvailable, default 1).
+func TestPodCliqueSet(t *testing.T) {
+	cases := map[string]planWant{
+		// Scaling group sga over pcb and pcc (replicas default 1); pca autoscaled (maxReplicas 5
+		// is a ceiling, not pods).
+		"podcliqueset-autoscale-pcsg-simple1.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-simple1-podcliqueset-0", minSubGroup: 4, pods: 9, // one PodGroup per PodCliqueSet replica (1)
+				subGroups: []subGroupWant{{"pca", 3, 3}, {"pcb", 2, 2}, {"pcc", 2, 2}, {"pcd", 2, 2}},
+			}},
+			roles: []roleWant{{"pca", 3, 3, 3, 3, 0}, {"pcb", 2, 2, 2, 2, 0}, {"pcc", 2, 2, 2, 2, 0}, {"pcd", 2, 2, 2, 2, 0}},
+		},
+		// Two scaling groups: prefill (replicas 2) over pleader 1 + pworker 4, decode (replicas 1)
+		// over dleader 1 + dworker 2.
+		"podcliqueset-multinode-disagg-pcsg.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-multinode-disaggregated-podcliqueset-0", minSubGroup: 4, pods: 13,
+				subGroups: []subGroupWant{
+					{"pleader", 1, 2}, // 1 × 2 prefill replicas; required 1 × minAvailable 1
+					{"pworker", 4, 8}, // 4 × 2; required 4 × 1
+					{"dleader", 1, 1},
+					{"dworker", 2, 2},
+				},
+			}},
+			roles: []roleWant{{"pleader", 2, 1, 2, 1, 0}, {"pworker", 8, 4, 8, 4, 0}, {"dleader", 1, 1, 1, 1, 0}, {"dworker", 2, 2, 2, 2, 0}},
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// DynamoGraphDeployment v1alpha1: one role per entry of the services MAP; pods = replicas ×
+// multinode.nodeCount; GPUs from resources.{requests,limits}.gpu.
+func TestDynamoGraphDeployment(t *testing.T) {
+	cases := map[string]planWant{
+		"dynamographdeployment-v1alpha1-sglang-disagg-multinode-services-map.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-sglang-disagg-multinode-dynamographdeployment", minSubGroup: 3, pods: 5,
+				subGroups: []subGroupWant{{"frontend", 1, 1}, {"decode", 2, 2}, {"prefill", 2, 2}},
+			}},
+			roles: []roleWant{
+				{"frontend", 1, 1, 1, 1, 0}, // map keys in order: "Frontend" sorts before lower case
+				{"decode", 1, 1, 2, 2, 4},   // replicas 1 × nodeCount 2; limits.gpu "4" (not nvidia.com/gpu in the object)
+				{"prefill", 1, 1, 2, 2, 4},
+			},
+			totalGPUs: 16, // (2 + 2) pods × 4
+		},
+		"dynamographdeployment-v1alpha1-trtllm-disagg-planner-4services.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-trtllm-disagg-planner-dynamographdeployment", minSubGroup: 4, pods: 4,
+				subGroups: []subGroupWant{{"frontend", 1, 1}, {"planner", 1, 1}, {"trtllmdecodeworker", 1, 1}, {"trtllmprefillworker", 1, 1}},
+			}},
+			roles: []roleWant{
+				{"frontend", 1, 1, 1, 1, 0},
+				{"planner", 1, 1, 1, 1, 0},
+				{"trtllmdecodeworker", 1, 1, 1, 1, 1}, // only the workers ask for GPUs
+				{"trtllmprefillworker", 1, 1, 1, 1, 1},
+			},
+			totalGPUs: 2,
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// TrainJob: numNodes node pods with resourcesPerNode; the runtime (not the TrainJob) holds the
+// rest.
+func TestTrainJob(t *testing.T) {
+	checkPlan(t, "trainjob-flux-resourcespernode-gpu.yaml", planWant{
+		podGroups: []podGroupWant{{name: "pg-lammps-flux-trainjob", minMember: 2, pods: 2}}, // every node
+		roles: []roleWant{
+			{"node", 2, 2, 2, 2, 1},        // numNodes 2; resourcesPerNode nvidia.com/gpu 1 (requests and limits)
+			{"initializer", 0, 0, 0, 0, 0}, // initializer jobs live in the runtime: not sized here
+		},
+		totalGPUs: 2,
+	})
+}
+
+// The runtime manifests are ClusterTrainingRuntimes, not workloads: no definition plans them
+// (their pods belong to TrainJobs). They show what a TrainJob plan cannot see: the torchtune
+// runtime's initializer jobs and 2-GPU node, the DeepSpeed launcher run as a node.
+func TestTrainingRuntimesAreNotWorkloads(t *testing.T) {
+	for _, file := range []string{"trainjob-runtime-deepspeed-launcher-as-node.yaml", "trainjob-runtime-torchtune-3-rjobs-gpu2.yaml"} {
+		objs, err := manifest.ReadFile(filepath.Join("testdata", file))
+		require.NoError(t, err)
+		require.Len(t, objs, 1)
+		assert.Equal(t, "ClusterTrainingRuntime", objs[0].GetKind(), file)
+		assert.Nil(t, catalogRegistry(t).Lookup(objs[0].GroupVersionKind()), file)
+	}
+}
+
+// AppWrapper: one role per pod set, declared (podSets) or inferred for known kinds; the gang is
+// every pod of every pod set (AppWrapper's expected pod count).
+func TestAppWrapper(t *testing.T) {
+	cases := map[string]planWant{
+		// No podSets: inferred for the wrapped batch/v1 Job, 1 pod (parallelism default 1).
+		"appwrapper-wrapped-gpu-job-req-and-limit.yaml": {
+			podGroups: []podGroupWant{{name: "pg-sample-gpu-job-appwrapper", minMember: 1, pods: 1}},
+			roles:     []roleWant{{"0-0", 1, 1, 1, 1, 4}}, // nvidia.com/gpu 4 in requests and limits: 4, not 8
+			totalGPUs: 4,
+		},
+		// Declared podSets win: leader 2 + worker 3 = 5 pods, although the wrapped LWS makes
+		// replicas 2 × (size 3 − 1) = 4 workers (6 pods). The gang follows AppWrapper's own
+		// expected count (5); the sixth pod joins the PodGroup without being required.
+		"appwrapper-wrapped-lws-explicit-podsets.yaml": {
+			podGroups: []podGroupWant{{name: "pg-sample-lws-appwrapper", minMember: 5, pods: 5}},
+			roles: []roleWant{
+				{"0-0", 2, 2, 2, 2, 0}, // podSets[0] leaderTemplate replicas 2
+				{"0-1", 3, 3, 3, 3, 0}, // podSets[1] workerTemplate replicas 3 (declared, not derived)
+			},
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// Volcano Job: flat gang of spec.minAvailable pods (default: every pod), spread over the tasks
+// in start order and clamped to the pods that exist.
+func TestVolcanoJob(t *testing.T) {
+	cases := map[string]planWant{
+		// minAvailable 3 of 10 pods (9 workers + 1 master).
+		"volcanojob-elastic-minavailable3-of-10.yaml": {
+			podGroups: []podGroupWant{{name: "pg-elastic-job-job", minMember: 3, pods: 10}},
+			roles: []roleWant{
+				{"worker", 9, 3, 9, 3, 0}, // the first task takes the 3 (any 3 pods count for Volcano)
+				{"master", 1, 0, 1, 0, 0},
+			},
+		},
+		// INVALID: minAvailable 5 > 4 replicas (Volcano's webhook rejects it). The plan clamps to
+		// the 4 pods and says so: KAI never gets a minimum its pods cannot meet.
+		"volcanojob-invalid-minavailable-gt-replicas.yaml": {
+			podGroups: []podGroupWant{{name: "pg-test-job-webhook-disallow-job", minMember: 4, pods: 4}},
+			roles: []roleWant{
+				{"task-1", 2, 2, 2, 2, 0},
+				{"task-2", 2, 2, 2, 2, 0}, // asked 3 (5 − 2), clamped to its 2 replicas
+			},
+			notes: []string{"role task[task-2]: min replicas 3 above replicas 2; the gang uses 2"},
+		},
+		// minAvailable 1; job-nginx2 depends on job-nginx1, job-nginx3 on job-nginx2.
+		"volcanojob-task-start-dependency-min1.yaml": {
+			podGroups: []podGroupWant{{name: "pg-job-job", minMember: 1, pods: 11}},
+			roles: []roleWant{
+				{"job-nginx1", 1, 1, 1, 1, 0}, // starts first: takes the minimum
+				{"job-nginx2", 5, 0, 5, 0, 0}, // created after job-nginx1 runs
+				{"job-nginx3", 5, 0, 5, 0, 0},
+			},
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// SparkApplication: 1 driver + executors (instances; with dynamic allocation
+// max(initialExecutors, minExecutors, instances), floor minExecutors); the driver creates the
+// executors, so only the driver is required.
+func TestSparkApplication(t *testing.T) {
+	executorsLater := []string{"role executor starts after [driver] are ready (startup policy)"}
+	cases := map[string]planWant{
+		// GPU as {name, quantity}: the driver asks amd.com/gpu (not an NVIDIA GPU), the executor
+		// nvidia.com/gpu 1.
+		"sparkapplication-docs-gpu-struct-fragment.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-docs-gpu-fragment-sparkapplication", minSubGroup: 1, pods: 2,
+				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 0, 1}},
+			}},
+			roles: []roleWant{
+				{"driver", 1, 1, 1, 1, 0},   // amd.com/gpu counts no NVIDIA GPU
+				{"executor", 1, 1, 1, 0, 1}, // instances 1; not required (created by the driver)
+			},
+			totalGPUs: 1,
+			notes:     executorsLater,
+		},
+		// Dynamic allocation: initialExecutors 2, minExecutors 1, maxExecutors 5, instances 1.
+		"sparkapplication-dynamic-allocation-min1-max5.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-spark-pi-dynamic-allocation-sparkapplication", minSubGroup: 1, pods: 3,
+				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 0, 2}},
+			}},
+			roles: []roleWant{
+				{"driver", 1, 1, 1, 1, 0},
+				{"executor", 2, 1, 2, 0, 0}, // max(2, 1, 1) = 2 to start; floor minExecutors 1
+			},
+			notes: executorsLater,
+		},
+		// batchScheduler volcano changes nothing here: 2 executors.
+		"sparkapplication-volcano-batchscheduler.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-spark-pi-volcano-sparkapplication", minSubGroup: 1, pods: 3,
+				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 0, 2}},
+			}},
+			roles: []roleWant{
+				{"driver", 1, 1, 1, 1, 0},
+				{"executor", 2, 2, 2, 0, 0},
+			},
+			notes: executorsLater,
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// JobSet: a replicated job's pods = replicas (default 1) × min(parallelism (1), completions);
+// one PodGroup, one sub-group per replicated job.
+func TestJobSet(t *testing.T) {
+	cases := map[string]planWant{
+		"jobset-group-names.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-group-example-jobset", minSubGroup: 2, pods: 4,
+				subGroups: []subGroupWant{{"rj-1", 2, 2}, {"rj-2", 2, 2}},
+			}},
+			roles: []roleWant{{"rj-1", 1, 1, 2, 2, 0}, {"rj-2", 1, 1, 2, 2, 0}}, // replicas 1 × parallelism 2
+		},
+		// replicas omitted: 1 each.
+		"jobset-paralleljobs-two-rjobs.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-paralleljobs-jobset", minSubGroup: 2, pods: 5,
+				subGroups: []subGroupWant{{"workers", 4, 4}, {"driver", 1, 1}},
+			}},
+			roles: []roleWant{{"workers", 1, 1, 4, 4, 0}, {"driver", 1, 1, 1, 1, 0}},
+		},
+		// suspend: true (the plan still describes the pods it will run); parallelism and
+		// completions omitted (1 each); GPU in requests only.
+		"jobset-suspended-gpu-defaults-parallelism.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-training-job-jobset", minSubGroup: 1, pods: 4,
+				subGroups: []subGroupWant{{"workers", 4, 4}},
+			}},
+			roles:     []roleWant{{"workers", 4, 4, 4, 4, 1}},
+			totalGPUs: 4,
+		},
+		// TPU multislice: replicas 2 × parallelism 4; google.com/tpu is no GPU.
+		"jobset-tpu-multislice-replicas2.yaml": {
+			podGroups: []podGroupWant{{
+				name: "pg-v6e-multislice-jobset", minSubGroup: 1, pods: 8,
+				subGroups: []subGroupWant{{"slice", 8, 8}},
+			}},
+			roles: []roleWant{{"slice", 2, 2, 8, 8, 0}},
+		},
+	}
+	for file, want := range cases {
+		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// LeaderWorkerSet: replicas groups of size pods (1 leader + size − 1 workers); one PodGroup per
+// group; without a leaderTemplate the leader uses the worker template.
+func TestLeaderWorkerSet(t *testing.T) {
+	groups := func(name string, n int, workers int32, pods int64) []podGroupWant {
+		var out []podGroupWant
+		for i := 0; i < n; i++ {
+			out = append(out, podGroupWant{
+				name: name + "-group-" + string(rune('0'+i)), minSubGroup: 2, pods: pods,
+				subGroups: []subGroupWant{{"leader", 1, 1}, {"worker", workers, int64(workers)}},
+			})
+		}
+		return out
+	}
+	cases := map[string]planWant{
+		// size 2, replicas 2; GPU 1 in limits only on leader and worker.
+		"lws-sglang-gpu-limits-only.yaml": {
+			podGroups: groups("pg-sglang", 2, 1, 2),
+			roles:     []roleWant{{"leader", 2, 2, 2, 2, 1}, {"worker", 2, 2, 2, 2, 1}}, // 2 groups × (2 − 1) workers
+			totalGPUs: 4,
+		},
+		// No leaderTemplate, size 4, replicas 3, TPU.
+		"lws-tpu-worker-template-only.yaml": {
+			podGroups: groups("pg-leaderworkerset-sample", 3, 3, 4),
+			roles:     []roleWant{{"leader", 3, 3, 3, 3, 0}, {"worker", 3, 3, 9, 9, 0}}, // 3 × (4 − 1)
+		},
+		// No leaderTemplate, size 4, replicas 2, schedulerName volcano in the template.
+		"lws-volcano-worker-only-size4.yaml": {
+			podGroups: groups("pg-lws-sample-volcano", 2, 3, 4),
+			roles:     []roleWant{{"leader", 2, 2, 2, 2, 0}, {"worker", 2, 2, 6, 6, 0}},
 		},
 	}
 	for file, want := range cases {
