@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -817,5 +820,187 @@ func TestLeaderWorkerSet(t *testing.T) {
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// TestPodsLandInTheirSubGroups places pods carrying the labels each framework's controller puts
+// on its pods in the plan of a real manifest: the pod selectors must find the role, and the role
+// its PodGroup and sub-group.
+func TestPodsLandInTheirSubGroups(t *testing.T) {
+	type podCase struct {
+		file     string
+		labels   map[string]string
+		podGroup string
+		subGroup string // "" when the PodGroup has no sub-groups
+	}
+	cases := map[string]podCase{
+		"ray head": {"raycluster-kai-gpu-fraction-annotation.yaml",
+			map[string]string{"ray.io/node-type": "head", "ray.io/group": "headgroup", "ray.io/cluster": "raycluster-half-gpu"},
+			"pg-raycluster-half-gpu-raycluster", "headgroup"},
+		"ray worker": {"raycluster-kai-gpu-fraction-annotation.yaml",
+			map[string]string{"ray.io/node-type": "worker", "ray.io/group": "shared-gpu", "ray.io/cluster": "raycluster-half-gpu"},
+			"pg-raycluster-half-gpu-raycluster", "shared-gpu"},
+		"rayservice worker": {"rayservice-deepseek-2x8gpu.yaml",
+			map[string]string{"ray.io/node-type": "worker", "ray.io/group": "gpu-group"},
+			"pg-deepseek-r1-rayservice", "gpu-group"},
+		"pytorch worker": {"pytorchjob-kai-elastic-min1-max3.yaml",
+			map[string]string{"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1"},
+			"pg-elastic-example-imagenet-pytorchjob", "worker"},
+		"mpi launcher": {"mpijob-tf-benchmarks-worker-gpu-limits.yaml",
+			map[string]string{"training.kubeflow.org/job-role": "launcher"},
+			"pg-tensorflow-benchmarks-mpijob", ""},
+		"knative revision": {"knativeservice-multicontainer-sidecar.yaml",
+			map[string]string{"serving.knative.dev/revision": "multi-container-test-00001"},
+			"pg-multi-container-test-service", ""},
+		"kserve multi-node head": {"inferenceservice-multinode-workerspec-pp2-tp1.yaml",
+			map[string]string{"component": "predictor", "app": "isvc.huggingface-llama3-predictor"},
+			"pg-huggingface-llama3-inferenceservice", "predictor"},
+		"kserve multi-node worker": {"inferenceservice-multinode-workerspec-pp2-tp1.yaml",
+			map[string]string{"component": "predictor", "app": "isvc.huggingface-llama3-predictor-worker"},
+			"pg-huggingface-llama3-inferenceservice", "worker"},
+		"kserve transformer": {"inferenceservice-transformer-predictor-two-components.yaml",
+			map[string]string{"component": "transformer"},
+			"pg-bert-v2-inferenceservice", "transformer"},
+		"llm-d decode leader": {"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml",
+			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-worker", "leaderworkerset.sigs.k8s.io/worker-index": "0"},
+			"pg-deepseek-r1-0528-pd-llminferenceservice", "main"},
+		"llm-d decode worker": {"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml",
+			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-worker", "leaderworkerset.sigs.k8s.io/worker-index": "1"},
+			"pg-deepseek-r1-0528-pd-llminferenceservice", "main-worker"},
+		"llm-d prefill worker": {"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml",
+			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-prefill-worker", "leaderworkerset.sigs.k8s.io/worker-index": "1"},
+			"pg-deepseek-r1-0528-pd-llminferenceservice", "prefill-worker"},
+		"llm-d prefill": {"llminferenceservice-v1alpha2-pd-qwen-gpu.yaml",
+			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-prefill"},
+			"pg-qwen2-7b-instruct-pd-llminferenceservice", "prefill"},
+		"nim": {"nimservice-hpa-min1-max2.yaml",
+			map[string]string{"app.kubernetes.io/name": "meta-llama-3-2-1b-instruct"},
+			"pg-meta-llama-3-2-1b-instruct-nimservice", ""},
+		"milvus querynode": {"milvus-deployment-groups.yaml",
+			map[string]string{"app.kubernetes.io/component": "querynode", "app.kubernetes.io/instance": "my-release"},
+			"pg-my-release-milvus", "querynode"},
+		"grove standalone clique": {"podcliqueset-autoscale-pcsg-simple1.yaml",
+			map[string]string{"app.kubernetes.io/part-of": "simple1", "grove.io/podcliqueset-replica-index": "0", "grove.io/podclique": "simple1-0-pca"},
+			"pg-simple1-podcliqueset-0", "pca"},
+		"grove scaling-group clique": {"podcliqueset-multinode-disagg-pcsg.yaml",
+			map[string]string{
+				"app.kubernetes.io/part-of": "multinode-disaggregated", "grove.io/podcliqueset-replica-index": "0",
+				"grove.io/podcliquescalinggroup": "multinode-disaggregated-0-prefill", "grove.io/podcliquescalinggroup-replica-index": "1",
+				"grove.io/podclique": "multinode-disaggregated-0-prefill-1-pworker",
+			},
+			"pg-multinode-disaggregated-podcliqueset-0", "pworker"},
+		"dynamo decode": {"dynamographdeployment-v1alpha1-sglang-disagg-multinode-services-map.yaml",
+			map[string]string{"nvidia.com/dynamo-component": "decode"},
+			"pg-sglang-disagg-multinode-dynamographdeployment", "decode"},
+		"trainjob node": {"trainjob-flux-resourcespernode-gpu.yaml",
+			map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "node", "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"},
+			"pg-lammps-flux-trainjob", ""},
+		"appwrapper lws worker": {"appwrapper-wrapped-lws-explicit-podsets.yaml",
+			map[string]string{"workload.codeflare.dev/appwrapper": "sample-lws", "leaderworkerset.sigs.k8s.io/worker-index": "2"},
+			"pg-sample-lws-appwrapper", ""},
+		"volcano master": {"volcanojob-elastic-minavailable3-of-10.yaml",
+			map[string]string{"volcano.sh/job-name": "elastic-job", "volcano.sh/task-spec": "master"},
+			"pg-elastic-job-job", ""},
+		"spark executor": {"sparkapplication-dynamic-allocation-min1-max5.yaml",
+			map[string]string{"spark-role": "executor", "sparkoperator.k8s.io/app-name": "spark-pi-dynamic-allocation"},
+			"pg-spark-pi-dynamic-allocation-sparkapplication", "executor"},
+		"jobset rjob": {"jobset-paralleljobs-two-rjobs.yaml",
+			map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "driver"},
+			"pg-paralleljobs-jobset", "driver"},
+		"lws worker of group 1": {"lws-sglang-gpu-limits-only.yaml",
+			map[string]string{"leaderworkerset.sigs.k8s.io/group-index": "1", "leaderworkerset.sigs.k8s.io/worker-index": "1"},
+			"pg-sglang-group-1", "worker"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, err := assignPod(t, tc.file, tc.labels)
+			require.NoError(t, err)
+			assert.Equal(t, tc.podGroup, a.PodGroup.Name)
+			if tc.subGroup == "" {
+				assert.Nil(t, a.SubGroup)
+			} else if assert.NotNil(t, a.SubGroup) {
+				assert.Equal(t, tc.subGroup, a.SubGroup.Name)
+			}
+		})
+	}
+}
+
+// A TrainJob's initializer pods run before its nodes and are never placed in the nodes' gang.
+func TestTrainJobInitializerPodsStayOutOfTheNodeGang(t *testing.T) {
+	_, err := assignPod(t, "trainjob-flux-resourcespernode-gpu.yaml", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "dataset-initializer"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "role initializer has 0 pods in the plan")
+}
+
+// assignPod places a pod with the given labels in the plan of a testdata workload.
+func assignPod(t *testing.T, file string, labels map[string]string) (*gang.Assignment, error) {
+	t.Helper()
+	objs, err := manifest.ReadFile(filepath.Join("testdata", file))
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	c := catalogRegistry(t).Lookup(objs[0].GroupVersionKind())
+	require.NotNil(t, c)
+	p, err := gang.Build(context.Background(), c, objs[0])
+	require.NoError(t, err)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "default", Labels: labels}}
+	podMap, err := expr.FromObject(pod)
+	require.NoError(t, err)
+	pl, err := c.PlacePod(context.Background(), podMap)
+	if err != nil {
+		return nil, err
+	}
+	return p.Assign(pl)
+}
+
+// TestAppWrapperInfersPodSetsLikeTheWrappedKind wraps real manifests of other kinds in an
+// AppWrapper without podSets: AppWrapper infers the pod sets (InferPodSets), and the plan counts
+// the pods AppWrapper expects.
+func TestAppWrapperInfersPodSetsLikeTheWrappedKind(t *testing.T) {
+	cases := []struct {
+		file      string
+		roles     []roleWant
+		minMember int32
+		totalGPUs float64
+	}{
+		{"jobset-paralleljobs-two-rjobs.yaml", []roleWant{
+			{"0-0", 4, 4, 4, 4, 0}, // replicatedJobs[0]: replicas 1 × min(parallelism 4, completions 4)
+			{"0-1", 1, 1, 1, 1, 0}, // replicatedJobs[1]: 1 × 1
+		}, 5, 0},
+		{"pytorchjob-elastic-echo-no-resources.yaml", []roleWant{
+			{"0-0", 2, 2, 2, 2, 0}, // Worker replicas 2 (no Master); elasticPolicy is not AppWrapper's concern
+		}, 2, 0},
+		{"raycluster-kai-gpu-fraction-annotation.yaml", []roleWant{
+			{"0-0", 1, 1, 1, 1, 0},   // head: 1
+			{"0-1", 2, 2, 2, 2, 0.5}, // workerGroupSpecs[0].replicas 2, gpu-fraction 0.5
+		}, 3, 1},
+		{"rayjob-kueue-generatename.yaml", []roleWant{
+			{"0-0", 1, 1, 1, 1, 0}, // rayClusterSpec head
+			{"0-1", 1, 1, 1, 1, 0}, // small-group replicas 1
+		}, 2, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			objs, err := manifest.ReadFile(filepath.Join("testdata", tc.file))
+			require.NoError(t, err)
+			require.Len(t, objs, 1)
+			aw := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+				"metadata": map[string]any{"name": "wrapped"},
+				"spec":     map[string]any{"components": []any{map[string]any{"template": objs[0].Object}}},
+			}}
+			c := catalogRegistry(t).Lookup(aw.GroupVersionKind())
+			require.NotNil(t, c)
+			p, err := gang.Build(context.Background(), c, aw)
+			require.NoError(t, err)
+			got := make([]roleWant, 0, len(p.Roles))
+			for _, r := range p.Roles {
+				got = append(got, roleWant{r.Name, r.Replicas, r.MinReplicas, r.Pods, r.GangPods, r.GPUsPerPod.Devices()})
+			}
+			assert.Equal(t, tc.roles, got)
+			require.Len(t, p.PodGroups, 1)
+			require.NotNil(t, p.PodGroups[0].MinMember)
+			assert.Equal(t, tc.minMember, *p.PodGroups[0].MinMember) // AppWrapper's expected pod count
+			assert.InDelta(t, tc.totalGPUs, p.TotalGPUs.Devices(), 1e-9)
+		})
 	}
 }
