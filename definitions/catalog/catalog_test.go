@@ -605,6 +605,24 @@ func TestDynamoGraphDeployment(t *testing.T) {
 	}
 }
 
+// DynamoGraphDeployment v1beta1: the components LIST; pods = replicas × multinode.nodeCount;
+// the gang requires minAvailable (default 1) replicas of each component. The manifest is the
+// v1beta1 counterpart of the v1alpha1 sglang multinode example, and plans the same.
+func TestDynamoGraphDeploymentV1beta1(t *testing.T) {
+	checkPlan(t, "dynamographdeployment-v1beta1-sglang-disagg-multinode-components-list.yaml", planWant{
+		podGroups: []podGroupWant{{
+			name: "pg-sglang-disagg-multinode-dynamographdeployment", minSubGroup: 3, pods: 5,
+			subGroups: []subGroupWant{{"frontend", 1, 1}, {"decode", 2, 2}, {"prefill", 2, 2}},
+		}},
+		roles: []roleWant{
+			{"frontend", 1, 1, 1, 1, 0}, // list order; name "Frontend" in lower case
+			{"decode", 1, 1, 2, 2, 4},   // replicas 1 × nodeCount 2; minAvailable default 1 replica = 2 pods; nvidia.com/gpu 4 in main
+			{"prefill", 1, 1, 2, 2, 4},
+		},
+		totalGPUs: 16,
+	})
+}
+
 // TrainJob: numNodes node pods with resourcesPerNode; the runtime (not the TrainJob) holds the
 // rest.
 func TestTrainJob(t *testing.T) {
@@ -892,6 +910,12 @@ func TestPodsLandInTheirSubGroups(t *testing.T) {
 		"dynamo decode": {"dynamographdeployment-v1alpha1-sglang-disagg-multinode-services-map.yaml",
 			map[string]string{"nvidia.com/dynamo-component": "decode"},
 			"pg-sglang-disagg-multinode-dynamographdeployment", "decode"},
+		"dynamo v1beta1 decode": {"dynamographdeployment-v1beta1-sglang-disagg-multinode-components-list.yaml",
+			map[string]string{"nvidia.com/dynamo-component": "decode"},
+			"pg-sglang-disagg-multinode-dynamographdeployment", "decode"},
+		"dynamo v1beta1 frontend": {"dynamographdeployment-v1beta1-sglang-disagg-multinode-components-list.yaml",
+			map[string]string{"nvidia.com/dynamo-component": "Frontend"},
+			"pg-sglang-disagg-multinode-dynamographdeployment", "frontend"},
 		"trainjob node": {"trainjob-flux-resourcespernode-gpu.yaml",
 			map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "node", "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"},
 			"pg-lammps-flux-trainjob", ""},
