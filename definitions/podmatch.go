@@ -2,10 +2,15 @@ package definitions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gangmap/gangmap/definitions/expr"
 )
+
+// ErrNoComponent says no pod-bearing component's selector matches the pod: the definition does
+// not describe it (a RayJob submitter pod, a helper pod the operator adds).
+var ErrNoComponent = errors.New("no component's podSelector.componentTypeSelector matches the pod")
 
 // PodPlacement says where a pod sits in its workload's component tree.
 type PodPlacement struct {
@@ -43,7 +48,7 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 		}
 	}
 	if comp == nil {
-		return nil, fmt.Errorf("no component's podSelector.componentTypeSelector matches the pod")
+		return nil, ErrNoComponent
 	}
 	pl := &PodPlacement{Component: comp}
 	if comp.InstanceKey != nil {

@@ -96,6 +96,12 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	if err != nil {
 		return r.fail(ctx, pod, owner, "Plan", err)
 	}
+	if md == nil {
+		// The definition puts the pod in no gang (no component claims it, or its role is in no
+		// gang): as in KAI, a nil result means "not ours"; KAI's default grouper takes it.
+		log.V(1).Info("The definition puts the pod in no gang; leaving it to KAI", "kind", gvk.String())
+		return ctrl.Result{}, nil
+	}
 	decisionSeconds.Observe(time.Since(start).Seconds())
 	subGroup := ""
 	if sg := md.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {

@@ -19,6 +19,7 @@ type Grouper interface {
 	Name() string
 	// GetPodGroupMetadata returns the PodGroup the pod belongs to, with the pod listed in the
 	// PodsReferences of its sub-group (if the PodGroup has sub-groups). otherOwners is the owner
-	// chain from the pod's direct owner to the top owner (the last element), as in KAI.
+	// chain from the pod's direct owner to the top owner (the last element), as in KAI. A nil
+	// result without an error means the grouper does not group this pod (KAI's contract).
 	GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error)
 }

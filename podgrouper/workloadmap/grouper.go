@@ -87,7 +87,8 @@ func (g *Grouper) Forget(uid types.UID) {
 
 // GetPodGroupMetadata implements grouper.Grouper: KAI's default metadata for the top owner, with
 // the gang of the pod's PodGroup from the plan: name, minMember or minSubGroup, sub-groups (the
-// pod listed in its own), topology, and gangmap's definition and GPU annotations.
+// pod listed in its own), topology, and gangmap's definition and GPU annotations. It returns nil
+// metadata and no error when the definition places the pod in no gang.
 func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
 	plan, compiled, err := g.Plan(ctx, topOwner)
 	if err != nil {
@@ -98,10 +99,16 @@ func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructure
 		return nil, err
 	}
 	placement, err := compiled.PlacePod(ctx, podMap)
+	if errors.Is(err, definitions.ErrNoComponent) {
+		return nil, nil // the definition does not describe this pod: not gangmap's
+	}
 	if err != nil {
 		return nil, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
 	a, err := plan.Assign(placement)
+	if errors.Is(err, gang.ErrNotGrouped) {
+		return nil, nil // the pod's role is in no gang of the definition
+	}
 	if err != nil {
 		return nil, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
