@@ -158,8 +158,8 @@ func (r *resolver) instanceIDs(comp *Component) ([]string, error) {
 }
 
 // values evaluates prog and returns one value per instance (nil where nothing resolved).
-// A multi-instance component takes one value per instance, a single list spread over the
-// instances, or one scalar for all of them.
+// A multi-instance component takes one value per instance (jq outputs), a single list spread
+// over the instances (a CEL list, or one jq list output), or one scalar for all of them.
 func (r *resolver) values(comp *Component, prog expr.Program, p *field.Path, n int) ([]any, error) {
 	out := make([]any, n)
 	if prog == nil || n == 0 {
@@ -171,7 +171,10 @@ func (r *resolver) values(comp *Component, prog expr.Program, p *field.Path, n i
 	}
 	if comp.InstanceIDs != nil {
 		if len(res) == 1 {
-			if l, ok := res[0].([]any); ok && len(l) == n && n != 1 {
+			// CEL yields one value: for a multi-instance field it is the list of per-instance
+			// values. jq yields one output per instance; a single list output of the right length
+			// is spread too, unless there is one instance (then the list is the value).
+			if l, ok := res[0].([]any); ok && len(l) == n && (n != 1 || prog.Language() == expr.CEL) {
 				res = l
 			}
 		}
