@@ -59,19 +59,10 @@ func (cc *compileCtx) status(sd *StatusDefinition, p *field.Path) *CompiledStatu
 		cs.conditions = cc.compile(cd.Path, expr.Object, p.Child("conditionsDefinition", "path"))
 		cs.condFields = *cd
 	}
-	m := sd.StatusMappings
-	ordered := []struct {
-		s Status
-		m []StatusMatcher
-	}{
-		{StatusResuming, m.Resuming}, {StatusSuspending, m.Suspending}, {StatusSuspended, m.Suspended},
-		{StatusRunning, m.Running}, {StatusFailed, m.Failed}, {StatusCompleted, m.Completed},
-		{StatusInitializing, m.Initializing}, {StatusDegraded, m.Degraded},
-	}
-	for _, o := range ordered {
-		e := statusEntry{status: o.s}
-		for i, sm := range o.m {
-			mp := p.Child("statusMappings", string(o.s)).Index(i)
+	for _, o := range sd.StatusMappings.byName() {
+		e := statusEntry{status: o.status}
+		for i, sm := range o.matchers {
+			mp := p.Child("statusMappings", string(o.status)).Index(i)
 			cm := compiledMatcher{byPhase: sm.ByPhase, byConditions: sm.ByConditions}
 			if be := sm.ByExpression; be != nil {
 				ep := mp.Child("byExpression", "expression")

@@ -1,0 +1,72 @@
+package schemalint
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+func loadCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	b, err := os.ReadFile("testdata/jobset-crd.yaml")
+	require.NoError(t, err)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, yaml.Unmarshal(b, crd))
+	return crd
+}
+
+func loadDefinition(t *testing.T, replace ...string) *definitions.Karta {
+	b, err := os.ReadFile("../catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
+	require.NoError(t, err)
+	s := string(b)
+	for i := 0; i+1 < len(replace); i += 2 {
+		require.Contains(t, s, replace[i])
+		s = strings.ReplaceAll(s, replace[i], replace[i+1])
+	}
+	ls, err := definitions.Decode(strings.NewReader(s), "jobset.yaml", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+	require.NoError(t, err)
+	return ls[0].Karta
+}
+
+// The catalog JobSet definition reads only fields the JobSet schema has.
+func TestCatalogJobSetIsClean(t *testing.T) {
+	findings, err := Lint(loadDefinition(t), loadCRD(t))
+	require.NoError(t, err)
+	assert.Empty(t, findings)
+}
+
+// A misspelt path is found, named by its definition field, with the likely intended name.
+func TestMisspeltPath(t *testing.T) {
+	k := loadDefinition(t, "replicasPath: .spec.replicatedJobs[]? | (.replicas // 1)", "replicasPath: .spec.replicatedJob[]? | (.replica // 1)")
+	findings, err := Lint(k, loadCRD(t))
+	require.NoError(t, err)
+	require.Len(t, findings, 1)
+	assert.Equal(t, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath", findings[0].Field)
+	assert.Equal(t, ".spec.replicatedJob", findings[0].Path)
+	assert.Contains(t, findings[0].Message, `did you mean "replicatedJobs"`)
+
+	k = loadDefinition(t, "(.parallelism // 1) as $p", "(.paralelism // 1) as $p")
+	findings, err = Lint(k, loadCRD(t))
+	require.NoError(t, err)
+	require.Len(t, findings, 1)
+	assert.Equal(t, ".spec.replicatedJobs[].template.spec.paralelism", findings[0].Path)
+
+	k = loadDefinition(t, "any(.[]; (.active // 0) > 0", "any(.[]; (.actve // 0) > 0")
+	findings, err = Lint(k, loadCRD(t))
+	require.NoError(t, err)
+	require.Len(t, findings, 1)
+	assert.Equal(t, ".status.replicatedJobsStatus[].actve", findings[0].Path)
+}
+
+func TestWrongCRD(t *testing.T) {
+	crd := loadCRD(t)
+	crd.Spec.Names.Kind = "Other"
+	_, err := Lint(loadDefinition(t), crd)
+	assert.ErrorContains(t, err, "is for jobset.x-k8s.io Other")
+}
