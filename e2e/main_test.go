@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -19,6 +21,14 @@ import (
 // JobSet removed from the native table, as on a KAI release without the JobSet plugin.
 var cp *framework.ControlPlane
 
+// grouper is the shared grouper: it serves gangmap's admission webhook, which the API server
+// calls for pods in every namespace not labelled webhookLabel=disabled.
+var grouper *framework.Grouper
+
+// webhookLabel=disabled on a namespace keeps the API server from calling gangmap's webhook for
+// its pods (the configuration's namespace selector), as when the webhook is down.
+const webhookLabel = "gangmap.io/webhook"
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -26,11 +36,15 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	var err error
-	cp, err = framework.Start(
-		"testdata/crds/e2e.example.com_customjobs.yaml",
-		"testdata/crds/jobset.x-k8s.io_jobsets.yaml",
-		"testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
-	)
+	notDisabled := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: webhookLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}}}
+	cp, err = framework.StartWith(framework.Options{
+		CRDs: []string{
+			"testdata/crds/e2e.example.com_customjobs.yaml",
+			"testdata/crds/jobset.x-k8s.io_jobsets.yaml",
+			"testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+		},
+		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper", notDisabled)},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -40,14 +54,16 @@ func run(m *testing.M) int {
 	defer cancel()
 	o := app.DefaultOptions()
 	o.NativeKindsRemove = []string{"jobset.x-k8s.io/v1alpha2/JobSet", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet"}
-	done, err := cp.StartGrouper(ctx, o)
+	cp.ServeWebhook(o)
+	o.WebhookNamespaceSelector = webhookLabel + "!=disabled"
+	grouper, err = cp.RunGrouper(ctx, o, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: grouper:", err)
 		return 1
 	}
 	code := m.Run()
 	cancel()
-	if err := <-done; err != nil {
+	if err := <-grouper.Done; err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: grouper stopped with:", err)
 	}
 	return code

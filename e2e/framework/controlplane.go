@@ -12,15 +12,18 @@ import (
 	"path/filepath"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
+	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/deploy/crds"
 )
 
@@ -42,6 +45,22 @@ type ControlPlane struct {
 // (YAML files of workload CRDs, as a cluster admin would bring). It fails, never skips, when
 // the binaries are missing.
 func Start(extraCRDs ...string) (*ControlPlane, error) {
+	return StartWith(Options{CRDs: extraCRDs})
+}
+
+// Options configure StartWith.
+type Options struct {
+	// CRDs are YAML files of workload CRDs to install besides the PodGroup and Karta CRDs.
+	CRDs []string
+	// MutatingWebhooks are installed by envtest, which rewrites each webhook's service reference
+	// into a URL on its local serving host and port and generates a CA and serving certificate
+	// (see ServeWebhook).
+	MutatingWebhooks []*admissionregistrationv1.MutatingWebhookConfiguration
+}
+
+// StartWith starts the control plane as Start does, with the options' CRDs and webhooks.
+func StartWith(o Options) (*ControlPlane, error) {
+	extraCRDs := o.CRDs
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		return nil, ErrNoControlPlane
@@ -67,6 +86,7 @@ func Start(extraCRDs ...string) (*ControlPlane, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+		WebhookInstallOptions:    envtest.WebhookInstallOptions{MutatingWebhooks: o.MutatingWebhooks},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -119,15 +139,49 @@ func (cp *ControlPlane) Stop() error {
 	return cp.Env.Stop()
 }
 
+// Grouper is a grouper manager running in-process.
+type Grouper struct {
+	Manager  manager.Manager
+	Registry *definitions.Registry
+	// Done receives the manager's result when it stops.
+	Done <-chan error
+}
+
 // StartGrouper runs gangmap's grouper manager in-process against the control plane until ctx
 // ends. o may be nil for the defaults with metrics and probes off. It returns once the manager's
-// caches have synced.
+// caches have synced. The webhook server is off unless ServeWebhook configured o.
 func (cp *ControlPlane) StartGrouper(ctx context.Context, o *app.Options) (<-chan error, error) {
+	g, err := cp.RunGrouper(ctx, o, nil)
+	if err != nil {
+		return nil, err
+	}
+	return g.Done, nil
+}
+
+// ServeWebhook makes a grouper started with o serve its admission webhook where envtest's
+// webhook configurations call it: envtest's local serving host, port and certificate directory.
+func (cp *ControlPlane) ServeWebhook(o *app.Options) {
+	w := cp.Env.WebhookInstallOptions
+	o.WebhookHost, o.WebhookPort, o.WebhookCertDir = w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
+}
+
+// RunGrouper is StartGrouper with the grouper's registry and manager returned, and cfg (nil for
+// the control plane's admin config; set its UserAgent to tell groupers apart in managedFields).
+// When o serves the webhook, RunGrouper also waits until the webhook server is up.
+func (cp *ControlPlane) RunGrouper(ctx context.Context, o *app.Options, cfg *rest.Config) (*Grouper, error) {
 	if o == nil {
 		o = app.DefaultOptions()
 	}
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
-	mgr, _, err := app.New(o, rest.CopyConfig(cp.Config))
+	w := cp.Env.WebhookInstallOptions
+	webhook := w.LocalServingCertDir != "" && o.WebhookCertDir == w.LocalServingCertDir
+	if !webhook {
+		o.WebhookPort = 0
+	}
+	if cfg == nil {
+		cfg = cp.Config
+	}
+	mgr, registry, err := app.New(o, rest.CopyConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +192,13 @@ func (cp *ControlPlane) StartGrouper(ctx context.Context, o *app.Options) (<-cha
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		return nil, fmt.Errorf("grouper caches did not sync")
 	}
-	return done, nil
+	if webhook {
+		started := mgr.GetWebhookServer().StartedChecker()
+		if err := WaitFor(syncCtx, time.Minute, func(context.Context) (bool, error) { return started(nil) == nil, nil }); err != nil {
+			return nil, fmt.Errorf("grouper webhook server did not start: %w", err)
+		}
+	}
+	return &Grouper{Manager: mgr, Registry: registry, Done: done}, nil
 }
 
 func readCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {

@@ -25,6 +25,18 @@ var (
 		Help:    "Time to decide a pod's PodGroup (owner walk, plan from cache or built, placement), before any write.",
 		Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
 	})
+	repairs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gangmap_pods_repaired_total",
+		Help: "Pods the controller labelled after creation because gangmap's admission webhook had not (down, or its selectors exclude the pod).",
+	})
+	rbacMissing = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_rbac_missing_total",
+		Help: "Times gangmap found it may not get, list or watch a kind it groups (pods of the kind are then not grouped), by group/kind.",
+	}, []string{"kind"})
+	workloadWatches = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gangmap_workload_watches",
+		Help: "Workload kinds gangmap watches to regroup pods when a workload changes.",
+	})
 	// DefinitionsLoaded is set by the definitions loaders: definitions by source and state.
 	DefinitionsLoaded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gangmap_definitions",
@@ -38,5 +50,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, DefinitionsLoaded, DefinitionProblems)
+	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, rbacMissing, repairs, workloadWatches, DefinitionsLoaded, DefinitionProblems)
 }

@@ -19,9 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
@@ -35,17 +33,20 @@ const (
 )
 
 // PodReconciler groups pods. Client is the manager's cached client (pods filtered by scheduler
-// name; top owners read as unstructured start an informer per kind, like KAI's).
+// name); Decider decides each pod's PodGroup (shared with the admission webhook).
 type PodReconciler struct {
-	Client        client.Client
-	Walker        *owners.Walker
-	Hub           *hub.Hub
-	Applier       *podgroup.Applier
-	Recorder      record.EventRecorder
-	SchedulerName string
+	Client   client.Client
+	Decider  *Decider
+	Applier  *podgroup.Applier
+	Recorder record.EventRecorder
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
+
+	// index maps each top owner to the pods grouped under it, for the workload watches.
+	index ownerIndex
+	// workloads starts a watch per workload kind the first time a pod of it is grouped.
+	workloads *workloadWatcher
 }
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
@@ -54,6 +55,9 @@ var _ reconcile.Reconciler = (*PodReconciler)(nil)
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.index.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KObj(pod))
@@ -63,61 +67,45 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
+	key := client.ObjectKeyFromObject(pod)
 
-	// 1. Only live pods of our scheduler that have owners: an owner-less pod is KAI's (Pod plugin).
-	if pod.Spec.SchedulerName != r.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
-		return ctrl.Result{}, nil
-	}
-
-	// 2. Walk owner references to the top owner.
-	chain, err := r.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
+	// 1. Decide: our scheduler, owners walked to the top owner, a kind gangmap groups (not
+	// native, with a definition), the gang plan of the live workload, the pod's place in it.
+	d, err := r.Decider.Decide(ctx, pod)
 	if err != nil {
-		return r.fail(ctx, pod, nil, "OwnerWalk", err)
+		var de *DecideError
+		if errors.As(err, &de) {
+			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
+		}
+		return r.fail(ctx, pod, nil, "Decide", err)
 	}
-	top := chain.Top()
-
-	// 3. Native kinds and kinds without a definition are not gangmap's: leave the pod alone.
-	gvk := top.GroupVersionKind()
-	grp := r.Hub.GetPodGrouperPlugin(gvk)
-	if grp == nil {
-		log.V(4).Info("Pod is not gangmap's", "kind", gvk.String(), "decision", r.Hub.Decide(gvk))
-		return ctrl.Result{}, nil
-	}
-
-	// 4. Read the top owner in full.
-	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(gvk)
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: top.Namespace, Name: top.Name}, owner); err != nil {
-		return r.fail(ctx, pod, nil, "TopOwnerRead", fmt.Errorf("top owner %s %s: %w", gvk.Kind, top.Name, err))
-	}
-
-	// 5. Decide the PodGroup from the workload's gang plan.
-	md, err := grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
-	if err != nil {
-		return r.fail(ctx, pod, owner, "Plan", err)
-	}
-	if md == nil {
-		// The definition puts the pod in no gang (no component claims it, or its role is in no
-		// gang): as in KAI, a nil result means "not ours"; KAI's default grouper takes it.
-		log.V(1).Info("The definition puts the pod in no gang; leaving it to KAI", "kind", gvk.String())
+	if d == nil {
+		r.index.forget(key)
+		log.V(4).Info("Pod is not gangmap's")
 		return ctrl.Result{}, nil
 	}
 	decisionSeconds.Observe(time.Since(start).Seconds())
-	subGroup := ""
-	if sg := md.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {
-		subGroup = sg.Name
+	md, owner := d.Metadata, d.Owner
+	log = log.WithValues("podGroup", klog.KRef(md.Namespace, md.Name), "subGroup", d.SubGroup, "workload", klog.KObj(owner))
+
+	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
+	// the workload (scaling, labels) regroups its pods even when no pod changes.
+	r.index.set(key, owner.GetUID())
+	if r.workloads != nil {
+		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
+			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
+		}
 	}
-	log = log.WithValues("podGroup", klog.KRef(md.Namespace, md.Name), "subGroup", subGroup, "workload", klog.KObj(owner))
 
 	if r.DryRun {
 		podGroupWrites.WithLabelValues("DryRun").Inc()
-		podsGrouped.WithLabelValues(gvk.Kind, "true").Inc()
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonWouldWrite, "dry-run: pod %s would join PodGroup %s (sub-group %q, %s)", pod.Name, md.Name, subGroup, gangSummary(md))
+		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonWouldWrite, "dry-run: pod %s would join PodGroup %s (sub-group %q, %s)", pod.Name, md.Name, d.SubGroup, gangSummary(md))
 		log.V(2).Info("Dry-run: PodGroup decided, nothing written")
 		return ctrl.Result{}, nil
 	}
 
-	// 6. Write the PodGroup (nothing is written when it already matches).
+	// 3. Write the PodGroup (nothing is written when it already matches).
 	res, err := r.Applier.Apply(ctx, md)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{Requeue: true}, nil
@@ -135,35 +123,34 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		log.V(1).Info("PodGroup updated")
 	}
 
-	// 7. Label the pod.
-	if err := r.labelPod(ctx, pod, md.Name, subGroup); err != nil {
+	// 4. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
+	if err := r.labelPod(ctx, pod, md.Name, d.SubGroup); err != nil {
 		return r.fail(ctx, pod, owner, "PodPatch", err)
 	}
-	podsGrouped.WithLabelValues(gvk.Kind, "false").Inc()
+	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	return ctrl.Result{}, nil
 }
 
 // labelPod merge-patches only what differs: the pod-group-name annotation, KAI's skip
 // annotation (so KAI's pod-grouper leaves the pod alone from now on), and the sub-group label
-// (removed when stale, which KAI never does). A pod that KAI may have grouped already (it had
-// another PodGroup and no skip annotation) gets a Warning Event.
+// (removed when stale, which KAI never does). A pod without the skip annotation was not seen by
+// gangmap's admission webhook (it was down, or its selectors exclude the pod), so KAI's
+// pod-grouper may have grouped it meanwhile: it gets a Warning Event (GangmapRepairedPod).
 func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, subGroup string) error {
 	ann, labels := map[string]any{}, map[string]any{}
-	if cur := pod.Annotations[kaikeys.PodGroupName]; cur != pgName {
+	cur := pod.Annotations[kaikeys.PodGroupName]
+	if cur != pgName {
 		ann[kaikeys.PodGroupName] = pgName
-		if cur != "" && pod.Annotations[kaikeys.SkipPodGrouper] != "true" {
-			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonRepaired,
-				"moved from PodGroup %s to %s: the pod was created without gangmap's admission webhook and may already have been grouped by KAI", cur, pgName)
-		}
 	}
-	if pod.Annotations[kaikeys.SkipPodGrouper] != "true" {
+	repaired := pod.Annotations[kaikeys.SkipPodGrouper] != "true"
+	if repaired {
 		ann[kaikeys.SkipPodGrouper] = "true"
 	}
-	cur, has := pod.Labels[kaikeys.SubGroupName]
+	curSG, has := pod.Labels[kaikeys.SubGroupName]
 	switch {
 	case subGroup == "" && has:
 		labels[kaikeys.SubGroupName] = nil
-	case subGroup != "" && cur != subGroup:
+	case subGroup != "" && curSG != subGroup:
 		labels[kaikeys.SubGroupName] = subGroup
 	}
 	if len(ann) == 0 && len(labels) == 0 {
@@ -180,7 +167,21 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, s
 	if err != nil {
 		return err
 	}
-	return r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	if repaired {
+		repairs.Inc()
+		switch {
+		case cur != "" && cur != pgName:
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonRepaired,
+				"moved from PodGroup %s to %s: the pod was created without gangmap's admission webhook and may already have been grouped by KAI", cur, pgName)
+		default:
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonRepaired,
+				"joined PodGroup %s after creation: the pod was created without gangmap's admission webhook, so KAI's pod-grouper may already have grouped it", pgName)
+		}
+	}
+	return nil
 }
 
 // fail reports an error on the pod (and the workload when known) with a Warning Event, counts

@@ -20,6 +20,7 @@ const Name = "gangmap-pod-grouper"
 
 // SetupWithManager registers the pod controller. regroup receives a value whenever every pod
 // must be looked at again (a definition changed); the controller then enqueues every cached pod.
+// Workload kinds are watched as they are first grouped (see workloadWatcher).
 func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, regroup <-chan struct{}) error {
 	events := make(chan event.TypedGenericEvent[*corev1.Pod])
 	if regroup != nil {
@@ -29,14 +30,19 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	}
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
-		return ok && p.Spec.SchedulerName == r.SchedulerName
+		return ok && p.Spec.SchedulerName == r.Decider.SchedulerName
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&corev1.Pod{}, builder.WithPredicates(ours)).
 		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index}
+	return nil
 }
 
 // regrouper turns "definitions changed" signals into one generic event per cached pod.

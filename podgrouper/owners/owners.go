@@ -29,7 +29,26 @@ type Chain struct {
 	// Truncated says the walk stopped early at an owner it may not read (Forbidden), as KAI does:
 	// the last readable owner is then the top owner.
 	Truncated bool
+	// Forbidden is the reference the walk stopped at when Truncated, so callers can tell whether
+	// the unreadable owner is of a kind they group (then the truncated chain is wrong for them).
+	Forbidden *metav1.OwnerReference
 }
+
+// ForbiddenError says the pod's first owner may not be read (Forbidden): no owner at all is known.
+type ForbiddenError struct {
+	// Ref is the owner reference that could not be read.
+	Ref metav1.OwnerReference
+	// Err is the API error.
+	Err error
+}
+
+// Error implements error.
+func (e *ForbiddenError) Error() string {
+	return fmt.Sprintf("owner %s %s: %v", e.Ref.Kind, e.Ref.Name, e.Err)
+}
+
+// Unwrap returns the API error, so apierrors.IsForbidden holds.
+func (e *ForbiddenError) Unwrap() error { return e.Err }
 
 // Top is the top owner, or nil for an empty chain.
 func (c *Chain) Top() *metav1.PartialObjectMetadata {
@@ -50,8 +69,8 @@ type Walker struct {
 // each level it follows the controller reference, else the first reference. Errors: ErrNoOwner;
 // an owner whose UID differs from the reference (it was replaced); a cycle; a chain deeper than
 // MaxDepth; an owner that no longer exists; any API error but Forbidden. Forbidden stops the walk
-// at the last readable owner (KAI's rule) and sets Chain.Truncated; Forbidden on the first owner
-// is an error, because then no owner at all can be read.
+// at the last readable owner (KAI's rule) and sets Chain.Truncated and Chain.Forbidden; Forbidden
+// on the first owner is a *ForbiddenError, because then no owner at all can be read.
 func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.OwnerReference) (*Chain, error) {
 	if len(refs) == 0 {
 		return nil, ErrNoOwner
@@ -68,8 +87,12 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 		}
 		seen[ref.UID] = true
 		obj, err := w.get(ctx, namespace, ref)
-		if apierrors.IsForbidden(err) && len(chain.Owners) > 0 {
+		if apierrors.IsForbidden(err) {
+			if len(chain.Owners) == 0 {
+				return nil, &ForbiddenError{Ref: ref, Err: err}
+			}
 			chain.Truncated = true
+			chain.Forbidden = &ref
 			return chain, nil
 		}
 		if err != nil {

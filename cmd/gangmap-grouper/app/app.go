@@ -6,18 +6,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -30,6 +35,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/native"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
 	"github.com/gangmap/gangmap/podgrouper/workloadmap"
 )
 
@@ -58,13 +64,18 @@ func (o *Options) RestConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// New builds the manager with the pod controller and the definition sources.
+// New builds the manager with the pod controller, the admission webhook (unless --webhook-port
+// is 0) and the definition sources.
 func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, error) {
 	table, err := o.NativeTable()
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	nsSel, objSel, err := o.webhookSelectors()
+	if err != nil {
+		return nil, nil, err
+	}
+	mopts := ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -75,8 +86,13 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 			// Only pods of our scheduler are cached, as KAI's pod-grouper does.
 			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName)},
 		}},
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-	})
+		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
+	}
+	if o.WebhookPort != 0 {
+		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,17 +116,32 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: o.QueueLabelKey, NodePoolLabelKey: o.NodePoolLabelKey}
-	r := &controller.PodReconciler{
-		Client:        mgr.GetClient(),
-		Walker:        &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
-		Hub:           &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults}},
-		Applier:       &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
-		Recorder:      mgr.GetEventRecorderFor(controller.Name),
+	decider := &controller.Decider{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
+		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults}},
+		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
+			Recorder: mgr.GetEventRecorderFor(controller.Name)},
 		SchedulerName: o.SchedulerName,
-		DryRun:        o.DryRun,
+	}
+	r := &controller.PodReconciler{
+		Client:   mgr.GetClient(),
+		Decider:  decider,
+		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
+		Recorder: mgr.GetEventRecorderFor(controller.Name),
+		DryRun:   o.DryRun,
 	}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, regroup); err != nil {
 		return nil, nil, err
+	}
+	if o.WebhookPort != 0 {
+		m := &gangmapwebhook.PodMutator{Decider: decider, Decoder: admission.NewDecoder(mgr.GetScheme()), Namespaces: mgr.GetClient(),
+			NamespaceSelector: nsSel, ObjectSelector: objSel, Timeout: o.WebhookTimeout, DryRun: o.DryRun}
+		m.Register(mgr.GetWebhookServer())
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err
@@ -161,6 +192,17 @@ func updateDefinitionMetrics(r *definitions.Registry, table *native.Table) {
 	for _, p := range r.Problems() {
 		controller.DefinitionProblems.WithLabelValues(p.Reason).Inc()
 	}
+}
+
+// webhookSelectors parses --webhook-namespace-selector and --webhook-object-selector.
+func (o *Options) webhookSelectors() (ns, obj labels.Selector, err error) {
+	if ns, err = labels.Parse(o.WebhookNamespaceSelector); err != nil {
+		return nil, nil, fmt.Errorf("--webhook-namespace-selector: %w", err)
+	}
+	if obj, err = labels.Parse(o.WebhookObjectSelector); err != nil {
+		return nil, nil, fmt.Errorf("--webhook-object-selector: %w", err)
+	}
+	return ns, obj, nil
 }
 
 // Run builds the manager and runs it until ctx ends.

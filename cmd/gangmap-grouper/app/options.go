@@ -37,6 +37,23 @@ type Options struct {
 	LeaderElectionNamespace string
 	Kubeconfig              string
 	Zap                     zap.Options
+
+	// WebhookPort serves the mutating admission webhook on Pod CREATE (0 disables it).
+	WebhookPort int
+	// WebhookHost is the address the webhook server listens on ("" for all).
+	WebhookHost string
+	// WebhookCertDir holds tls.crt and tls.key (cert-manager or a mounted Secret); reloaded on
+	// change. With WebhookSelfSigned the grouper writes them there itself.
+	WebhookCertDir string
+	// WebhookNamespaceSelector and WebhookObjectSelector (label selector syntax) restrict the pods
+	// the webhook mutates; the MutatingWebhookConfiguration should carry the same selectors.
+	WebhookNamespaceSelector string
+	WebhookObjectSelector    string
+	// WebhookTimeout bounds one admission decision; past it the pod is admitted unchanged.
+	WebhookTimeout time.Duration
+
+	// SkipControllerNameValidation lets several groupers run in one process (tests); no flag.
+	SkipControllerNameValidation bool
 }
 
 // DefaultOptions returns the defaults the flags show in --help.
@@ -54,6 +71,9 @@ func DefaultOptions() *Options {
 		MetricsAddr:             ":8080",
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        "gangmap-grouper.gangmap.io",
+		WebhookPort:             9443,
+		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
+		WebhookTimeout:          5 * time.Second,
 	}
 }
 
@@ -79,6 +99,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace).")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file (default: in-cluster config, then $KUBECONFIG).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the mutating admission webhook on Pod CREATE (TLS); 0 disables the webhook (the controller then labels pods after creation, racing KAI's pod-grouper).")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on (empty: all).")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook's tls.crt and tls.key (cert-manager or a mounted Secret), reloaded when they change.")
+	fs.StringVar(&o.WebhookNamespaceSelector, "webhook-namespace-selector", o.WebhookNamespaceSelector, "Label selector on namespaces whose pods the webhook mutates (empty: all); mirror it in the MutatingWebhookConfiguration's namespaceSelector.")
+	fs.StringVar(&o.WebhookObjectSelector, "webhook-object-selector", o.WebhookObjectSelector, "Label selector on pods the webhook mutates (empty: all); mirror it in the MutatingWebhookConfiguration's objectSelector.")
+	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "Longest time one admission decision may take; past it the pod is admitted unchanged and the controller groups it. Keep it below the configuration's timeoutSeconds.")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	fs.AddGoFlagSet(zfs)

@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+// ReasonRBACMissing is the Event reason on a definition whose kind gangmap may not read.
+const ReasonRBACMissing = "GangmapRBACMissing"
+
+// AccessChecker checks, once per kind, that gangmap may get, list and watch the kind
+// (SelfSubjectAccessReviews), and reports a kind it may not: a Warning Event on the definition
+// when it is a Karta in the cluster, an error log, and gangmap_rbac_missing_total{kind}. Without
+// this check a read through the cache would block (an informer that cannot list never syncs) and
+// gangmap would group nothing without saying why. A nil *AccessChecker allows everything and
+// reports through logs and the metric only.
+type AccessChecker struct {
+	// Client creates SelfSubjectAccessReviews.
+	Client client.Client
+	// Mapper gives a kind's resource name.
+	Mapper meta.RESTMapper
+	// Registry finds the definition of a kind, to put the Event on it.
+	Registry *definitions.Registry
+	// Recorder emits the Events; nil emits none.
+	Recorder record.EventRecorder
+	// Retry is how long a denied kind stays denied before it is checked again (default 1m).
+	Retry time.Duration
+
+	mu      sync.Mutex
+	allowed map[schema.GroupVersionKind]bool
+	denied  map[schema.GroupVersionKind]deniedEntry
+}
+
+type deniedEntry struct {
+	at  time.Time
+	err error
+}
+
+// verbs are what the grouper needs on each defined kind: get to walk owners, list and watch for
+// the cache that reads top owners and for the regrouping watch.
+var verbs = []string{"get", "list", "watch"}
+
+// Check returns nil when gangmap may get, list and watch gvk, else an error naming the missing
+// verbs (reported once per Retry). A failure to ask (e.g. SelfSubjectAccessReviews not allowed)
+// is logged and treated as allowed: the check is a guard, not an authority.
+func (a *AccessChecker) Check(ctx context.Context, gvk schema.GroupVersionKind) error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	if a.allowed[gvk] {
+		a.mu.Unlock()
+		return nil
+	}
+	if d, ok := a.denied[gvk]; ok && time.Since(d.at) < a.retry() {
+		a.mu.Unlock()
+		return d.err
+	}
+	a.mu.Unlock()
+
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", gvk.String())
+	mapping, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s: %w", gvk, err)
+	}
+	var missing []string
+	for _, verb := range verbs {
+		ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: gvk.Group, Version: gvk.Version, Resource: mapping.Resource.Resource},
+		}}
+		if err := a.Client.Create(ctx, ssar); err != nil {
+			log.V(1).Info("Cannot check access to a kind; assuming it is granted", "verb", verb, "error", err.Error())
+			continue
+		}
+		if !ssar.Status.Allowed {
+			missing = append(missing, verb)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(missing) == 0 {
+		if a.allowed == nil {
+			a.allowed = map[schema.GroupVersionKind]bool{}
+		}
+		a.allowed[gvk] = true
+		delete(a.denied, gvk)
+		return nil
+	}
+	err = fmt.Errorf("gangmap may not %s %s: grant them to the grouper (ClusterRole) for gangmap to group this kind", strings.Join(missing, ", "), mapping.Resource.GroupResource())
+	if a.denied == nil {
+		a.denied = map[schema.GroupVersionKind]deniedEntry{}
+	}
+	a.denied[gvk] = deniedEntry{at: time.Now(), err: err}
+	a.report(ctx, gvk, err)
+	return err
+}
+
+// ReportForbidden reports that reading an object of gvk was Forbidden (verb is what was tried).
+func (a *AccessChecker) ReportForbidden(ctx context.Context, gvk schema.GroupVersionKind, verb string, err error) {
+	if a == nil {
+		rbacMissing.WithLabelValues(gvk.GroupKind().String()).Inc()
+		ctrl.LoggerFrom(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", verb)
+		return
+	}
+	a.report(ctx, gvk, fmt.Errorf("gangmap may not %s %s: %w", verb, gvk.GroupKind(), err))
+}
+
+func (a *AccessChecker) report(ctx context.Context, gvk schema.GroupVersionKind, err error) {
+	rbacMissing.WithLabelValues(gvk.GroupKind().String()).Inc()
+	ctrl.LoggerFrom(ctx).Error(err, "Gangmap may not read a kind it groups; its pods are not grouped", "kind", gvk.String())
+	if a.Recorder == nil || a.Registry == nil {
+		return
+	}
+	c := a.Registry.Lookup(gvk)
+	if c == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
+		return
+	}
+	karta := &unstructured.Unstructured{}
+	karta.SetAPIVersion(definitions.APIVersion)
+	karta.SetKind(definitions.Kind)
+	karta.SetName(c.Loaded.Karta.Metadata.Name)
+	karta.SetUID(types.UID(c.Loaded.Karta.Metadata.UID))
+	a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
+}
+
+func (a *AccessChecker) retry() time.Duration {
+	if a.Retry > 0 {
+		return a.Retry
+	}
+	return time.Minute
+}

@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/hub"
+	"github.com/gangmap/gangmap/podgrouper/owners"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+)
+
+// Decider decides whether gangmap groups a pod and, if so, its PodGroup. The pod controller and
+// the admission webhook share it, so both paths give a pod the same PodGroup and sub-group.
+type Decider struct {
+	// Client reads top owners (the manager's cached client: an informer per kind, like KAI's).
+	Client client.Reader
+	// APIReader reads a top owner the cache does not hold yet (a workload created a moment before
+	// its first pod, as seen by the webhook).
+	APIReader client.Reader
+	Walker    *owners.Walker
+	Hub       *hub.Hub
+	// Access, when set, checks that gangmap may get, list and watch a kind before its first read
+	// through the cache, and reports when it may not.
+	Access        *AccessChecker
+	SchedulerName string
+}
+
+// Decision is what the Decider found for a pod gangmap groups.
+type Decision struct {
+	// Kind is the top owner's kind.
+	Kind schema.GroupVersionKind
+	// Owner is the top owner, read in full.
+	Owner *unstructured.Unstructured
+	// Chain is the owner chain, from the pod's direct owner to the top owner.
+	Chain *owners.Chain
+	// Metadata is the pod's PodGroup.
+	Metadata *podgroup.Metadata
+	// SubGroup is the pod's sub-group, or "" when the PodGroup has none for it.
+	SubGroup string
+}
+
+// DecideError is an error of Decide with the step that failed, the reason label of
+// gangmap_grouping_errors_total (OwnerWalk, RBACMissing, TopOwnerRead, Plan).
+type DecideError struct {
+	Reason string
+	// Owner is the top owner when it was read before the failure, else nil.
+	Owner *unstructured.Unstructured
+	Err   error
+}
+
+// Error implements error.
+func (e *DecideError) Error() string { return fmt.Sprintf("%s: %v", e.Reason, e.Err) }
+
+// Unwrap returns the cause.
+func (e *DecideError) Unwrap() error { return e.Err }
+
+// Decide returns the pod's Decision, or nil without an error when the pod is not gangmap's: another
+// scheduler, being deleted, no owner references (KAI's Pod plugin groups those), or a top owner
+// whose kind is native to KAI or has no definition. The pod's namespace must be set (the webhook
+// takes it from the admission request); its name may be empty (generateName), in which case a
+// definition that places pods by name cannot place it and Decide fails.
+func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
+	// 1. Only live pods of our scheduler that have owners.
+	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
+		return nil, nil
+	}
+
+	// 2. Walk owner references to the top owner. An owner of a kind gangmap groups that gangmap may
+	// not read is reported, never silently replaced by the last readable owner.
+	chain, err := d.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
+	var fe *owners.ForbiddenError
+	if errors.As(err, &fe) {
+		if gvk, ok := refGVK(fe.Ref.APIVersion, fe.Ref.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
+			d.Access.ReportForbidden(ctx, gvk, "get", err)
+			return nil, &DecideError{Reason: "RBACMissing", Err: err}
+		}
+		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
+	}
+	if f := chain.Forbidden; f != nil {
+		if gvk, ok := refGVK(f.APIVersion, f.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
+			err := fmt.Errorf("may not read owner %s %s of a kind gangmap groups; not grouping by the last readable owner", f.Kind, f.Name)
+			d.Access.ReportForbidden(ctx, gvk, "get", err)
+			return nil, &DecideError{Reason: "RBACMissing", Err: err}
+		}
+	}
+	top := chain.Top()
+
+	// 3. Native kinds and kinds without a definition are not gangmap's.
+	gvk := top.GroupVersionKind()
+	grp := d.Hub.GetPodGrouperPlugin(gvk)
+	if grp == nil {
+		return nil, nil
+	}
+
+	// 4. Make sure the kind may be listed and watched before reading it through the cache (a cache
+	// read of a kind whose informer cannot list blocks instead of failing).
+	if err := d.Access.Check(ctx, gvk); err != nil {
+		return nil, &DecideError{Reason: "RBACMissing", Err: err}
+	}
+
+	// 5. Read the top owner in full: cache first, the API server for one the cache lacks yet.
+	owner, err := d.readOwner(ctx, gvk, types.NamespacedName{Namespace: top.Namespace, Name: top.Name})
+	if err != nil {
+		return nil, &DecideError{Reason: "TopOwnerRead", Err: fmt.Errorf("top owner %s %s: %w", gvk.Kind, top.Name, err)}
+	}
+
+	// 6. Decide the PodGroup from the workload's gang plan.
+	md, err := grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
+	if err != nil {
+		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: err}
+	}
+	if md == nil {
+		return nil, nil
+	}
+	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md}
+	if sg := md.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {
+		dec.SubGroup = sg.Name
+	}
+	return dec, nil
+}
+
+func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, error) {
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(gvk)
+	err := d.Client.Get(ctx, key, owner)
+	if apierrors.IsNotFound(err) && d.APIReader != nil {
+		err = d.APIReader.Get(ctx, key, owner)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return owner, nil
+}
+
+func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return gv.WithKind(kind), true
+}

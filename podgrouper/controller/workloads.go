@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// ownerIndex maps a top owner's UID to the pods gangmap grouped under it. The reconciler fills it
+// (a pod is indexed when it is grouped and forgotten when it is gone or no longer gangmap's), so
+// it holds exactly the pods this replica has seen, with no extra API reads.
+type ownerIndex struct {
+	mu    sync.Mutex
+	pods  map[types.UID]map[types.NamespacedName]struct{}
+	owner map[types.NamespacedName]types.UID
+}
+
+func (i *ownerIndex) set(pod types.NamespacedName, uid types.UID) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.pods == nil {
+		i.pods, i.owner = map[types.UID]map[types.NamespacedName]struct{}{}, map[types.NamespacedName]types.UID{}
+	}
+	if old, ok := i.owner[pod]; ok && old != uid {
+		i.removeLocked(pod, old)
+	}
+	if i.pods[uid] == nil {
+		i.pods[uid] = map[types.NamespacedName]struct{}{}
+	}
+	i.pods[uid][pod] = struct{}{}
+	i.owner[pod] = uid
+}
+
+func (i *ownerIndex) forget(pod types.NamespacedName) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if uid, ok := i.owner[pod]; ok {
+		i.removeLocked(pod, uid)
+	}
+}
+
+func (i *ownerIndex) removeLocked(pod types.NamespacedName, uid types.UID) {
+	delete(i.owner, pod)
+	delete(i.pods[uid], pod)
+	if len(i.pods[uid]) == 0 {
+		delete(i.pods, uid)
+	}
+}
+
+func (i *ownerIndex) forgetOwner(uid types.UID) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for pod := range i.pods[uid] {
+		delete(i.owner, pod)
+	}
+	delete(i.pods, uid)
+}
+
+// requests returns a reconcile request for every pod indexed under uid.
+func (i *ownerIndex) requests(uid types.UID) []reconcile.Request {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(i.pods[uid]))
+	for pod := range i.pods[uid] {
+		out = append(out, reconcile.Request{NamespacedName: pod})
+	}
+	return out
+}
+
+// workloadWatcher starts, the first time a pod of a workload kind is grouped, a watch on that
+// kind through the manager's cache (the informer the top-owner reads already started), so that a
+// change of a workload's spec, labels or annotations regroups its pods even when no pod event
+// follows (scaling a CustomJob from 2 to 4 workers updates the PodGroup at once). A watch lives as
+// long as the grouper: controller-runtime cannot remove a source from a running controller, and a
+// kind whose definition went away only costs its informer (its events then regroup nothing: the
+// pods' reconciles find no definition).
+type workloadWatcher struct {
+	ctrl  controller.Controller
+	cache cache.Cache
+	index *ownerIndex
+
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+}
+
+// ensure starts the watch on gvk unless it is started already.
+func (w *workloadWatcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched[gvk] {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := w.ctrl.Watch(source.Kind(w.cache, obj, w.handler())); err != nil {
+		return err
+	}
+	if w.watched == nil {
+		w.watched = map[schema.GroupVersionKind]bool{}
+	}
+	w.watched[gvk] = true
+	workloadWatches.Inc()
+	ctrl.LoggerFrom(ctx).Info("Watching a workload kind to regroup its pods on changes", "kind", gvk.String())
+	return nil
+}
+
+// handler maps a workload update to its indexed pods. Only changes that can change a plan or the
+// default metadata count: the spec (generation), labels, annotations; status-only updates do not
+// regroup. A deleted workload's pods are forgotten: garbage collection removes them and their
+// PodGroup.
+func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
+			o, n := e.ObjectOld, e.ObjectNew
+			if o.GetGeneration() == n.GetGeneration() && equalMaps(o.GetLabels(), n.GetLabels()) && equalMaps(o.GetAnnotations(), n.GetAnnotations()) {
+				return
+			}
+			reqs := w.index.requests(n.GetUID())
+			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs))
+			for _, r := range reqs {
+				q.Add(r)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
+			w.index.forgetOwner(e.Object.GetUID())
+		},
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}

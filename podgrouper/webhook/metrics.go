@@ -1,0 +1,21 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_webhook_admissions_total",
+		Help: "Pod creations gangmap's webhook admitted, by result: Mutated, Skipped (not gangmap's or excluded by the selectors), DryRun, Error (admitted unchanged).",
+	}, []string{"result"})
+	admissionErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_webhook_errors_total",
+		Help: "Pod creations gangmap's webhook admitted unchanged because of an error, by reason (Decode, Namespace, Decide, Encode, Panic).",
+	}, []string{"reason"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(admissions, admissionErrors)
+}

@@ -1,0 +1,181 @@
+// Package webhook is gangmap's mutating admission webhook on Pod CREATE. For a pod gangmap will
+// group (scheduler name matches, the top owner is a kind the hub says is gangmap's), it sets KAI's
+// skip annotation, the pod-group-name annotation and the sub-group label at creation, so KAI's
+// pod-grouper never sees the pod as its own and never puts it in a one-pod PodGroup first. The
+// decision is the pod controller's (controller.Decider), so both paths agree.
+//
+// The webhook never fails a pod creation: on any error it admits the pod unchanged, logs and
+// counts the error, and the pod controller repairs the pod moments later (with a Warning Event).
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gangmap/gangmap/podgrouper/controller"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+)
+
+// Path is where the webhook server serves the pod mutator; a MutatingWebhookConfiguration's
+// clientConfig.service.path must name it.
+const Path = "/mutate-v1-pod"
+
+// Results of an admission, the result label of gangmap_webhook_admissions_total.
+const (
+	// ResultMutated: the pod is gangmap's and was given its PodGroup at creation.
+	ResultMutated = "Mutated"
+	// ResultSkipped: the pod is not gangmap's, or the selectors exclude it.
+	ResultSkipped = "Skipped"
+	// ResultDryRun: the pod is gangmap's, but gangmap runs in shadow mode and changes nothing.
+	ResultDryRun = "DryRun"
+	// ResultError: gangmap could not decide; the pod was admitted unchanged (the controller
+	// repairs it).
+	ResultError = "Error"
+)
+
+// PodMutator is the admission handler.
+type PodMutator struct {
+	// Decider decides the pod's PodGroup, as the pod controller does.
+	Decider *controller.Decider
+	// Decoder decodes the admitted pod.
+	Decoder admission.Decoder
+	// Namespaces reads a pod's namespace for NamespaceSelector.
+	Namespaces client.Reader
+	// NamespaceSelector and ObjectSelector restrict the pods the webhook mutates (nil or empty:
+	// all). The MutatingWebhookConfiguration should carry the same selectors, so the API server
+	// does not call the webhook for other pods at all; the webhook applies them too, so a broader
+	// configuration changes nothing.
+	NamespaceSelector labels.Selector
+	ObjectSelector    labels.Selector
+	// Timeout bounds one decision (owner walk, plan), below the configuration's timeoutSeconds so
+	// that a slow decision admits the pod unchanged instead of timing out the API server's call.
+	Timeout time.Duration
+	// DryRun: decide and count, but never change a pod.
+	DryRun bool
+}
+
+var _ admission.Handler = (*PodMutator)(nil)
+
+// Register serves the mutator at Path on srv.
+func (m *PodMutator) Register(srv webhook.Server) {
+	srv.Register(Path, &admission.Webhook{Handler: m})
+}
+
+// Handle implements admission.Handler. It always allows the pod; it adds a patch only for a pod
+// gangmap groups.
+func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
+	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KRef(req.Namespace, podName(req)), "uid", req.UID)
+	ctx = ctrl.LoggerInto(ctx, log)
+	defer func() {
+		if p := recover(); p != nil {
+			resp = m.admitUnchanged(ctx, "Panic", fmt.Errorf("panic: %v", p))
+		}
+	}()
+	if req.Operation != admissionv1.Create || req.Resource.Resource != "pods" || req.SubResource != "" {
+		return skipped("not a pod creation")
+	}
+	pod := &corev1.Pod{}
+	if err := m.Decoder.Decode(req, pod); err != nil {
+		return m.admitUnchanged(ctx, "Decode", err)
+	}
+	// On CREATE the pod's namespace may be empty in the object; the request has it (as KAI's
+	// pod_mutator does).
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if m.ObjectSelector != nil && !m.ObjectSelector.Empty() && !m.ObjectSelector.Matches(labels.Set(pod.Labels)) {
+		return skipped("the object selector excludes the pod")
+	}
+	if m.NamespaceSelector != nil && !m.NamespaceSelector.Empty() {
+		ns := &corev1.Namespace{}
+		if err := m.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+			return m.admitUnchanged(ctx, "Namespace", err)
+		}
+		if !m.NamespaceSelector.Matches(labels.Set(ns.Labels)) {
+			return skipped("the namespace selector excludes the pod's namespace")
+		}
+	}
+	if m.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.Timeout)
+		defer cancel()
+	}
+	d, err := m.Decider.Decide(ctx, pod)
+	if err != nil {
+		return m.admitUnchanged(ctx, "Decide", err)
+	}
+	if d == nil {
+		return skipped("not a pod gangmap groups")
+	}
+	log = log.WithValues("podGroup", klog.KRef(d.Metadata.Namespace, d.Metadata.Name), "subGroup", d.SubGroup, "workload", klog.KObj(d.Owner))
+	if m.DryRun {
+		admissions.WithLabelValues(ResultDryRun).Inc()
+		log.V(2).Info("Dry-run: the webhook would give the pod its PodGroup")
+		return admission.Allowed("gangmap dry-run: unchanged")
+	}
+	mutated := pod.DeepCopy()
+	Label(mutated, d.Metadata.Name, d.SubGroup)
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return m.admitUnchanged(ctx, "Encode", err)
+	}
+	admissions.WithLabelValues(ResultMutated).Inc()
+	log.V(1).Info("Pod given its PodGroup at creation")
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and
+// the sub-group label (removed when the pod has no sub-group).
+func Label(pod *corev1.Pod, podGroup, subGroup string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[kaikeys.SkipPodGrouper] = "true"
+	pod.Annotations[kaikeys.PodGroupName] = podGroup
+	if subGroup == "" {
+		delete(pod.Labels, kaikeys.SubGroupName)
+		return
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[kaikeys.SubGroupName] = subGroup
+}
+
+// admitUnchanged allows the pod as it is after an error: gangmap never blocks a pod creation.
+func (m *PodMutator) admitUnchanged(ctx context.Context, reason string, err error) admission.Response {
+	admissions.WithLabelValues(ResultError).Inc()
+	admissionErrors.WithLabelValues(reason).Inc()
+	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod unchanged; the pod controller will group it", "reason", reason)
+	return admission.Allowed("gangmap could not decide; admitted unchanged")
+}
+
+func skipped(msg string) admission.Response {
+	admissions.WithLabelValues(ResultSkipped).Inc()
+	return admission.Allowed(msg)
+}
+
+// podName is the pod's name for logs: its name, else its generateName.
+func podName(req admission.Request) string {
+	if req.Name != "" {
+		return req.Name
+	}
+	var meta struct {
+		Metadata struct {
+			GenerateName string `json:"generateName"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(req.Object.Raw, &meta)
+	return meta.Metadata.GenerateName
+}
