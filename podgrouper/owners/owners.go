@@ -8,12 +8,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -60,9 +63,26 @@ func (c *Chain) Top() *metav1.PartialObjectMetadata {
 
 // Walker walks owner references with Reader (an uncached reader: owners of arbitrary kinds are
 // read by metadata only) and Mapper (to know which owners are cluster scoped).
+//
+// With CacheTTL set, each owner read is remembered by UID for that long, so the pods of one Job
+// or StatefulSet cost one read of each owner instead of one per pod and reconcile (a UID names
+// one object forever; only its own owner references could change meanwhile, which CacheTTL
+// bounds). The cached objects are shared: callers must not modify a Chain's owners.
 type Walker struct {
-	Reader client.Reader
-	Mapper meta.RESTMapper
+	Reader   client.Reader
+	Mapper   meta.RESTMapper
+	CacheTTL time.Duration
+
+	once  sync.Once
+	cache *lru.Cache
+}
+
+// ownerCacheSize bounds the owners remembered.
+const ownerCacheSize = 8192
+
+type cachedOwner struct {
+	obj *metav1.PartialObjectMetadata
+	at  time.Time
 }
 
 // Walk returns the owner chain of the object with the given namespace and owner references. At
@@ -120,6 +140,23 @@ func pick(refs []metav1.OwnerReference) metav1.OwnerReference {
 }
 
 func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
+	if w.CacheTTL <= 0 {
+		return w.read(ctx, namespace, ref)
+	}
+	w.once.Do(func() { w.cache = lru.New(ownerCacheSize) })
+	if v, ok := w.cache.Get(ref.UID); ok {
+		if c := v.(cachedOwner); time.Since(c.at) < w.CacheTTL {
+			return c.obj, nil
+		}
+	}
+	obj, err := w.read(ctx, namespace, ref)
+	if err == nil && obj.UID == ref.UID {
+		w.cache.Add(ref.UID, cachedOwner{obj: obj, at: time.Now()})
+	}
+	return obj, err
+}
+
+func (w *Walker) read(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return nil, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
