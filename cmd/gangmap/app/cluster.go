@@ -73,12 +73,23 @@ func (c *clusterFlags) listDefinitions(ctx context.Context, warn io.Writer) ([]*
 	if err != nil {
 		return nil, &configError{err}
 	}
+	out, err := listKartas(ctx, client, warn)
+	if err != nil && !errors.Is(err, errNoKartaCRD) {
+		return nil, fmt.Errorf("%s at %s: %w", kartaResourceName(), cfg.Host, err)
+	}
+	return out, err
+}
+
+// listKartas lists every Karta of the cluster through client and converts each with
+// definitions.FromUnstructured. A Karta that does not convert is reported on warn and skipped.
+// Errors: errNoKartaCRD when the cluster does not serve kartas.run.ai, or the API error as it is.
+func listKartas(ctx context.Context, client dynamic.Interface, warn io.Writer) ([]*definitions.Loaded, error) {
 	list, err := client.Resource(definitions.GroupVersionResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, errNoKartaCRD
 		}
-		return nil, fmt.Errorf("%s at %s: %w", kartaResourceName(), cfg.Host, err)
+		return nil, err
 	}
 	out := make([]*definitions.Loaded, 0, len(list.Items))
 	for i := range list.Items {

@@ -1,0 +1,299 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+)
+
+// describeOptions are the flags of "gangmap describe".
+type describeOptions struct {
+	files       []string
+	definitions []string
+	output      string
+	kube        kubeFlags
+}
+
+func newDescribeCommand(use string) *cobra.Command {
+	o := &describeOptions{}
+	cmd := &cobra.Command{
+		Use:   "describe (KIND/NAME | KIND NAME | -f MANIFEST) [-n NAMESPACE] [-o table|json|yaml]",
+		Short: "Show a workload's tree, pods, GPUs and PodGroups, live or from a manifest",
+		Long: `Describe shows one workload as gangmap sees it: the definition's tree (root, components,
+instances) with the workload's pods placed in it (phase and node), the status the definition
+matches, the replicas, pods and GPUs of each role, and the PodGroups gangmap would write next to
+those that exist for the workload (matched by owner reference), with every difference: a
+PodGroup written by KAI's default grouper (pg-<name>-<uid>, minMember 1) shows up as "foreign".
+Pods that no component claims are listed, never hidden.
+
+Live (KIND/NAME): KIND is resolved through the cluster's discovery like kubectl does (plural,
+singular, short name or Kind, optionally resource.group). Everything is read-only and nothing is
+installed in the cluster: the workload is read, the namespace's pods are listed once, their owner
+references are followed (bounded depth, each owner read once) to the workload, and the
+namespace's PodGroups are listed once. Definitions: the built-in catalog, --definitions, and the
+cluster's Karta objects (highest), as the grouper sees them.
+
+Offline (-f): the manifest's top-level objects (no owner references, not Pods or PodGroups) are
+the workloads; Pod documents in the manifest are their pods (through owner references to objects
+in the manifest, else the only workload's), and PodGroup documents are compared with the plan.
+
+Exit codes: 0 described; 1 a workload has no definition or no plan, or the cluster could not be
+read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not load).`,
+		Example: examples(use,
+			"gangmap describe jobset/train-llm -n team-a",
+			"gangmap describe jobsets.jobset.x-k8s.io train-llm -o yaml",
+			"gangmap describe -f examples/jobset-leader-workers.yaml",
+			"# As a kubectl plugin",
+			"kubectl gangmap describe rayclusters/my-cluster -n ray",
+		),
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+		ValidArgsFunction: completeKinds,
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
+	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	o.kube.addFlags(cmd)
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
+	return cmd
+}
+
+// describeDocument is the -o json|yaml output of "gangmap describe".
+type describeDocument struct {
+	Workloads []*workloadView `json:"workloads"`
+}
+
+func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+		return err
+	}
+	var doc *describeDocument
+	var err error
+	switch {
+	case len(o.files) > 0 && len(args) > 0:
+		return fail(ExitUnusable, "give either KIND/NAME or -f MANIFEST, not both")
+	case len(o.files) > 0:
+		doc, err = o.offline(ctx, stderr)
+	default:
+		kind, name, perr := splitKindName(args)
+		if perr != nil {
+			return perr
+		}
+		doc, err = o.live(ctx, kind, name, stderr)
+	}
+	if err != nil {
+		return err
+	}
+	code := ExitOK
+	for _, v := range doc.Workloads {
+		if v.Error != "" {
+			code = ExitProblems
+		}
+	}
+	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }); err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
+}
+
+// splitKindName reads KIND/NAME or KIND NAME.
+func splitKindName(args []string) (string, string, error) {
+	switch len(args) {
+	case 1:
+		kind, name, ok := strings.Cut(args[0], "/")
+		if ok && kind != "" && name != "" && !strings.Contains(name, "/") {
+			return kind, name, nil
+		}
+	case 2:
+		if !strings.Contains(args[0], "/") && args[1] != "" {
+			return args[0], args[1], nil
+		}
+	}
+	return "", "", fail(ExitUnusable, "expected KIND/NAME, KIND NAME or -f MANIFEST\nRun 'gangmap describe --help' for usage.")
+}
+
+// offline describes the workloads of the manifests.
+func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*describeDocument, error) {
+	objs, err := readManifests(o.files)
+	if err != nil {
+		return nil, fail(ExitUnusable, "%v", err)
+	}
+	in, err := splitManifest(objs)
+	if err != nil {
+		return nil, fail(ExitUnusable, "%v", err)
+	}
+	if len(in.workloads) == 0 {
+		return nil, fail(ExitUnusable, "no workload in %s (only Pods, PodGroups or owned objects)", strings.Join(o.files, ", "))
+	}
+	reg, err := newOfflineRegistry(o.definitions)
+	if err != nil {
+		return nil, err
+	}
+	warnProblems(stderr, reg)
+	return &describeDocument{Workloads: in.views(ctx, reg)}, nil
+}
+
+// manifestInput is a manifest split into workloads, their pods, PodGroups and other objects.
+type manifestInput struct {
+	workloads []*unstructured.Unstructured
+	pods      []*corev1.Pod
+	podGroups []*v2alpha2.PodGroup
+	graph     *manifestGraph
+}
+
+// splitManifest sorts the objects of a manifest: Pods (core/v1), PodGroups (scheduling.run.ai),
+// and the rest; workloads are the rest without owner references.
+func splitManifest(objs []*unstructured.Unstructured) (*manifestInput, error) {
+	in := &manifestInput{graph: &manifestGraph{byUID: map[string]*unstructured.Unstructured{}, byName: map[workloadKey]*unstructured.Unstructured{}}}
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		switch {
+		case gvk.Group == "" && gvk.Kind == "Pod":
+			p := &corev1.Pod{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+				return nil, fmt.Errorf("Pod %s: %w", u.GetName(), err)
+			}
+			in.pods = append(in.pods, p)
+		case gvk.Group == v2alpha2.Group && gvk.Kind == v2alpha2.Kind:
+			pg := &v2alpha2.PodGroup{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pg); err != nil {
+				return nil, fmt.Errorf("PodGroup %s: %w", u.GetName(), err)
+			}
+			in.podGroups = append(in.podGroups, pg)
+		default:
+			in.graph.add(u)
+			if len(u.GetOwnerReferences()) == 0 {
+				in.workloads = append(in.workloads, u)
+			}
+		}
+	}
+	return in, nil
+}
+
+// views describes every workload of the manifest.
+func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) []*workloadView {
+	ix := newRootsIndex(in.workloads)
+	byWorkload := attribute(ctx, in.pods, ix, in.graph)
+	if len(in.workloads) == 1 {
+		// Offline, a pod whose owners are not in the manifest belongs to the only workload.
+		claimed := map[*corev1.Pod]bool{}
+		for _, p := range byWorkload[0] {
+			claimed[p] = true
+		}
+		for _, p := range in.pods {
+			if !claimed[p] {
+				byWorkload[0] = append(byWorkload[0], p)
+			}
+		}
+	}
+	out := make([]*workloadView, len(in.workloads))
+	for i, w := range in.workloads {
+		out[i] = buildView(ctx, reg, w, byWorkload[i], in.podGroups, false)
+	}
+	return out
+}
+
+// manifestGraph is the ownerGraph of the objects of a manifest.
+type manifestGraph struct {
+	byUID  map[string]*unstructured.Unstructured
+	byName map[workloadKey]*unstructured.Unstructured
+}
+
+func (g *manifestGraph) add(u *unstructured.Unstructured) {
+	if uid := string(u.GetUID()); uid != "" {
+		g.byUID[uid] = u
+	}
+	gvk := u.GroupVersionKind()
+	g.byName[workloadKey{group: gvk.Group, kind: gvk.Kind, ns: u.GetNamespace(), name: u.GetName()}] = u
+}
+
+func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+	u := g.byUID[string(ref.UID)]
+	if u == nil {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		u = g.byName[workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}]
+	}
+	if u == nil {
+		return nil, false
+	}
+	return u.GetOwnerReferences(), true
+}
+
+// live describes one workload of the cluster.
+func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*describeDocument, error) {
+	c, err := o.kube.connect(stderr)
+	if err != nil {
+		return nil, fail(ExitUnusable, "%v", err)
+	}
+	reg, err := c.liveRegistry(ctx, o.definitions, stderr)
+	if err != nil {
+		return nil, err
+	}
+	warnProblems(stderr, reg)
+	m, err := c.resolveKind(kind, reg)
+	if err != nil {
+		return nil, fail(ExitProblems, "%v", err)
+	}
+	obj, err := c.getObject(ctx, m, c.namespace, name)
+	if apierrors.IsNotFound(err) {
+		return nil, fail(ExitProblems, "%s %q not found in namespace %s", m.GroupVersionKind.Kind, name, c.namespace)
+	}
+	if err != nil {
+		return nil, fail(ExitProblems, "reading %s %s: %v", m.GroupVersionKind.Kind, name, err)
+	}
+	ns := obj.GetNamespace()
+	pods, err := c.listPods(ctx, ns)
+	if err != nil {
+		return nil, fail(ExitProblems, "%v", err)
+	}
+	pgs, err := c.listPodGroups(ctx, ns)
+	if errors.Is(err, errNoPodGroupCRD) {
+		fmt.Fprintf(stderr, "warning: %v: no existing PodGroups to compare with\n", err)
+	} else if err != nil {
+		return nil, fail(ExitProblems, "%v", err)
+	}
+	ix := newRootsIndex([]*unstructured.Unstructured{obj})
+	mine := attribute(ctx, pods, ix, c)[0]
+	v := buildView(ctx, reg, obj, mine, pgs, !errors.Is(err, errNoPodGroupCRD))
+	return &describeDocument{Workloads: []*workloadView{v}}, nil
+}
+
+// completeKinds completes the first argument with the kinds of the built-in catalog (lower-case
+// Kind, as the discovery RESTMapper accepts it).
+func completeKinds(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	reg, err := newOfflineRegistry(nil)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range reg.Entries() {
+		k := strings.ToLower(e.Kind.Kind)
+		if k != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

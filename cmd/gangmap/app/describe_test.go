@@ -1,0 +1,292 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/utils/ptr"
+)
+
+// describeJSON mirrors the parts of the -o json output of "gangmap describe" the tests check.
+type describeJSON struct {
+	Workloads []struct {
+		Workload   struct{ Kind, Name, Namespace string }
+		UID        string
+		Definition struct{ Name, Source string }
+		Status     []string
+		Tree       *treeJSON
+		Roles      []struct {
+			Name                 string
+			Replicas, Pods       int64
+			GPUsPerPod, GPUs     float64
+			GangPods, MinReplica int64
+		}
+		TotalGPUs float64
+		Pods      struct{ Total, Ready int }
+		PodGPUs   float64
+		PodGroups []struct {
+			Name        string
+			Verdict     string
+			Writer      string
+			Differences []string
+			Planned     *shapeJSON
+			Existing    *shapeJSON
+		}
+		UnclaimedPods []struct{ Name, Phase, Reason string }
+		Notes         []string
+		Error         string
+	}
+}
+
+type treeJSON struct {
+	Name      string
+	Kind      string
+	Instances []struct {
+		ID, Role string
+		Replicas int64
+		Pods     []struct{ Name, Phase, Node, PodGroup, SubGroup string }
+	}
+	Children []*treeJSON
+}
+
+type shapeJSON struct {
+	MinMember, MinSubGroup *int32
+	SubGroups              []struct {
+		Name      string
+		MinMember *int32
+	}
+}
+
+const seedCopy = "testdata/describe/jobset-seed-live-copy.yaml"
+
+// TestDescribeOfflineSeed describes the seed JobSet as stored with its pods and PodGroups
+// (testdata/describe/jobset-seed-live-copy.yaml; every expected number comes from that file).
+func TestDescribeOfflineSeed(t *testing.T) {
+	r := gangmap(t, "describe", "-f", seedCopy, "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var doc describeJSON
+	decodeOne(t, r.stdout, &doc)
+	require.Len(t, doc.Workloads, 1, "the Jobs have owner references: only the JobSet is a workload")
+	v := doc.Workloads[0]
+	assert.Equal(t, "JobSet", v.Workload.Kind)
+	assert.Equal(t, "train-llm", v.Workload.Name)
+	assert.Equal(t, "jobset-x-k8s-io-jobset-v1alpha2", v.Definition.Name)
+	// status.replicatedJobsStatus has active pods and no failed ones: the catalog's "running".
+	assert.Equal(t, []string{"running"}, v.Status)
+
+	// Tree: jobset → replicatedjob with instances leader (1 replica) and workers (2 replicas).
+	require.NotNil(t, v.Tree)
+	assert.Equal(t, "jobset", v.Tree.Name)
+	require.Len(t, v.Tree.Children, 1)
+	rj := v.Tree.Children[0]
+	assert.Equal(t, "replicatedjob", rj.Name)
+	assert.Equal(t, "Job", rj.Kind)
+	require.Len(t, rj.Instances, 2)
+	assert.Equal(t, "leader", rj.Instances[0].Role)
+	assert.EqualValues(t, 1, rj.Instances[0].Replicas)
+	assert.Equal(t, "workers", rj.Instances[1].Role)
+	assert.EqualValues(t, 2, rj.Instances[1].Replicas)
+	pg := "pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset" // pg-<uid>-<podGroup.name "jobset">
+	require.Len(t, rj.Instances[0].Pods, 1)
+	leader := rj.Instances[0].Pods[0]
+	assert.Equal(t, "train-llm-leader-0-0", leader.Name)
+	assert.Equal(t, "Running", leader.Phase)
+	assert.Equal(t, "node-a", leader.Node)
+	assert.Equal(t, pg, leader.PodGroup)
+	assert.Equal(t, "leader", leader.SubGroup)
+	// train-llm-workers-1-0's Job is not in the manifest: it still belongs to the only workload.
+	require.Len(t, rj.Instances[1].Pods, 2)
+	assert.Equal(t, "Pending (Unschedulable)", rj.Instances[1].Pods[1].Phase)
+
+	// Roles and GPUs: 4 GPUs a pod in limits; leader 1 pod, workers 2 pods: 12 planned, and the
+	// three trainer pods request 12 (the helper pod none).
+	require.Len(t, v.Roles, 2)
+	assert.Equal(t, "leader", v.Roles[0].Name)
+	assert.EqualValues(t, 4, v.Roles[0].GPUsPerPod)
+	assert.Equal(t, "workers", v.Roles[1].Name)
+	assert.EqualValues(t, 2, v.Roles[1].Pods)
+	assert.Equal(t, 12.0, v.TotalGPUs)
+	assert.Equal(t, 12.0, v.PodGPUs)
+	assert.Equal(t, 4, v.Pods.Total)
+	assert.Equal(t, 2, v.Pods.Ready, "two pods have Ready=True")
+
+	// PodGroups: gangmap's exists but is out of date; KAI's default one is foreign; pg-other
+	// belongs to another workload and is not listed.
+	require.Len(t, v.PodGroups, 2)
+	assert.Equal(t, pg, v.PodGroups[0].Name)
+	assert.Equal(t, "differs", v.PodGroups[0].Verdict)
+	assert.Equal(t, []string{"minSubGroup: planned 2, existing 1", "sub-group workers: planned minMember 2, existing minMember 1"}, v.PodGroups[0].Differences)
+	assert.Equal(t, ptr.To[int32](2), v.PodGroups[0].Planned.MinSubGroup)
+	kai := v.PodGroups[1]
+	assert.Equal(t, "pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001", kai.Name)
+	assert.Equal(t, "foreign", kai.Verdict)
+	assert.Equal(t, "KAI's default grouper (pg-<name>-<uid>)", kai.Writer)
+	assert.Equal(t, ptr.To[int32](1), kai.Existing.MinMember)
+	assert.Contains(t, kai.Differences, "minMember: planned -, existing 1 (vs gangmap's "+pg+")")
+
+	// The helper pod has no replicated-job label: listed as unclaimed, with the reason.
+	require.Len(t, v.UnclaimedPods, 1)
+	assert.Equal(t, "train-llm-sidecar", v.UnclaimedPods[0].Name)
+	assert.Contains(t, v.UnclaimedPods[0].Reason, "podSelector.componentInstanceSelector.idPath")
+
+	table := gangmap(t, "describe", "-f", seedCopy)
+	require.Equal(t, ExitOK, table.code, table.stderr)
+	for _, want := range []string{
+		"JobSet/train-llm   namespace: team-a   definition: jobset-x-k8s-io-jobset-v1alpha2 (catalog)\n",
+		"Status: running\n",
+		"TOTAL GPUs: 12 (plan); the 4 pods request 12\n",
+		"exists, not gangmap's: KAI's default grouper (pg-<name>-<uid>)",
+		"Unclaimed pods (1, no component of the definition claims them):",
+		"`-- train-llm-leader-0-0",
+	} {
+		assert.Contains(t, table.stdout, want)
+	}
+}
+
+func TestDescribeOfflineWithoutPodsPlansOnly(t *testing.T) {
+	r := gangmap(t, "describe", "-f", "../../../examples/jobset-leader-workers.yaml", "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var doc describeJSON
+	decodeOne(t, r.stdout, &doc)
+	v := doc.Workloads[0]
+	// No status in the manifest: no replicated job has started, the catalog's "initializing".
+	assert.Equal(t, []string{"initializing"}, v.Status)
+	require.Len(t, v.PodGroups, 1)
+	assert.Equal(t, "planned", v.PodGroups[0].Verdict, "offline with no PodGroup documents: nothing to compare")
+	assert.Equal(t, "pg-train-llm-jobset", v.PodGroups[0].Name, "offline the name stands in for the UID")
+	assert.Equal(t, 12.0, v.TotalGPUs)
+	assert.Empty(t, v.UnclaimedPods)
+}
+
+func TestDescribeUnknownKindExit1(t *testing.T) {
+	path := t.TempDir() + "/x.yaml"
+	writeFile(t, path, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n")
+	r := gangmap(t, "describe", "-f", path, "-o", "json")
+	assert.Equal(t, ExitProblems, r.code)
+	var doc describeJSON
+	decodeOne(t, r.stdout, &doc)
+	assert.Contains(t, doc.Workloads[0].Error, "no usable Workload Map definition for kind example.com/v1, Kind=Widget")
+	require.Len(t, doc.Workloads[0].UnclaimedPods, 1, "pods are listed, never hidden")
+	assert.Equal(t, "no definition for the workload's kind", doc.Workloads[0].UnclaimedPods[0].Reason)
+}
+
+func TestDescribeUsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"nothing":      {"describe"},
+		"no name":      {"describe", "jobset/"},
+		"both":         {"describe", "jobset/x", "-f", seedCopy},
+		"bad output":   {"describe", "-f", seedCopy, "-o", "xml"},
+		"missing file": {"describe", "-f", "nope.yaml"},
+	} {
+		r := gangmap(t, args...)
+		assert.Equal(t, ExitUnusable, r.code, name)
+		assert.Contains(t, r.stderr, "error: ", name)
+	}
+}
+
+// countingGraph is an ownerGraph over fixed owners that counts reads.
+type countingGraph struct {
+	owners map[types.UID][]metav1.OwnerReference
+	reads  map[types.UID]int
+}
+
+func (g *countingGraph) owner(_ context.Context, _ string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+	g.reads[ref.UID]++
+	refs, ok := g.owners[ref.UID]
+	return refs, ok
+}
+
+// TestAttributeWalksOwnersBoundedAndFollowsControllers: pods reach their workload through
+// owners; a cycle and a chain deeper than maxOwnerDepth end the walk.
+func TestAttributeWalksOwnersBoundedAndFollowsControllers(t *testing.T) {
+	root := &unstructured.Unstructured{}
+	root.SetAPIVersion("example.com/v1")
+	root.SetKind("Root")
+	root.SetName("r")
+	root.SetUID("root")
+	ref := func(uid string, controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "X", Name: uid, UID: types.UID(uid), Controller: ptr.To(controller)}
+	}
+	g := &countingGraph{owners: map[types.UID][]metav1.OwnerReference{
+		"job":    {ref("root", true)},
+		"cycleA": {ref("cycleB", true)},
+		"cycleB": {ref("cycleA", true)},
+	}, reads: map[types.UID]int{}}
+	// A chain of maxOwnerDepth+1 owners above the pod before the root: too deep.
+	for i := 0; i < maxOwnerDepth; i++ {
+		g.owners[types.UID("deep"+string(rune('a'+i)))] = []metav1.OwnerReference{ref("deep"+string(rune('a'+i+1)), true)}
+	}
+	g.owners[types.UID("deep"+string(rune('a'+maxOwnerDepth)))] = []metav1.OwnerReference{ref("root", true)}
+	pod := func(name string, refs ...metav1.OwnerReference) *podFixture {
+		return &podFixture{name: name, refs: refs}
+	}
+	pods := toPods(
+		pod("direct", ref("root", true)),
+		pod("via-job", ref("job", true)),
+		pod("via-job-2", ref("job", true)),
+		pod("non-controller-first", ref("other", false), ref("job", true)),
+		pod("cycle", ref("cycleA", true)),
+		pod("deep", ref("deepa", true)),
+		pod("orphan"),
+	)
+	got := attribute(context.Background(), pods, newRootsIndex([]*unstructured.Unstructured{root}), g)
+	var names []string
+	for _, p := range got[0] {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"direct", "via-job", "via-job-2", "non-controller-first"}, names)
+	// The graph here does not cache; kubeClients.owner does (see TestKubeOwnerCache).
+	assert.Equal(t, 3, g.reads["job"], "read once per pod that goes through it")
+	assert.Zero(t, g.reads["other"], "the controller reference is followed, not the first one")
+}
+
+type podFixture struct {
+	name string
+	refs []metav1.OwnerReference
+}
+
+func toPods(fs ...*podFixture) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(fs))
+	for i, f := range fs {
+		out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: f.name, Namespace: "ns", OwnerReferences: f.refs}}
+	}
+	return out
+}
+
+// TestKubeOwnerCache: each owner is read from the API once per command, hits and misses alike.
+func TestKubeOwnerCache(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	job := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ns", UID: "job-uid", OwnerReferences: []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: "js-uid"}}}}
+	client := metadatafake.NewSimpleMetadataClient(scheme, job)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, meta.RESTScopeNamespace)
+	c := &kubeClients{metadata: client, mapper: mapper, owners: map[types.UID]*ownerEntry{}}
+	ref := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "job-uid"}
+	gone := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "gone", UID: "gone-uid"}
+	for i := 0; i < 3; i++ {
+		refs, ok := c.owner(context.Background(), "ns", ref)
+		require.True(t, ok)
+		assert.Equal(t, types.UID("js-uid"), refs[0].UID)
+		_, ok = c.owner(context.Background(), "ns", gone)
+		assert.False(t, ok)
+	}
+	gets := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "get" {
+			gets++
+		}
+	}
+	assert.Equal(t, 2, gets, "one get for the Job, one for the missing one, whatever the number of pods")
+}

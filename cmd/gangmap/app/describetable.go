@@ -1,0 +1,249 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// printDescribe writes the table form of a describe document: per workload a header, the tree
+// with pods, the roles, the GPU totals, the PodGroups (planned and existing, with differences),
+// the unclaimed pods and the notes; workloads are separated by a blank line.
+func printDescribe(w io.Writer, doc *describeDocument) error {
+	for i, v := range doc.Workloads {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := printWorkloadView(w, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printWorkloadView(w io.Writer, v *workloadView) error {
+	header := v.Workload.Kind + "/" + v.Workload.Name
+	if v.Workload.Namespace != "" {
+		header += "   namespace: " + v.Workload.Namespace
+	}
+	if v.Definition != nil {
+		header += fmt.Sprintf("   definition: %s (%s)", v.Definition.Name, v.Definition.Source)
+	}
+	fmt.Fprintln(w, header)
+	if v.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", indentLines(v.Error, "  "))
+	} else {
+		fmt.Fprintf(w, "Status: %s\n", v.statusText())
+	}
+	fmt.Fprintf(w, "Pods: %d/%d ready\n", v.Pods.Ready, v.Pods.Total)
+
+	if v.Tree != nil {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+		printNode(tw, v.Tree, "", "")
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if len(v.Roles) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+		fmt.Fprintln(tw, "ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tPODS\tGANG-PODS\tREADY\tGPUS/POD\tGPUS")
+		ready := readyByRole(v.Tree)
+		for _, r := range v.Roles {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.Pods, r.GangPods, ready[r.Name], r.GPUsPerPod, r.GPUs)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if v.Error == "" {
+		fmt.Fprintf(w, "TOTAL GPUs: %s (plan); the %d pods request %s\n", v.TotalGPUs, v.Pods.Total, v.PodGPUs)
+	}
+
+	fmt.Fprintln(w)
+	if err := printPodGroupViews(w, v.PodGroups); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	if len(v.Unclaimed) == 0 {
+		fmt.Fprintln(w, "Unclaimed pods: none")
+	} else {
+		fmt.Fprintf(w, "Unclaimed pods (%d, no component of the definition claims them):\n", len(v.Unclaimed))
+		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+		fmt.Fprintln(tw, "  POD\tPHASE\tNODE\tGPUS\tREASON")
+		for _, p := range v.Unclaimed {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Phase, orNone(p.Node), p.GPUs, p.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(v.Notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range v.Notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+	}
+	return nil
+}
+
+// printNode writes a component, its instances and pods, and its children as a tree.
+func printNode(tw io.Writer, n *componentNode, prefix, childPrefix string) {
+	label := n.Name
+	if n.Kind != "" {
+		label += " (" + n.Kind + ")"
+	}
+	type item struct {
+		print func(prefix, childPrefix string)
+	}
+	var items []item
+	single := len(n.Instances) == 1 && n.Instances[0].ID == ""
+	if single {
+		in := n.Instances[0]
+		fmt.Fprintf(tw, "%s%s\t%s\n", prefix, label, instanceText(in))
+		for _, p := range in.Pods {
+			p := p
+			items = append(items, item{func(pre, _ string) { printPod(tw, p, pre) }})
+		}
+	} else {
+		fmt.Fprintf(tw, "%s%s\t\n", prefix, label)
+		for _, in := range n.Instances {
+			in := in
+			items = append(items, item{func(pre, cpre string) {
+				fmt.Fprintf(tw, "%s%s\t%s\n", pre, in.ID, instanceText(in))
+				for j, p := range in.Pods {
+					b, _ := branch(j, len(in.Pods))
+					printPod(tw, p, cpre+b)
+				}
+			}})
+		}
+	}
+	for _, ch := range n.Children {
+		ch := ch
+		items = append(items, item{func(pre, cpre string) { printNode(tw, ch, pre, cpre) }})
+	}
+	for i, it := range items {
+		b, c := branch(i, len(items))
+		it.print(childPrefix+b, childPrefix+c)
+	}
+}
+
+// branch is the tree drawing of item i of n, and the prefix of its children.
+func branch(i, n int) (string, string) {
+	if i == n-1 {
+		return "`-- ", "    "
+	}
+	return "|-- ", "|   "
+}
+
+func instanceText(in *instanceNode) string {
+	if in.Role == "" {
+		return fmt.Sprintf("replicas %d", in.Replicas)
+	}
+	return fmt.Sprintf("role %s   replicas %d   pods %d/%d ready, %d planned   GPUs %s/pod, %s", in.Role, in.Replicas, in.Ready, len(in.Pods), in.PlanPods, in.GPUsPerPod, in.GPUs)
+}
+
+func printPod(tw io.Writer, p *podView, prefix string) {
+	pg := p.PodGroup
+	if p.SubGroup != "" {
+		pg += "/" + p.SubGroup
+	}
+	if pg == "" {
+		pg = p.Reason
+	}
+	fmt.Fprintf(tw, "%s%s\t%s   node %s   GPUs %s   -> %s\n", prefix, p.Name, p.Phase, orNone(p.Node), p.GPUs, pg)
+}
+
+func readyByRole(n *componentNode) map[string]string {
+	out := map[string]string{}
+	var walk func(*componentNode)
+	walk = func(n *componentNode) {
+		if n == nil {
+			return
+		}
+		for _, in := range n.Instances {
+			if in.Role != "" {
+				out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
+			}
+		}
+		for _, ch := range n.Children {
+			walk(ch)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// printPodGroupViews writes the PodGroups table and each difference below it.
+func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
+	if len(pgs) == 0 {
+		fmt.Fprintln(w, "PodGroups: none planned, none found")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
+	for _, pg := range pgs {
+		s := pg.Planned
+		state := pg.Verdict
+		switch pg.Verdict {
+		case verdictForeign:
+			s = pg.Existing
+			state = "exists, not gangmap's"
+			if pg.Writer != "" {
+				state += ": " + pg.Writer
+			}
+		case verdictMissing:
+			state = "planned, not created yet"
+		case verdictDiffers:
+			state = "exists, differs from the plan"
+		case verdictMatch:
+			state = "exists, matches the plan"
+		case verdictPlanned:
+			state = "planned"
+		}
+		pods, gpus := "-", "-"
+		if pg.Planned != nil {
+			pods, gpus = fmt.Sprint(pg.Planned.Pods), pg.Planned.GPUs.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), shapeSubGroups(s), pods, gpus)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, pg := range pgs {
+		for _, d := range pg.Differences {
+			fmt.Fprintf(w, "  %s: %s\n", pg.Name, d)
+		}
+	}
+	return nil
+}
+
+func shapeSubGroups(s *podGroupShape) string {
+	if len(s.SubGroups) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(s.SubGroups))
+	for i, sg := range s.SubGroups {
+		name := sg.Name
+		if sg.Parent != "" {
+			name = sg.Parent + "/" + name
+		}
+		min := optInt(sg.MinMember)
+		if sg.MinSubGroup != nil {
+			min = "subgroups " + optInt(sg.MinSubGroup)
+		}
+		parts[i] = name + ":" + min
+	}
+	return strings.Join(parts, ",")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

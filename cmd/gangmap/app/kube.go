@@ -1,0 +1,267 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+)
+
+// kubeFlags are the cluster flags of the live commands (describe, get): --kubeconfig, --context
+// and -n/--namespace, as kubectl reads them.
+type kubeFlags struct {
+	kubeconfig string
+	context    string
+	namespace  string
+}
+
+func (k *kubeFlags) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	f.StringVar(&k.context, "context", "", "kubeconfig context to use (default: the current context)")
+	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace, else default)")
+	_ = cmd.MarkFlagFilename("kubeconfig")
+}
+
+// kubeClients are the read-only clients of one live command. Nothing is installed in the
+// cluster: every call is a get or a list.
+type kubeClients struct {
+	config    *rest.Config
+	namespace string
+	dynamic   dynamic.Interface
+	metadata  metadata.Interface
+	kube      kubernetes.Interface
+	mapper    meta.RESTMapper
+	// owners caches owner lookups by UID for the whole command (hits and misses).
+	owners map[types.UID]*ownerEntry
+}
+
+// ownerEntry is one looked-up owner: its owner references, or found false when it could not be
+// read (gone, forbidden, unknown kind).
+type ownerEntry struct {
+	refs  []metav1.OwnerReference
+	found bool
+}
+
+// connect loads the kubeconfig and builds the clients. Errors are *configError (unusable input).
+func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = k.kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, &configError{err}
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = clusterRequestTimeout
+	}
+	ns := k.namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+	}
+	c := &kubeClients{config: cfg, namespace: ns, owners: map[types.UID]*ownerEntry{}}
+	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, &configError{err}
+	}
+	if c.metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, &configError{err}
+	}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, &configError{err}
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	cached := memory.NewMemCacheClient(disc)
+	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, func(s string) {
+		fmt.Fprintf(warn, "warning: %s\n", s)
+	})
+	return c, nil
+}
+
+// errUnknownKind says the cluster serves no resource of that name.
+var errUnknownKind = errors.New("the server doesn't have a resource type")
+
+// resolveKind maps what the user typed (plural, singular, short name or Kind, optionally
+// qualified as resource.group or resource.version.group) to a RESTMapping through discovery.
+// When the kind is served in several versions, the version that has a definition in reg wins,
+// else the server's preferred one.
+func (c *kubeClients) resolveKind(arg string, reg *definitions.Registry) (*meta.RESTMapping, error) {
+	var gvr schema.GroupVersionResource
+	var err error
+	if full, gr := schema.ParseResourceArg(strings.ToLower(arg)); full != nil {
+		if gvr, err = c.mapper.ResourceFor(*full); err != nil {
+			gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
+		}
+	} else {
+		gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
+	}
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("%w %q", errUnknownKind, arg)
+		}
+		return nil, fmt.Errorf("resolving %q: %w", arg, err)
+	}
+	gvk, err := c.mapper.KindFor(gvr)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %q: %w", arg, err)
+	}
+	mappings, err := c.mapper.RESTMappings(gvk.GroupKind())
+	if err != nil {
+		return nil, fmt.Errorf("resolving %q: %w", arg, err)
+	}
+	var preferred *meta.RESTMapping
+	for _, m := range mappings {
+		if m.GroupVersionKind == gvk {
+			preferred = m
+		}
+		if reg.Lookup(m.GroupVersionKind) != nil {
+			return m, nil
+		}
+	}
+	if preferred == nil && len(mappings) > 0 {
+		preferred = mappings[0]
+	}
+	if preferred == nil {
+		return nil, fmt.Errorf("%w %q", errUnknownKind, arg)
+	}
+	return preferred, nil
+}
+
+// scope is the namespace of a request: "" for every namespace or a cluster-scoped kind.
+func scope(m *meta.RESTMapping, ns string) string {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return ""
+	}
+	return ns
+}
+
+// listPods lists the pods of one namespace ("" for all), in one request.
+func (c *kubeClients) listPods(ctx context.Context, ns string) ([]*corev1.Pod, error) {
+	list, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// podGroupGVR is KAI's PodGroup resource.
+var podGroupGVR = v2alpha2.SchemeGroupVersion.WithResource(v2alpha2.Resource)
+
+// errNoPodGroupCRD says the cluster does not serve KAI's PodGroups.
+var errNoPodGroupCRD = errors.New("the PodGroup CRD (podgroups.scheduling.run.ai) is not installed")
+
+// listPodGroups lists KAI's PodGroups of one namespace ("" for all), in one request.
+func (c *kubeClients) listPodGroups(ctx context.Context, ns string) ([]*v2alpha2.PodGroup, error) {
+	list, err := c.dynamic.Resource(podGroupGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, errNoPodGroupCRD
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	out := make([]*v2alpha2.PodGroup, 0, len(list.Items))
+	for i := range list.Items {
+		pg := &v2alpha2.PodGroup{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, pg); err != nil {
+			return nil, fmt.Errorf("PodGroup %s: %w", list.Items[i].GetName(), err)
+		}
+		out = append(out, pg)
+	}
+	return out, nil
+}
+
+// owner implements ownerGraph: it reads the owner's metadata (one request per owner UID for the
+// whole command; misses are cached too).
+func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+	if e, ok := c.owners[ref.UID]; ok {
+		return e.refs, e.found
+	}
+	e := &ownerEntry{}
+	c.owners[ref.UID] = e
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, false
+	}
+	m, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil, false
+	}
+	var obj *metav1.PartialObjectMetadata
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		obj, err = c.metadata.Resource(m.Resource).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	} else {
+		obj, err = c.metadata.Resource(m.Resource).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	if err != nil || obj.UID != ref.UID {
+		return nil, false
+	}
+	e.refs, e.found = obj.OwnerReferences, true
+	return e.refs, true
+}
+
+// getObject reads one object of the mapping.
+func (c *kubeClients) getObject(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
+	return c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).Get(ctx, name, metav1.GetOptions{})
+}
+
+// listObjects lists the objects of the mapping in ns ("" for all).
+func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns string) ([]*unstructured.Unstructured, error) {
+	list, err := c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// liveRegistry is the offline registry (catalog and --definitions) with the cluster's Karta
+// objects on top, as the grouper in the cluster sees them. The cluster source is best effort: a
+// cluster without the Karta CRD adds nothing, any other failure is a warning.
+func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.Writer) (*definitions.Registry, error) {
+	reg, err := newOfflineRegistry(paths)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := listKartas(ctx, c.dynamic, warn)
+	switch {
+	case errors.Is(err, errNoKartaCRD):
+	case err != nil:
+		fmt.Fprintf(warn, "warning: cannot list Karta objects (%s) from the cluster: %v; using the built-in catalog and --definitions only\n", kartaResourceName(), err)
+	default:
+		reg.SetSource(definitions.SourceCluster, loaded)
+	}
+	return reg, nil
+}
