@@ -1,0 +1,507 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+// Files of a definition test case.
+const (
+	testManifestFile   = "manifest.yaml"
+	testExpectFile     = "expect.yaml"
+	testDefinitionFile = "definition.yaml"
+)
+
+// testOptions are the flags of "gangmap test".
+type testOptions struct {
+	definitions []string
+	filter      string
+	verbose     bool
+}
+
+func newTestCommand(use string) *cobra.Command {
+	o := &testOptions{}
+	cmd := &cobra.Command{
+		Use:   "test DIR... [--definitions PATH]... [--run REGEXP] [-v]",
+		Short: "Run definition test suites: manifests and the plan, status and placements they must give",
+		Long: `Test runs definition test cases, like "go test" runs Go tests: a definition is code, and a
+change to it (or to the framework it describes) must not silently change the gangs it plans.
+
+A case is a directory holding manifest.yaml and expect.yaml (every such directory under DIR is a
+case; its name is its path under DIR):
+
+  manifest.yaml     the workload (one top-level object, optionally with its status), and
+                    optionally Pod documents (the workload's pods, with the labels its operator
+                    sets) and PodGroup documents.
+  definition.yaml   optional: the definition under test. Without it, the built-in catalog (and
+                    --definitions) decide, as in "gangmap plan". With it, the case fails unless
+                    this file's definition is the one used (an invalid one is reported).
+  expect.yaml       what must come out. Every key is optional; only what is given is checked:
+
+    definition: jobset-x-k8s-io-jobset-v1alpha2   # name of the definition used
+    status: [running]                             # every status whose matchers hold, in order
+    totalGPUs: 12
+    podGroups:                 # the planned PodGroups, in order (the list is compared whole)
+      - name: pg-train-llm-jobset                 # optional
+        minSubGroup: 2         # minMember and minSubGroup are always compared: leave out = unset
+        subGroups:             # always compared: leave out = none
+          - {name: leader, minMember: 1}
+          - {name: workers, minMember: 2}
+        pods: 3                # optional
+        gpus: 12               # optional
+    roles:                     # the plan's roles, in order; name required, the rest optional
+      - {name: leader, component: replicatedjob, instance: leader, replicas: 1, minReplicas: 1,
+         pods: 1, gangPods: 1, gpusPerPod: 4, gpus: 4}
+    placements:                # pods of manifest.yaml: where the plan puts them
+      - {pod: train-llm-leader-0-0, role: leader, podGroup: pg-train-llm-jobset, subGroup: leader}
+      - {pod: helper, unclaimed: true}
+    notes: ["substring of some plan note"]
+    misses:                    # definition paths allowed to resolve to nothing on this workload
+      - spec.structureDefinition.childComponents[0].scaleDefinition.minReplicasPath
+    error: "substring"         # the plan must fail with this error
+
+A path of the definition that resolves to nothing on the workload (a misspelt field, a field the
+framework renamed) fails the case unless expect.yaml lists it under misses, and a listed miss that
+does not happen fails it too: the output names each such path with its expression.
+
+Output: "ok  <case>" or "--- FAIL: <case>" with a diff (-want +got) per failed check, then a
+summary line. Exit codes: 0 every case passed; 1 some case failed; 2 unusable input (no case
+found, a bad --run, a missing directory).`,
+		Example: examples(use,
+			"gangmap test definitions/catalog/tests",
+			"# Your definition, with cases next to it",
+			"gangmap test ./kartas/my-kind/tests --definitions ./kartas/",
+			"gangmap test ./tests --run 'jobset/.*'",
+		),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	f.StringVar(&o.filter, "run", "", "run only the cases whose name matches this regular expression")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print the plan's notes of passing cases too")
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
+	return cmd
+}
+
+// testCase is one case directory.
+type testCase struct {
+	name, dir string
+}
+
+func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) error {
+	var filter *regexp.Regexp
+	if o.filter != "" {
+		var err error
+		if filter, err = regexp.Compile(o.filter); err != nil {
+			return fail(ExitUnusable, "--run: %v", err)
+		}
+	}
+	var cases []testCase
+	for _, d := range dirs {
+		found, err := findTestCases(d)
+		if err != nil {
+			return fail(ExitUnusable, "%v", err)
+		}
+		cases = append(cases, found...)
+	}
+	if filter != nil {
+		kept := cases[:0]
+		for _, c := range cases {
+			if filter.MatchString(c.name) {
+				kept = append(kept, c)
+			}
+		}
+		cases = kept
+	}
+	if len(cases) == 0 {
+		return fail(ExitUnusable, "no test case (a directory with %s and %s) in %s", testManifestFile, testExpectFile, strings.Join(dirs, ", "))
+	}
+	shared, err := newOfflineRegistry(o.definitions)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, c := range cases {
+		problems, notes := o.runCase(ctx, c, shared)
+		if len(problems) == 0 {
+			fmt.Fprintf(stdout, "ok  \t%s\n", c.name)
+			if o.verbose {
+				for _, n := range notes {
+					fmt.Fprintf(stdout, "    note: %s\n", n)
+				}
+			}
+			continue
+		}
+		failed++
+		fmt.Fprintf(stdout, "--- FAIL: %s\n", c.name)
+		for _, p := range problems {
+			fmt.Fprintf(stdout, "    %s\n", indentLines(strings.TrimRight(p, "\n"), "    "))
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(stdout, "FAIL\t%d of %d cases failed\n", failed, len(cases))
+		return exitCode(ExitProblems)
+	}
+	fmt.Fprintf(stdout, "ok  \t%d cases passed\n", len(cases))
+	return nil
+}
+
+// findTestCases returns every directory under root (root included) that holds manifest.yaml,
+// named by its path under root (root itself by its base name), sorted by name.
+func findTestCases(root string) ([]testCase, error) {
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", root)
+	}
+	var out []testCase
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(path, testManifestFile)); err != nil {
+			return nil
+		}
+		name, _ := filepath.Rel(root, path)
+		if name == "." {
+			name = filepath.Base(filepath.Clean(root))
+		}
+		out = append(out, testCase{name: filepath.ToSlash(name), dir: path})
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, err
+}
+
+// testExpect is expect.yaml.
+type testExpect struct {
+	Definition *string           `json:"definition,omitempty"`
+	Status     []string          `json:"status,omitempty"`
+	TotalGPUs  *float64          `json:"totalGPUs,omitempty"`
+	PodGroups  *[]expectPodGroup `json:"podGroups,omitempty"`
+	Roles      *[]expectRole     `json:"roles,omitempty"`
+	Placements []expectPlacement `json:"placements,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	Misses     []string          `json:"misses,omitempty"`
+	Error      *string           `json:"error,omitempty"`
+}
+
+// expectPodGroup is one expected PodGroup; MinMember, MinSubGroup and SubGroups are always
+// compared, the other fields when given.
+type expectPodGroup struct {
+	Name        *string          `json:"name,omitempty"`
+	MinMember   *int32           `json:"minMember,omitempty"`
+	MinSubGroup *int32           `json:"minSubGroup,omitempty"`
+	SubGroups   []expectSubGroup `json:"subGroups,omitempty"`
+	Pods        *int64           `json:"pods,omitempty"`
+	GPUs        *float64         `json:"gpus,omitempty"`
+}
+
+// expectSubGroup is one expected sub-group, compared whole.
+type expectSubGroup struct {
+	Name        string  `json:"name"`
+	Parent      *string `json:"parent,omitempty"`
+	MinMember   *int32  `json:"minMember,omitempty"`
+	MinSubGroup *int32  `json:"minSubGroup,omitempty"`
+}
+
+// expectRole is one expected role; Name is compared always, the rest when given.
+type expectRole struct {
+	Name        string   `json:"name"`
+	Component   *string  `json:"component,omitempty"`
+	Instance    *string  `json:"instance,omitempty"`
+	Replicas    *int64   `json:"replicas,omitempty"`
+	MinReplicas *int64   `json:"minReplicas,omitempty"`
+	Pods        *int64   `json:"pods,omitempty"`
+	GangPods    *int64   `json:"gangPods,omitempty"`
+	GPUsPerPod  *float64 `json:"gpusPerPod,omitempty"`
+	GPUs        *float64 `json:"gpus,omitempty"`
+}
+
+// expectPlacement is where one pod of the manifest must go; Pod is required, the rest compared
+// when given.
+type expectPlacement struct {
+	Pod       string  `json:"pod"`
+	Role      *string `json:"role,omitempty"`
+	PodGroup  *string `json:"podGroup,omitempty"`
+	SubGroup  *string `json:"subGroup,omitempty"`
+	Unclaimed *bool   `json:"unclaimed,omitempty"`
+}
+
+// runCase runs one case and returns its failures (empty when it passed) and the plan's notes.
+func (o *testOptions) runCase(ctx context.Context, c testCase, shared *definitions.Registry) ([]string, []string) {
+	var want testExpect
+	raw, err := os.ReadFile(filepath.Join(c.dir, testExpectFile))
+	if err != nil {
+		return []string{err.Error()}, nil
+	}
+	if err := yaml.UnmarshalStrict(raw, &want); err != nil {
+		return []string{fmt.Sprintf("%s: %v", testExpectFile, err)}, nil
+	}
+	objs, err := readManifests([]string{filepath.Join(c.dir, testManifestFile)})
+	if err != nil {
+		return []string{err.Error()}, nil
+	}
+	in, err := splitManifest(objs)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", testManifestFile, err)}, nil
+	}
+	if len(in.workloads) != 1 {
+		return []string{fmt.Sprintf("%s: expected one workload (a top-level object that is not a Pod or PodGroup), found %d", testManifestFile, len(in.workloads))}, nil
+	}
+	reg := shared
+	defFile := filepath.Join(c.dir, testDefinitionFile)
+	ownDefinition := false
+	if _, err := os.Stat(defFile); err == nil {
+		ownDefinition = true
+		if reg, err = newOfflineRegistry(append(append([]string{}, o.definitions...), defFile)); err != nil {
+			return []string{err.Error()}, nil
+		}
+	}
+	v := in.views(ctx, reg)[0]
+
+	var problems []string
+	if ownDefinition && (v.compiled == nil || !strings.HasPrefix(v.compiled.Loaded.Origin, defFile+"#")) {
+		msg := fmt.Sprintf("%s is not the definition used for %s", testDefinitionFile, v.Workload.Kind)
+		for _, p := range reg.Problems() {
+			if strings.HasPrefix(p.Origin, defFile) || p.Reason == "Conflict" {
+				msg += "\n  " + indentLines(p.Message, "  ")
+			}
+		}
+		problems = append(problems, msg)
+	}
+	switch {
+	case want.Error != nil && v.Error == "":
+		problems = append(problems, fmt.Sprintf("expected the plan to fail with %q; it did not", *want.Error))
+	case want.Error != nil && !strings.Contains(v.Error, *want.Error):
+		problems = append(problems, fmt.Sprintf("plan error:\n  want substring %q\n  got %s", *want.Error, v.Error))
+	case want.Error == nil && v.Error != "":
+		problems = append(problems, "plan failed: "+v.Error)
+	}
+	problems = append(problems, checkMisses(v, want.Misses)...)
+	if v.Error == "" {
+		problems = append(problems, comparePlan(v, &want)...)
+	}
+	return problems, v.Notes
+}
+
+// checkMisses fails on every path that resolved to nothing and is not listed in allowed, and on
+// every listed path that did resolve.
+func checkMisses(v *workloadView, allowed []string) []string {
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range v.misses {
+		seen[m.Path] = true
+		if !ok[m.Path] {
+			out = append(out, fmt.Sprintf("path resolved to nothing on the workload: %s (%s)\n  (a misspelt or renamed field? if expected, list it under misses in %s)", m.Path, m.Expression, testExpectFile))
+		}
+	}
+	for _, a := range allowed {
+		if !seen[a] && v.compiled != nil {
+			out = append(out, fmt.Sprintf("expected path %s to resolve to nothing (misses in %s), but it resolved", a, testExpectFile))
+		}
+	}
+	return out
+}
+
+// comparePlan compares what expect.yaml gives with the workload's view; one failure per
+// mismatching key, each with a cmp diff.
+func comparePlan(v *workloadView, want *testExpect) []string {
+	var out []string
+	diff := func(what string, w, g any) {
+		if d := cmp.Diff(w, g); d != "" {
+			out = append(out, fmt.Sprintf("%s (-want +got):\n%s", what, d))
+		}
+	}
+	if want.Definition != nil {
+		got := ""
+		if v.Definition != nil {
+			got = v.Definition.Name
+		}
+		diff("definition", *want.Definition, got)
+	}
+	if want.Status != nil {
+		got := make([]string, len(v.Status))
+		for i, s := range v.Status {
+			got[i] = string(s)
+		}
+		diff("status", want.Status, got)
+	}
+	if want.TotalGPUs != nil {
+		diff("totalGPUs", *want.TotalGPUs, v.TotalGPUs.Devices())
+	}
+	if want.PodGroups != nil {
+		w := *want.PodGroups
+		got := make([]expectPodGroup, 0, len(v.PodGroups))
+		i := 0
+		for _, pv := range v.PodGroups {
+			if pv.Planned == nil {
+				continue
+			}
+			var like expectPodGroup
+			if i < len(w) {
+				like = w[i]
+			}
+			i++
+			g := expectPodGroup{MinMember: pv.Planned.MinMember, MinSubGroup: pv.Planned.MinSubGroup}
+			for _, sg := range pv.Planned.SubGroups {
+				es := expectSubGroup{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
+				if sg.Parent != "" {
+					es.Parent = ptr.To(sg.Parent)
+				}
+				g.SubGroups = append(g.SubGroups, es)
+			}
+			if like.Name != nil || i > len(w) {
+				g.Name = ptr.To(pv.Name)
+			}
+			if like.Pods != nil || i > len(w) {
+				g.Pods = ptr.To(pv.Planned.Pods)
+			}
+			if like.GPUs != nil || i > len(w) {
+				g.GPUs = ptr.To(pv.Planned.GPUs.Devices())
+			}
+			got = append(got, g)
+		}
+		diff("podGroups", w, got)
+	}
+	if want.Roles != nil {
+		w := *want.Roles
+		got := make([]expectRole, 0, len(v.Roles))
+		for i, r := range v.Roles {
+			like := expectRole{}
+			all := i >= len(w)
+			if !all {
+				like = w[i]
+			}
+			g := expectRole{Name: r.Name}
+			if like.Component != nil || all {
+				g.Component = ptr.To(r.Component)
+			}
+			if like.Instance != nil || all {
+				g.Instance = ptr.To(r.Instance)
+			}
+			if like.Replicas != nil || all {
+				g.Replicas = ptr.To(r.Replicas)
+			}
+			if like.MinReplicas != nil || all {
+				g.MinReplicas = ptr.To(r.MinReplicas)
+			}
+			if like.Pods != nil || all {
+				g.Pods = ptr.To(r.Pods)
+			}
+			if like.GangPods != nil || all {
+				g.GangPods = ptr.To(r.GangPods)
+			}
+			if like.GPUsPerPod != nil || all {
+				g.GPUsPerPod = ptr.To(r.GPUsPerPod.Devices())
+			}
+			if like.GPUs != nil || all {
+				g.GPUs = ptr.To(r.GPUs.Devices())
+			}
+			got = append(got, g)
+		}
+		diff("roles", w, got)
+	}
+	if len(want.Placements) > 0 {
+		pods, unclaimed := podsByName(v)
+		roleOf := map[[2]string]string{}
+		for _, r := range v.Roles {
+			roleOf[[2]string{r.Component, r.Instance}] = r.Name
+		}
+		got := make([]expectPlacement, 0, len(want.Placements))
+		for _, w := range want.Placements {
+			g := expectPlacement{Pod: w.Pod}
+			p := pods[w.Pod]
+			if p == nil {
+				out = append(out, fmt.Sprintf("placements: no pod %q in %s", w.Pod, testManifestFile))
+				continue
+			}
+			if w.Role != nil {
+				g.Role = ptr.To(roleOf[[2]string{p.component, p.instance}])
+			}
+			if w.PodGroup != nil {
+				g.PodGroup = ptr.To(p.PodGroup)
+			}
+			if w.SubGroup != nil {
+				g.SubGroup = ptr.To(p.SubGroup)
+			}
+			if w.Unclaimed != nil {
+				g.Unclaimed = ptr.To(unclaimed[p])
+			}
+			got = append(got, g)
+		}
+		kept := make([]expectPlacement, 0, len(want.Placements))
+		for _, w := range want.Placements {
+			if pods[w.Pod] != nil {
+				kept = append(kept, w)
+			}
+		}
+		diff("placements", kept, got)
+	}
+	for _, n := range want.Notes {
+		found := false
+		for _, g := range v.Notes {
+			if strings.Contains(g, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, fmt.Sprintf("notes: no note contains %q; notes: %q", n, v.Notes))
+		}
+	}
+	return out
+}
+
+// podsByName indexes every pod of the view by name, placed in the tree or unclaimed, and says
+// which are unclaimed.
+func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
+	out := map[string]*podView{}
+	var walk func(*componentNode)
+	walk = func(n *componentNode) {
+		if n == nil {
+			return
+		}
+		for _, in := range n.Instances {
+			for _, p := range in.Pods {
+				out[p.Name] = p
+			}
+		}
+		for _, ch := range n.Children {
+			walk(ch)
+		}
+	}
+	walk(v.Tree)
+	unclaimed := map[*podView]bool{}
+	for _, p := range v.Unclaimed {
+		out[p.Name] = p
+		unclaimed[p] = true
+	}
+	return out, unclaimed
+}
