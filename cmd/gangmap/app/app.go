@@ -121,7 +121,7 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
-	root.AddCommand(newPlanCommand(use), newValidateCommand(use), newDefinitionsCommand(use), newDescribeCommand(use), newTestCommand(use), newVersionCommand())
+	root.AddCommand(newPlanCommand(use), newValidateCommand(use), newDefinitionsCommand(use), newDescribeCommand(use), newGetCommand(use), newTestCommand(use), newVersionCommand())
 	return root
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -289,4 +290,23 @@ func TestKubeOwnerCache(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, gets, "one get for the Job, one for the missing one, whatever the number of pods")
+}
+
+// TestGetRows lists the seed copy's workload as "get" does: one row with the matched status,
+// ready/total pods, the plan's GPUs and the PodGroups that exist for it.
+func TestGetRows(t *testing.T) {
+	objs, err := readManifests([]string{seedCopy})
+	require.NoError(t, err)
+	in, err := splitManifest(objs)
+	require.NoError(t, err)
+	reg, err := newOfflineRegistry(nil)
+	require.NoError(t, err)
+	views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
+	var out strings.Builder
+	require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
+	// Pods: the two with Ready=True of the four attributed through the Jobs in the file and the
+	// JobSet's own reference (train-llm-workers-1-0's Job is not in the file: not attributed
+	// here, unlike describe -f, which gives such pods to the only workload).
+	assert.Equal(t, "NAME        NAMESPACE   STATUS    READY/TOTAL   GPUS   PODGROUP(S)\n"+
+		"train-llm   team-a      running   2/3           12     pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset,pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001\n", out.String())
 }

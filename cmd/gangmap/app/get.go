@@ -1,0 +1,172 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+)
+
+// getOptions are the flags of "gangmap get".
+type getOptions struct {
+	definitions   []string
+	output        string
+	allNamespaces bool
+	kube          kubeFlags
+}
+
+func newGetCommand(use string) *cobra.Command {
+	o := &getOptions{}
+	cmd := &cobra.Command{
+		Use:   "get KIND [-n NAMESPACE | -A] [-o table|json|yaml]",
+		Short: "List the workloads of a kind with their status, pods, GPUs and PodGroups",
+		Long: `Get lists every workload of KIND in the namespace (or every namespace with -A), one row
+each: NAME, NAMESPACE, STATUS (the definition's matched status), READY/TOTAL pods (found through
+owner references), GPUS (the plan's total, from the spec) and PODGROUP(S) (those that exist for
+the workload, else the planned ones marked "(planned)").
+
+Read-only, like describe: one list of the workloads, one list of pods and one list of PodGroups
+for the namespace (or the cluster with -A), and each owner between a pod and its workload read
+once. KIND is resolved through discovery (plural, singular, short name or Kind).
+
+Exit codes: 0 listed; 1 some workload has no definition or no plan, or the cluster could not be
+read; 2 unusable input.`,
+		Example: examples(use,
+			"gangmap get jobsets -n team-a",
+			"gangmap get rayclusters -A -o json",
+		),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+		ValidArgsFunction: completeKinds,
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
+	o.kube.addFlags(cmd)
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
+	return cmd
+}
+
+// getDocument is the -o json|yaml output of "gangmap get": every workload fully described.
+type getDocument struct {
+	Workloads []*workloadView `json:"workloads"`
+}
+
+func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Writer) error {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
+		return err
+	}
+	c, err := o.kube.connect(stderr)
+	if err != nil {
+		return fail(ExitUnusable, "%v", err)
+	}
+	reg, err := c.liveRegistry(ctx, o.definitions, stderr)
+	if err != nil {
+		return err
+	}
+	warnProblems(stderr, reg)
+	m, err := c.resolveKind(kind, reg)
+	if err != nil {
+		return fail(ExitProblems, "%v", err)
+	}
+	ns := c.namespace
+	if o.allNamespaces {
+		ns = ""
+	}
+	objs, err := c.listObjects(ctx, m, ns)
+	if err != nil {
+		return fail(ExitProblems, "listing %s: %v", m.Resource.GroupResource(), err)
+	}
+	sort.Slice(objs, func(i, j int) bool {
+		if objs[i].GetNamespace() != objs[j].GetNamespace() {
+			return objs[i].GetNamespace() < objs[j].GetNamespace()
+		}
+		return objs[i].GetName() < objs[j].GetName()
+	})
+	doc := getDocument{Workloads: []*workloadView{}}
+	if len(objs) > 0 {
+		podNS := scope(m, ns)
+		var pods []*corev1.Pod
+		if pods, err = c.listPods(ctx, podNS); err != nil {
+			return fail(ExitProblems, "%v", err)
+		}
+		pgs, perr := c.listPodGroups(ctx, podNS)
+		if errors.Is(perr, errNoPodGroupCRD) {
+			fmt.Fprintf(stderr, "warning: %v\n", perr)
+		} else if perr != nil {
+			return fail(ExitProblems, "%v", perr)
+		}
+		doc.Workloads = describeAll(ctx, c, reg, objs, pods, pgs, !errors.Is(perr, errNoPodGroupCRD))
+	}
+	code := ExitOK
+	for _, v := range doc.Workloads {
+		if v.Error != "" {
+			code = ExitProblems
+		}
+	}
+	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printGetTable(w, doc, ns) }); err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
+}
+
+// describeAll attributes the pods to the workloads (one owner walk per pod, owners cached) and
+// describes each workload.
+func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, objs []*unstructured.Unstructured, pods []*corev1.Pod, pgs []*v2alpha2.PodGroup, live bool) []*workloadView {
+	byWorkload := attribute(ctx, pods, newRootsIndex(objs), g)
+	out := make([]*workloadView, len(objs))
+	for i, obj := range objs {
+		var mine []*v2alpha2.PodGroup
+		for _, pg := range pgs {
+			if pg.Namespace == obj.GetNamespace() {
+				mine = append(mine, pg)
+			}
+		}
+		out[i] = buildView(ctx, reg, obj, byWorkload[i], mine, live)
+	}
+	return out
+}
+
+// printGetTable writes one row per workload; the NAMESPACE column only with -A.
+func printGetTable(w io.Writer, doc getDocument, ns string) error {
+	if len(doc.Workloads) == 0 {
+		where := "namespace " + ns
+		if ns == "" {
+			where = "any namespace"
+		}
+		_, err := fmt.Fprintf(w, "No workloads found in %s.\n", where)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tNAMESPACE\tSTATUS\tREADY/TOTAL\tGPUS\tPODGROUP(S)")
+	for _, v := range doc.Workloads {
+		status := v.statusText()
+		gpus := v.TotalGPUs.String()
+		if v.Error != "" {
+			status, gpus = "<no plan>", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range doc.Workloads {
+		if v.Error != "" {
+			fmt.Fprintf(w, "error: %s/%s: %s\n", v.Workload.Kind, v.Workload.Name, indentLines(v.Error, "  "))
+		}
+	}
+	return nil
+}
