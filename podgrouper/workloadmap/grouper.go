@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 
@@ -37,9 +38,13 @@ var ErrNoDefinition = errors.New("no active Workload Map definition for the kind
 type Grouper struct {
 	Registry *definitions.Registry
 	Defaults *defaultgrouper.Grouper
+	// Recorder, when set, gets a Warning Event (ReasonPathMiss) on a cluster Karta whose paths
+	// resolve to nothing on a live workload; the metric PathMissesTotal counts every definition's.
+	Recorder record.EventRecorder
 
 	once  sync.Once
 	plans *lru.Cache
+	drift driftReporter
 }
 
 var _ grouper.Grouper = (*Grouper)(nil)
@@ -57,7 +62,7 @@ type cachedPlan struct {
 func (g *Grouper) Name() string { return Name }
 
 // Plan returns the plan of the top owner, from the cache when neither the workload nor its
-// definition changed. Errors: ErrNoDefinition, or the plan's error (it names the definition field).
+// definition changed. A freshly built plan's path misses are reported (see PathMissesTotal). Errors: ErrNoDefinition, or the plan's error (it names the definition field).
 func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error) {
 	g.once.Do(func() { g.plans = lru.New(planCacheSize) })
 	compiled := g.Registry.Lookup(topOwner.GroupVersionKind())
@@ -75,6 +80,7 @@ func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured)
 		return nil, compiled, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
 	g.plans.Add(uid, &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan})
+	g.reportMisses(compiled, topOwner, plan)
 	return plan, compiled, nil
 }
 

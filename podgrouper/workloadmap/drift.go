@@ -1,0 +1,97 @@
+package workloadmap
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
+)
+
+// ReasonPathMiss is the reason of the Warning Event on a cluster Karta whose path resolved to
+// nothing on a live workload of its kind.
+const ReasonPathMiss = "DefinitionPathMiss"
+
+// PathMissesTotal counts, by definition and definition field path, the paths that resolved to
+// nothing on a live workload: drift between a definition and the framework it describes (a
+// renamed field, a typo). It is incremented once per plan build (a workload's plan is rebuilt
+// when the workload or the definition changes), never per pod.
+var PathMissesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "gangmap_definition_path_misses_total",
+	Help: "Definition paths that resolved to nothing on a live workload, counted once per plan build, by definition and path.",
+}, []string{"definition", "path"})
+
+func init() {
+	metrics.Registry.MustRegister(PathMissesTotal)
+}
+
+// missNoteSuffix ends the plan note of a path that resolved to nothing (gang.Build writes
+// "<path> (<expression>) resolved to nothing on this workload").
+const missNoteSuffix = " resolved to nothing on this workload"
+
+// PathMisses returns the definition paths that resolved to nothing when plan was built, read
+// from the plan's notes, in note order.
+func PathMisses(plan *gang.Plan) []definitions.PathMiss {
+	var out []definitions.PathMiss
+	for _, n := range plan.Notes {
+		rest, ok := strings.CutSuffix(n, missNoteSuffix)
+		if !ok {
+			continue
+		}
+		path, expr, ok := strings.Cut(rest, " (")
+		if !ok || !strings.HasSuffix(expr, ")") {
+			continue
+		}
+		out = append(out, definitions.PathMiss{Path: path, Expression: strings.TrimSuffix(expr, ")")})
+	}
+	return out
+}
+
+// driftReporter reports path misses: the metric for every definition, and a Warning Event on
+// the Karta for a definition from the cluster, once per definition version, workload and path.
+type driftReporter struct {
+	once     sync.Once
+	reported *lru.Cache
+}
+
+// reportedSize bounds the remembered (definition version, workload, path) triples.
+const reportedSize = 4096
+
+// report counts and reports the misses of a freshly built plan of topOwner.
+func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.Unstructured, plan *gang.Plan) {
+	misses := PathMisses(plan)
+	if len(misses) == 0 {
+		return
+	}
+	for _, m := range misses {
+		PathMissesTotal.WithLabelValues(c.Name(), m.Path).Inc()
+	}
+	if g.Recorder == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
+		return
+	}
+	g.drift.once.Do(func() { g.drift.reported = lru.New(reportedSize) })
+	md := c.Loaded.Karta.Metadata
+	karta := &unstructured.Unstructured{}
+	karta.SetAPIVersion(definitions.APIVersion)
+	karta.SetKind(definitions.Kind)
+	karta.SetName(md.Name)
+	karta.SetUID(types.UID(md.UID))
+	for _, m := range misses {
+		key := fmt.Sprintf("%s|%s|%s|%s", md.UID, md.ResourceVersion, topOwner.GetUID(), m.Path)
+		if _, seen := g.drift.reported.Get(key); seen {
+			continue
+		}
+		g.drift.reported.Add(key, struct{}{})
+		g.Recorder.Eventf(karta, corev1.EventTypeWarning, ReasonPathMiss,
+			"%s (%s) resolved to nothing on %s %s/%s: the framework may have renamed the field, or the definition has a typo",
+			m.Path, m.Expression, topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName())
+	}
+}
