@@ -1,0 +1,52 @@
+//go:build e2e
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+)
+
+// TestWebhookUnreachable: the API server calls gangmap's mutating webhook for the pods of this
+// namespace, at an address where nothing listens (the grouper runs with --webhook-port 0, as when
+// the webhook's pods are down). failurePolicy Ignore admits every pod unchanged and at once, and
+// the controller then groups each of them (pod-group-name, sub-group label, KAI's skip annotation).
+func TestWebhookUnreachable(t *testing.T) {
+	ctx := context.Background()
+	ns := "webhook-down"
+	require.NoError(t, cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{webhookDownLabel: "down"}}}))
+	g := startGrouper(t, ctx)
+	waitDefinitions(t, ctx, g, func(n float64) bool { return n >= 1 })
+
+	job := customJob(t, ctx, ns, "unhooked", 4, "", "")
+	start := time.Now()
+	pods, err := cp.RunRoles(ctx, job, 1, "coordinator", "worker")
+	require.NoError(t, err, "pods are admitted although the webhook is unreachable")
+	created := time.Since(start)
+	t.Logf("5 pods created one after the other in %v with the webhook unreachable", created.Round(time.Millisecond))
+	assert.Less(t, created, 10*time.Second, "an unreachable webhook does not hold pod creation for its timeout")
+	for _, p := range pods {
+		assert.Empty(t, p.Annotations[kaikeys.PodGroupName], "%s was admitted unchanged", p.Name)
+	}
+	got := waitAllGrouped(t, ctx, ns, 5, timeout)
+	want := fmt.Sprintf("pg-%s-customjob", job.GetUID())
+	for _, p := range got {
+		assert.Equal(t, want, p.Annotations[kaikeys.PodGroupName], p.Name)
+		assert.Equal(t, "true", p.Annotations[kaikeys.SkipPodGrouper], p.Name)
+		assert.Equal(t, p.Labels["e2e.example.com/role"], p.Labels[kaikeys.SubGroupName], p.Name)
+	}
+	m, err := g.Metrics(ctx)
+	require.NoError(t, err)
+	if _, ok := m["gangmap_pods_repaired_total"]; ok {
+		assert.GreaterOrEqual(t, m["gangmap_pods_repaired_total"], float64(5), "each pod counted as repaired after creation")
+	}
+}

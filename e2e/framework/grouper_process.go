@@ -1,0 +1,288 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BuildGrouperBinary builds ./cmd/gangmap-grouper of the module into dir and returns its path.
+func BuildGrouperBinary(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "gangmap-grouper")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/gangmap-grouper")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/gangmap-grouper: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside a Go module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// GrouperProcess is gangmap-grouper running as a child process against a control plane, with
+// its metrics on a free localhost port and its output in a log file. It can be killed (SIGKILL)
+// and started again with the same arguments.
+type GrouperProcess struct {
+	Bin  string
+	Args []string
+	// MetricsURL is http://127.0.0.1:<port>/metrics.
+	MetricsURL string
+	// LogPath holds the output of every run, appended.
+	LogPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// StartGrouperProcess runs bin with --kubeconfig kubeconfig, metrics on a free localhost port,
+// probes and the webhook off, and extra arguments, and waits until its metrics endpoint answers.
+func StartGrouperProcess(ctx context.Context, bin, kubeconfig, logDir string, extra ...string) (*GrouperProcess, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--webhook-port", "0"}, extra...)
+	g := &GrouperProcess{Bin: bin, Args: args, MetricsURL: "http://" + addr + "/metrics", LogPath: filepath.Join(logDir, "gangmap-grouper.log")}
+	if err := g.Start(ctx); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// FreePort returns a localhost TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start starts the process (again) and waits until its metrics endpoint answers.
+func (g *GrouperProcess) Start(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd != nil {
+		return errors.New("the grouper process is running")
+	}
+	logf, err := os.OpenFile(g.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "\n===== %s start %s %s\n", time.Now().Format(time.RFC3339Nano), g.Bin, strings.Join(g.Args, " "))
+	cmd := exec.Command(g.Bin, g.Args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }()
+	g.cmd, g.done = cmd, done
+	err = WaitFor(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			done <- err
+			return false, fmt.Errorf("gangmap-grouper exited: %v (log %s)", err, g.LogPath)
+		default:
+		}
+		_, err := g.scrape(ctx)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the grouper's metrics endpoint: %w", err)
+	}
+	return nil
+}
+
+// Running reports whether the process started by the last Start is still running (it has not
+// exited on its own nor been stopped).
+func (g *GrouperProcess) Running() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil {
+		return false
+	}
+	select {
+	case err := <-g.done:
+		g.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// PID is the running process's id, or 0.
+func (g *GrouperProcess) PID() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil {
+		return 0
+	}
+	return g.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL (no graceful shutdown at all) and waits for the process to be gone.
+func (g *GrouperProcess) Kill() error { return g.signal(syscall.SIGKILL) }
+
+// Stop sends SIGTERM and waits (up to 30s, then SIGKILL).
+func (g *GrouperProcess) Stop() error { return g.signal(syscall.SIGTERM) }
+
+func (g *GrouperProcess) signal(sig syscall.Signal) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil {
+		return nil
+	}
+	cmd, done := g.cmd, g.done
+	g.cmd, g.done = nil, nil
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	return nil
+}
+
+// PeakRSSBytes is the process's peak resident set size so far (VmHWM in /proc/<pid>/status).
+func (g *GrouperProcess) PeakRSSBytes() (int64, error) {
+	pid := g.PID()
+	if pid == 0 {
+		return 0, errors.New("the grouper process is not running")
+	}
+	return vmField(pid, "VmHWM")
+}
+
+// RSSBytes is the process's current resident set size (VmRSS).
+func (g *GrouperProcess) RSSBytes() (int64, error) {
+	pid := g.PID()
+	if pid == 0 {
+		return 0, errors.New("the grouper process is not running")
+	}
+	return vmField(pid, "VmRSS")
+}
+
+func vmField(pid int, name string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, name+":") {
+			continue
+		}
+		fs := strings.Fields(strings.TrimPrefix(line, name+":"))
+		if len(fs) != 2 || fs[1] != "kB" {
+			return 0, fmt.Errorf("unexpected %q", line)
+		}
+		kb, err := strconv.ParseInt(fs[0], 10, 64)
+		return kb * 1024, err
+	}
+	return 0, fmt.Errorf("%s not in /proc/%d/status", name, pid)
+}
+
+// Metrics scrapes the process's metrics endpoint and returns every sample by its name with
+// labels as printed (e.g. `gangmap_podgroup_writes_total{result="Updated"}`).
+func (g *GrouperProcess) Metrics(ctx context.Context) (map[string]float64, error) {
+	return g.scrape(ctx)
+}
+
+func (g *GrouperProcess) scrape(ctx context.Context) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.MetricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", g.MetricsURL, resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads the Prometheus text format: "name{labels} value" per line.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	out := map[string]float64{}
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, s.Err()
+}
+
+// Sum adds every sample of metrics whose name (before any labels) is name and whose labels
+// contain each of the given `key="value"` pairs.
+func Sum(metrics map[string]float64, name string, labels ...string) float64 {
+	var total float64
+	for k, v := range metrics {
+		base, rest, _ := strings.Cut(k, "{")
+		if base != name {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			if !strings.Contains(rest, l) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			total += v
+		}
+	}
+	return total
+}
