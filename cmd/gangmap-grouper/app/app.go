@@ -82,6 +82,8 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// The process exits when the manager stops, so the Lease can be handed over at once.
+		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only pods of our scheduler are cached, as KAI's pod-grouper does.
 			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName)},
