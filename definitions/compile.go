@@ -26,6 +26,8 @@ type Compiled struct {
 	PerReplicaOf *Component
 	// Startup is the compiled startup policy, or nil.
 	Startup *CompiledStartup
+	// podMetadataOnly says every pod-side expression reads only .metadata (see PodInput).
+	podMetadataOnly bool
 	// AlphaFilters holds the compiled filters of each alpha pod group member, indexed
 	// [podGroup][member].
 	AlphaFilters [][][]expr.Program
@@ -166,6 +168,7 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 	if len(cc.errs) > 0 {
 		return nil, &DefinitionError{Name: k.Metadata.Name, Origin: l.Origin, Errs: cc.errs}
 	}
+	out.podMetadataOnly = metadataOnly(podExpressions(k))
 	return out, nil
 }
 

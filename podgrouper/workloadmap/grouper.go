@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/grouper"
@@ -100,7 +99,7 @@ func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructure
 	if err != nil {
 		return nil, err
 	}
-	podMap, err := expr.FromObject(pod)
+	podMap, err := compiled.PodInput(pod)
 	if err != nil {
 		return nil, err
 	}

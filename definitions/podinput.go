@@ -1,0 +1,183 @@
+package definitions
+
+import (
+	"regexp"
+
+	"github.com/itchyny/gojq"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// PodInput converts a pod for the definition's pod-side expressions. When every pod-side
+// expression reads only .metadata (the usual case: selectors on labels), it builds just the
+// metadata by hand, which is several times cheaper than converting the whole pod; otherwise it
+// converts the whole pod (expr.FromObject).
+func (c *Compiled) PodInput(pod *corev1.Pod) (map[string]any, error) {
+	if !c.podMetadataOnly {
+		return expr.FromObject(pod)
+	}
+	md := map[string]any{"name": pod.Name, "namespace": pod.Namespace, "uid": string(pod.UID)}
+	if pod.GenerateName != "" {
+		md["generateName"] = pod.GenerateName
+	}
+	if len(pod.Labels) > 0 {
+		md["labels"] = stringMap(pod.Labels)
+	}
+	if len(pod.Annotations) > 0 {
+		md["annotations"] = stringMap(pod.Annotations)
+	}
+	if len(pod.OwnerReferences) > 0 {
+		refs := make([]any, len(pod.OwnerReferences))
+		for i, r := range pod.OwnerReferences {
+			m := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "uid": string(r.UID)}
+			if r.Controller != nil {
+				m["controller"] = *r.Controller
+			}
+			refs[i] = m
+		}
+		md["ownerReferences"] = refs
+	}
+	return map[string]any{"metadata": md}, nil
+}
+
+func stringMap(in map[string]string) map[string]any {
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+// podExpressions lists the pod-side expressions of k.
+func podExpressions(k *Karta) []Expr {
+	var out []Expr
+	for _, r := range k.componentRefs() {
+		if ps := r.def.PodSelector; ps != nil {
+			if ps.ComponentTypeSelector != nil {
+				out = append(out, ps.ComponentTypeSelector.KeyPath)
+			}
+			if ps.ComponentInstanceSelector != nil {
+				out = append(out, ps.ComponentInstanceSelector.IDPath)
+			}
+			if ps.ReplicaSelector != nil {
+				out = append(out, ps.ReplicaSelector.KeyPath)
+			}
+		}
+	}
+	if gs := k.Spec.OptimizationInstructions.GangScheduling; gs != nil {
+		for _, g := range gs.PodGroups {
+			for _, m := range g.Members {
+				out = append(out, m.Filters...)
+				out = append(out, m.GroupByKeyPaths...)
+				out = append(out, m.GroupByExpressions...)
+			}
+		}
+	}
+	return out
+}
+
+// metadataOnly reports whether every expression provably reads nothing of the pod but
+// .metadata: for jq, every path from the input starts with .metadata; for CEL, every mention of
+// `pod` is followed by .metadata. Anything it cannot prove counts as reading the whole pod.
+func metadataOnly(exprs []Expr) bool {
+	for _, e := range exprs {
+		switch {
+		case e.IsZero():
+		case e.CEL != "":
+			if len(celPodRef.FindAllString(e.CEL, -1)) != len(celPodMetadataRef.FindAllString(e.CEL, -1)) {
+				return false
+			}
+		default:
+			q, err := gojq.Parse(e.JQ)
+			if err != nil || !jqRootReadsMetadataOnly(q, true) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var (
+	celPodRef         = regexp.MustCompile(`\bpod\b`)
+	celPodMetadataRef = regexp.MustCompile(`\bpod\s*\.\??\s*metadata\b`)
+)
+
+// jqRootReadsMetadataOnly walks a jq query; root says its input is the pod itself.
+func jqRootReadsMetadataOnly(q *gojq.Query, root bool) bool {
+	if q == nil {
+		return true
+	}
+	if len(q.FuncDefs) > 0 {
+		return !root
+	}
+	if q.Term != nil {
+		return jqTermMetadataOnly(q.Term, root)
+	}
+	if q.Op == gojq.OpPipe && len(q.Patterns) == 0 {
+		// The right side reads the left side's outputs, which are no longer the pod unless the
+		// left side is the identity.
+		return jqRootReadsMetadataOnly(q.Left, root) && jqRootReadsMetadataOnly(q.Right, root && isIdentity(q.Left))
+	}
+	return jqRootReadsMetadataOnly(q.Left, root) && jqRootReadsMetadataOnly(q.Right, root)
+}
+
+func isIdentity(q *gojq.Query) bool {
+	return q != nil && q.Term != nil && q.Term.Type == gojq.TermTypeIdentity && len(q.Term.SuffixList) == 0
+}
+
+func jqTermMetadataOnly(t *gojq.Term, root bool) bool {
+	switch t.Type {
+	case gojq.TermTypeIdentity:
+		if !root {
+			return true
+		}
+		if len(t.SuffixList) == 0 || t.SuffixList[0].Index == nil {
+			return false // the whole pod, or an iteration over it
+		}
+		return indexName(t.SuffixList[0].Index) == "metadata"
+	case gojq.TermTypeIndex:
+		return !root || indexName(t.Index) == "metadata"
+	case gojq.TermTypeRecurse:
+		return false
+	case gojq.TermTypeQuery:
+		return jqRootReadsMetadataOnly(t.Query, root)
+	case gojq.TermTypeFunc:
+		for _, a := range t.Func.Args {
+			if !jqRootReadsMetadataOnly(a, root) {
+				return false
+			}
+		}
+		// A function without arguments reads its input as a whole (keys, tostring, ...).
+		return !root || len(t.Func.Args) > 0 || isConstantFunc(t.Func.Name)
+	case gojq.TermTypeArray:
+		return t.Array == nil || jqRootReadsMetadataOnly(t.Array.Query, root)
+	case gojq.TermTypeNull, gojq.TermTypeTrue, gojq.TermTypeFalse, gojq.TermTypeNumber:
+		return true
+	case gojq.TermTypeString:
+		return t.Str == nil || len(t.Str.Queries) == 0 || !root
+	default:
+		return !root
+	}
+}
+
+func isConstantFunc(name string) bool {
+	switch name {
+	case "empty", "null", "true", "false", "not", "error":
+		return name != "not" // not reads its input
+	}
+	return false
+}
+
+func indexName(idx *gojq.Index) string {
+	if idx == nil {
+		return ""
+	}
+	if idx.Name != "" {
+		return idx.Name
+	}
+	if idx.Str != nil && len(idx.Str.Queries) == 0 {
+		return idx.Str.Str
+	}
+	return ""
+}
