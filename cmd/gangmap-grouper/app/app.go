@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -121,7 +122,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	decider := &controller.Decider{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper()},
+		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
 		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults}},
 		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
 			Recorder: mgr.GetEventRecorderFor(controller.Name)},
@@ -220,3 +221,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	return mgr.Start(ctx)
 }
+
+// ownerCacheTTL is how long an owner read during the owner walk is reused: the pods of one Job
+// or StatefulSet then cost one read of each owner instead of one per pod and reconcile.
+const ownerCacheTTL = 30 * time.Second
