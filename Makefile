@@ -23,7 +23,7 @@ SHELL := bash
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
-.PHONY: help build control-plane test unit e2e fmt-check vet demo generate fuzz clean
+.PHONY: help build control-plane test unit e2e fmt-check vet demo generate fuzz clean bench bench-e2e
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -69,6 +69,13 @@ fuzz: ## Run every Fuzz* target under ./definitions/... and ./gang/... for FUZZT
 	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	  done; \
 	done
+
+bench: ## Go benchmarks of the per-pod decision, plans and expressions (bench/README.md).
+	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/
+
+bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.
+	assets=$$(bash hack/control-plane.sh); \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -timeout 20m ./e2e/bench/
 
 clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cache/gangmap is kept).
 	rm -rf $(BIN) .e2e dist
