@@ -19,11 +19,11 @@ BINARIES := gangmap gangmap-grouper
 # Every recipe runs in bash with errexit, nounset and pipefail: any failing command fails the target.
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
-# Targets run one after the other, in the order given (test = fmt-check, vet, unit, then e2e).
+# Targets run one after the other, in the order given (test = fmt-check, vet, unit, e2e, fuzz-smoke).
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
-.PHONY: help build control-plane test unit e2e fmt-check vet demo generate fuzz clean bench bench-e2e
+.PHONY: help build control-plane test unit e2e fmt-check vet demo generate fuzz clean bench bench-e2e fuzz-smoke
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,7 +36,7 @@ build: ## go build ./... and the binaries bin/gangmap and bin/gangmap-grouper.
 control-plane: ## Build (once, cached under ~/.cache/gangmap) kube-apiserver, etcd & co.; print their directory.
 	bash hack/control-plane.sh
 
-test: fmt-check vet unit e2e ## fmt-check, vet, unit and e2e: what CI runs.
+test: fmt-check vet unit e2e fuzz-smoke ## fmt-check, vet, unit, e2e and a short run of every fuzz target: what CI runs.
 
 unit: ## Unit tests with the race detector.
 	$(GO) test -race ./...
@@ -69,6 +69,9 @@ fuzz: ## Run every Fuzz* target under ./definitions/... and ./gang/... for FUZZT
 	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	  done; \
 	done
+
+fuzz-smoke: ## Every fuzz target for 3s (a smoke run for CI; `make fuzz` runs longer).
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 bench: ## Go benchmarks of the per-pod decision, plans and expressions (bench/README.md).
 	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/
