@@ -126,3 +126,28 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 }
+
+func TestNewCommandsInHelpAndAsKubectlPlugin(t *testing.T) {
+	r := gangmap(t, "--help")
+	for _, sub := range []string{"describe", "get", "test"} {
+		assert.Contains(t, r.stdout, "\n  "+sub+" ", "help lists %s", sub)
+	}
+	for _, sub := range []string{"describe", "get", "test"} {
+		h := gangmapAs(t, "/home/me/bin/kubectl-gangmap", sub, "--help")
+		assert.Equal(t, ExitOK, h.code, sub)
+		assert.Contains(t, h.stdout, "kubectl gangmap "+sub+" ", sub)
+		assert.NotContains(t, h.stdout, "kubectl kubectl", sub)
+	}
+}
+
+// TestCompletionOfKinds: shell completion (cobra's __complete) offers the catalog's kinds for
+// describe and get.
+func TestCompletionOfKinds(t *testing.T) {
+	for _, sub := range []string{"describe", "get"} {
+		r := gangmap(t, "__complete", sub, "")
+		assert.Equal(t, ExitOK, r.code, sub)
+		for _, k := range []string{"jobset\n", "leaderworkerset\n", "raycluster\n"} {
+			assert.Contains(t, r.stdout, k, sub)
+		}
+	}
+}
