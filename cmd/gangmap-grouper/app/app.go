@@ -141,6 +141,11 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if o.WebhookPort != 0 {
 		m := &gangmapwebhook.PodMutator{Decider: decider, Decoder: admission.NewDecoder(mgr.GetScheme()), Namespaces: mgr.GetClient(),
 			NamespaceSelector: nsSel, ObjectSelector: objSel, Timeout: o.WebhookTimeout, DryRun: o.DryRun}
+		if o.WebhookSelfSigned {
+			if err := addSelfSigned(mgr, o); err != nil {
+				return nil, nil, err
+			}
+		}
 		m.Register(mgr.GetWebhookServer())
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, nil, err
@@ -195,6 +200,20 @@ func updateDefinitionMetrics(r *definitions.Registry, table *native.Table) {
 	for _, p := range r.Problems() {
 		controller.DefinitionProblems.WithLabelValues(p.Reason).Inc()
 	}
+}
+
+// addSelfSigned issues the webhook certificate now (the webhook server reads it at start) and
+// adds the renewal loop.
+func addSelfSigned(mgr manager.Manager, o *Options) error {
+	s := &gangmapwebhook.SelfSigned{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Secret: client.ObjectKey{Namespace: o.WebhookNamespace, Name: o.WebhookSecret}, WebhookConfiguration: o.WebhookConfigName,
+		DNSNames: o.webhookDNSNames(), CertDir: o.WebhookCertDir}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Ensure(ctx); err != nil {
+		return fmt.Errorf("--webhook-self-signed: %w", err)
+	}
+	return mgr.Add(s)
 }
 
 // webhookSelectors parses --webhook-namespace-selector and --webhook-object-selector.

@@ -51,6 +51,20 @@ type Options struct {
 	WebhookObjectSelector    string
 	// WebhookTimeout bounds one admission decision; past it the pod is admitted unchanged.
 	WebhookTimeout time.Duration
+	// WebhookSelfSigned makes the grouper issue and renew its own webhook certificate (a CA and a
+	// serving certificate in the Secret WebhookSecret, shared by replicas), write it into
+	// WebhookCertDir and set the CA as caBundle of the MutatingWebhookConfiguration
+	// WebhookConfigName. Without it, the certificate comes from cert-manager or a mounted Secret.
+	WebhookSelfSigned bool
+	// WebhookConfigName is the MutatingWebhookConfiguration whose caBundle self-signed mode sets.
+	WebhookConfigName string
+	// WebhookSecret is the Secret (in WebhookNamespace) that holds the self-signed certificate.
+	WebhookSecret string
+	// WebhookService and WebhookNamespace name the webhook's Service; the serving certificate
+	// is issued for its DNS names unless WebhookCertDNSNames is set.
+	WebhookService      string
+	WebhookNamespace    string
+	WebhookCertDNSNames []string
 
 	// SkipControllerNameValidation lets several groupers run in one process (tests); no flag.
 	SkipControllerNameValidation bool
@@ -74,6 +88,10 @@ func DefaultOptions() *Options {
 		WebhookPort:             9443,
 		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
 		WebhookTimeout:          5 * time.Second,
+		WebhookConfigName:       "gangmap-grouper",
+		WebhookSecret:           "gangmap-grouper-webhook-cert",
+		WebhookService:          "gangmap-grouper-webhook",
+		WebhookNamespace:        "gangmap-system",
 	}
 }
 
@@ -105,9 +123,24 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookNamespaceSelector, "webhook-namespace-selector", o.WebhookNamespaceSelector, "Label selector on namespaces whose pods the webhook mutates (empty: all); mirror it in the MutatingWebhookConfiguration's namespaceSelector.")
 	fs.StringVar(&o.WebhookObjectSelector, "webhook-object-selector", o.WebhookObjectSelector, "Label selector on pods the webhook mutates (empty: all); mirror it in the MutatingWebhookConfiguration's objectSelector.")
 	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "Longest time one admission decision may take; past it the pod is admitted unchanged and the controller groups it. Keep it below the configuration's timeoutSeconds.")
+	fs.BoolVar(&o.WebhookSelfSigned, "webhook-self-signed", o.WebhookSelfSigned, "Issue and renew the webhook certificate in-process (CA and serving certificate in --webhook-secret, shared by replicas), write it into --webhook-cert-dir and set the CA as caBundle of --webhook-configuration-name. Off: cert-manager or a mounted Secret provides the certificate.")
+	fs.StringVar(&o.WebhookConfigName, "webhook-configuration-name", o.WebhookConfigName, "MutatingWebhookConfiguration whose caBundle --webhook-self-signed keeps.")
+	fs.StringVar(&o.WebhookSecret, "webhook-secret", o.WebhookSecret, "Secret (in --webhook-namespace) holding the self-signed CA and serving certificate.")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in front of the webhook; the self-signed certificate is issued for its DNS names.")
+	fs.StringVar(&o.WebhookNamespace, "webhook-namespace", o.WebhookNamespace, "Namespace of the webhook Service and certificate Secret.")
+	fs.StringSliceVar(&o.WebhookCertDNSNames, "webhook-cert-dns-names", o.WebhookCertDNSNames, "DNS names of the self-signed serving certificate (default: the Service's <svc>, <svc>.<ns>, <svc>.<ns>.svc, <svc>.<ns>.svc.cluster.local).")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	fs.AddGoFlagSet(zfs)
+}
+
+// webhookDNSNames are the self-signed serving certificate's names.
+func (o *Options) webhookDNSNames() []string {
+	if len(o.WebhookCertDNSNames) > 0 {
+		return o.WebhookCertDNSNames
+	}
+	svc, ns := o.WebhookService, o.WebhookNamespace
+	return []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}
 }
 
 // NativeTable is the native-kind table the options select.
