@@ -21,6 +21,9 @@ type PodPlacement struct {
 	// ReplicaKeys maps the names of Component and its ancestors that have a
 	// podSelector.replicaSelector to the pod's replica key there (LWS group index).
 	ReplicaKeys map[string]string
+	// ReplicaKeyErrors holds, by component name, why a replica key could not be read; it is an
+	// error only where the plan needs that key.
+	ReplicaKeyErrors map[string]error
 }
 
 // PlacePod finds the pod's component, instance and replica keys by the definition's pod
@@ -54,7 +57,7 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 	if comp.InstanceKey != nil {
 		id, err := singleKey(ctx, comp.InstanceKey, in)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", comp.Path.Child("podSelector", "componentInstanceSelector", "idPath"), err)
+			return nil, fmt.Errorf("%s (%s): %w", comp.Path.Child("podSelector", "componentInstanceSelector", "idPath"), comp.InstanceKey.Source(), err)
 		}
 		pl.InstanceID = id
 	}
@@ -64,7 +67,11 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 		}
 		key, err := singleKey(ctx, a.ReplicaKey, in)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a.Path.Child("podSelector", "replicaSelector", "keyPath"), err)
+			if pl.ReplicaKeyErrors == nil {
+				pl.ReplicaKeyErrors = map[string]error{}
+			}
+			pl.ReplicaKeyErrors[a.Name] = fmt.Errorf("%s (%s): %w", a.Path.Child("podSelector", "replicaSelector", "keyPath"), a.ReplicaKey.Source(), err)
+			continue
 		}
 		if pl.ReplicaKeys == nil {
 			pl.ReplicaKeys = map[string]string{}

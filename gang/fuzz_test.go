@@ -58,7 +58,9 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("PodGroup name %q is longer than %d", pg.Name, gang.MaxNameLength)
 			}
 			for _, sg := range pg.SubGroups {
-				if sg.Name == "" || sg.MinMember == nil || *sg.MinMember < 0 {
+				leaf := sg.MinMember != nil && sg.MinSubGroup == nil && *sg.MinMember >= 0
+				parent := sg.MinMember == nil && sg.MinSubGroup != nil && *sg.MinSubGroup >= 0
+				if sg.Name == "" || leaf == parent {
 					t.Fatalf("PodGroup %s: bad sub-group %+v", pg.Name, sg)
 				}
 			}

@@ -48,7 +48,7 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 				continue // nothing to group: never a PodGroup with a made-up size
 			}
 			if gs.subGroups != nil {
-				pg.buildSubGroups(gs.subGroups, c)
+				pg.buildSubGroups(gs.subGroups, c, p.perReplica)
 			}
 			if err := pg.finish(); err != nil {
 				return err

@@ -142,6 +142,8 @@ type member struct {
 	pods     int64
 	gangPods int64
 	subGroup *SubGroup
+	// replicaLeaves are the per-replica leaves under subGroup, by replica index (or none).
+	replicaLeaves []*SubGroup
 }
 
 type roleKey struct{ component, instance string }

@@ -2,6 +2,7 @@ package gang_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -243,4 +244,41 @@ func TestAssign(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Assign(pl)
 	assert.ErrorContains(t, err, `replica "7"`)
+}
+
+// JobSet TPU multislice: replicas 2 × parallelism 4. Each Job is a slice whose 4 pods belong
+// together, so the replicated job gets a parent sub-group requiring both Jobs and a leaf of 4 pods
+// per Job; a pod joins the leaf of its jobset.sigs.k8s.io/job-index.
+func TestPerReplicaLeavesForMultiPodReplicas(t *testing.T) {
+	r := registry(t)
+	obj := load(t, "jobset-tpu-multislice-replicas2.yaml")
+	p := plan(t, r, obj)
+	require.Len(t, p.PodGroups, 1)
+	pg := p.PodGroups[0]
+	require.Len(t, pg.SubGroups, 3)
+	parent := pg.SubGroups[0]
+	assert.Equal(t, "slice", parent.Name)
+	assert.Nil(t, parent.MinMember)
+	assert.Equal(t, ptr.To[int32](2), parent.MinSubGroup)
+	for i, leaf := range pg.SubGroups[1:] {
+		assert.Equal(t, fmt.Sprintf("slice-%d", i), leaf.Name)
+		assert.Equal(t, ptr.To("slice"), leaf.Parent)
+		assert.Equal(t, ptr.To[int32](4), leaf.MinMember)
+	}
+	assert.Equal(t, ptr.To[int32](1), pg.MinSubGroup, "one top-level sub-group")
+
+	c := r.Lookup(obj.GroupVersionKind())
+	pod := map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		"jobset.sigs.k8s.io/replicatedjob-name": "slice", "jobset.sigs.k8s.io/job-index": "1"}}}
+	pl, err := c.PlacePod(context.Background(), pod)
+	require.NoError(t, err)
+	a, err := p.Assign(pl)
+	require.NoError(t, err)
+	assert.Equal(t, "slice-1", a.SubGroup.Name)
+
+	delete(pod["metadata"].(map[string]any)["labels"].(map[string]any), "jobset.sigs.k8s.io/job-index")
+	pl, err = c.PlacePod(context.Background(), pod)
+	require.NoError(t, err)
+	_, err = p.Assign(pl)
+	assert.ErrorContains(t, err, "job-index")
 }

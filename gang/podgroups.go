@@ -11,17 +11,33 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 )
 
-// buildSubGroups gives every member a leaf sub-group named after its role: first the members
-// under each listed component (in the listed order, with that mapping's topology), then the
-// members no listed component covers, so that every pod lands in exactly one leaf (KAI never
-// schedules a pod of a PodGroup with sub-groups that lands in none).
-func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *definitions.Compiled) {
+// buildSubGroups gives every member a sub-group named after its role: first the members under
+// each listed component (in the listed order, with that mapping's topology), then the members no
+// listed component covers, so that every pod lands in exactly one leaf (KAI never schedules a
+// pod of a PodGroup with sub-groups that lands in none).
+//
+// A role whose replicas are multi-pod units that its pods can name (its component has a
+// podSelector.replicaSelector, more than one replica in this PodGroup, and more than one pod per
+// replica: a JobSet replicated job of several multi-pod Jobs) gets a parent sub-group with one
+// leaf per replica, <role>-<index>, so that KAI keeps each replica's pods together; the parent
+// requires min replicas of its leaves.
+func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *definitions.Compiled, perReplica *definitions.Component) {
 	covered := map[*member]bool{}
 	add := func(m *member, topo *definitions.TopologyConstraint) {
 		sg := &SubGroup{Name: m.role.Name, Topology: topo}
 		m.subGroup = sg
 		covered[m] = true
 		pg.SubGroups = append(pg.SubGroups, sg)
+		ppr := m.role.PodsPerReplica
+		if comp := m.role.component; comp.ReplicaKey == nil || comp == perReplica || ppr < 2 || m.pods/ppr < 2 {
+			return
+		}
+		parent := sg.Name
+		for i := int64(0); i < m.pods/ppr; i++ {
+			leaf := &SubGroup{Name: SanitizeLabel(fmt.Sprintf("%s-%d", sg.Name, i)), Parent: &parent}
+			m.replicaLeaves = append(m.replicaLeaves, leaf)
+			pg.SubGroups = append(pg.SubGroups, leaf)
+		}
 	}
 	for _, sm := range mappings {
 		comp := c.Component(sm.ComponentName)
@@ -49,10 +65,19 @@ func (pg *PodGroup) finish() error {
 		pg.GPUs += m.role.GPUsPerPod.Times(m.pods)
 		gangPods += m.gangPods
 		if sg := m.subGroup; sg != nil {
-			sg.MinMember = ptr.To(int32(m.gangPods))
 			sg.Pods = m.pods
 			sg.GPUsPerPod = m.role.GPUsPerPod
 			sg.GPUs = m.role.GPUsPerPod.Times(m.pods)
+			if len(m.replicaLeaves) == 0 {
+				sg.MinMember = ptr.To(int32(m.gangPods))
+				continue
+			}
+			ppr := m.role.PodsPerReplica
+			sg.MinSubGroup = ptr.To(int32(m.gangPods / ppr))
+			for _, leaf := range m.replicaLeaves {
+				leaf.MinMember, leaf.Pods = ptr.To(int32(ppr)), ppr
+				leaf.GPUsPerPod, leaf.GPUs = m.role.GPUsPerPod, m.role.GPUsPerPod.Times(ppr)
+			}
 		}
 	}
 	if pg.Pods > math.MaxInt32 {
@@ -61,7 +86,7 @@ func (pg *PodGroup) finish() error {
 	if len(pg.SubGroups) > 0 {
 		required := int32(0)
 		for _, sg := range pg.SubGroups {
-			if *sg.MinMember > 0 {
+			if sg.Parent == nil && (sg.MinMember != nil && *sg.MinMember > 0 || sg.MinSubGroup != nil && *sg.MinSubGroup > 0) {
 				required++
 			}
 		}
@@ -156,10 +181,23 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 	}
 	a := &Assignment{PodGroup: pg, Role: r}
 	for _, m := range pg.members {
-		if m.role == r {
-			a.SubGroup = m.subGroup
-			break
+		if m.role != r {
+			continue
 		}
+		a.SubGroup = m.subGroup
+		if len(m.replicaLeaves) > 0 {
+			name := r.component.Name
+			rk, ok := pl.ReplicaKeys[name]
+			if !ok {
+				return nil, fmt.Errorf("role %s: the pod names no replica (it needs one to join its replica's sub-group): %v", roleLabel(r), pl.ReplicaKeyErrors[name])
+			}
+			i, err := strconv.Atoi(rk)
+			if err != nil || i < 0 || i >= len(m.replicaLeaves) {
+				return nil, fmt.Errorf("role %s: replica %q is not one of the %d planned replicas", roleLabel(r), rk, len(m.replicaLeaves))
+			}
+			a.SubGroup = m.replicaLeaves[i]
+		}
+		break
 	}
 	return a, nil
 }
@@ -169,7 +207,7 @@ type Member struct {
 	Role *Role
 	// Pods and GangPods are the role's pods in this PodGroup and how many the gang requires.
 	Pods, GangPods int64
-	// SubGroup is the role's leaf sub-group here, or nil.
+	// SubGroup is the role's sub-group here, or nil; with per-replica leaves it is their parent.
 	SubGroup *SubGroup
 }
 

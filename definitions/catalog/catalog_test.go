@@ -142,8 +142,18 @@ func checkPlan(t *testing.T, file string, want planWant) {
 		}
 		got := make([]subGroupWant, 0, len(pg.SubGroups))
 		for _, sg := range pg.SubGroups {
+			if sg.MinSubGroup != nil {
+				// A parent sub-group (per-replica leaves below it): minSubGroup, never minMember.
+				assert.Nil(t, sg.MinMember, "%s: parent sub-group %s has no minMember", file, sg.Name)
+				got = append(got, subGroupWant{name: sg.Name + " (parent)", minMember: *sg.MinSubGroup, pods: sg.Pods})
+				continue
+			}
 			require.NotNil(t, sg.MinMember, "%s: leaf sub-group %s needs minMember", file, sg.Name)
-			got = append(got, subGroupWant{name: sg.Name, minMember: *sg.MinMember, pods: sg.Pods})
+			name := sg.Name
+			if sg.Parent != nil {
+				name = *sg.Parent + "/" + sg.Name
+			}
+			got = append(got, subGroupWant{name: name, minMember: *sg.MinMember, pods: sg.Pods})
 			assert.LessOrEqual(t, int64(*sg.MinMember), sg.Pods, "%s: sub-group %s minimum within its pods", file, sg.Name)
 		}
 		if w.subGroups == nil {
@@ -156,7 +166,13 @@ func checkPlan(t *testing.T, file string, want planWant) {
 			assert.LessOrEqual(t, int64(*pg.MinMember), pg.Pods, "%s: minMember within the PodGroup's pods", file)
 		}
 		if pg.MinSubGroup != nil {
-			assert.LessOrEqual(t, int(*pg.MinSubGroup), len(pg.SubGroups), "%s: minSubGroup within the sub-groups", file)
+			top := 0
+			for _, sg := range pg.SubGroups {
+				if sg.Parent == nil {
+					top++
+				}
+			}
+			assert.LessOrEqual(t, int(*pg.MinSubGroup), top, "%s: minSubGroup within the top-level sub-groups", file)
 		}
 	}
 	gotRoles := make([]roleWant, 0, len(p.Roles))
@@ -795,7 +811,9 @@ func TestJobSet(t *testing.T) {
 		"jobset-tpu-multislice-replicas2.yaml": {
 			podGroups: []podGroupWant{{
 				name: "pg-v6e-multislice-jobset", minSubGroup: 1, pods: 8,
-				subGroups: []subGroupWant{{"slice", 8, 8}},
+				// 2 Jobs (slices) of 4 pods each: a parent requiring both Jobs, a leaf per Job
+				// (JobSet labels each pod with its jobset.sigs.k8s.io/job-index).
+				subGroups: []subGroupWant{{"slice (parent)", 2, 8}, {"slice/slice-0", 4, 4}, {"slice/slice-1", 4, 4}},
 			}},
 			roles: []roleWant{{"slice", 2, 2, 8, 8, 0}},
 		},
