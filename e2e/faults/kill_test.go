@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/e2e/framework"
@@ -19,7 +20,8 @@ import (
 )
 
 // TestKillGrouperMidGrouping: a LeaderWorkerSet of 20 groups × 10 pods (200 pods, 20 per-group
-// gangs) is being grouped when the grouper is killed with SIGKILL (no graceful shutdown). A new
+// gangs) is being created and grouped when the grouper is killed with SIGKILL (no graceful
+// shutdown); the rest of its pods are created while no grouper runs. A new
 // grouper process then finishes the job: every pod ends in its group's PodGroup with the right
 // sub-group, and the namespace holds exactly the 20 expected PodGroups, each with minSubGroup 2,
 // leader 1 and worker 9 — none duplicated, none left with a partial minimum.
@@ -37,27 +39,39 @@ func TestKillGrouperMidGrouping(t *testing.T) {
 	require.NoError(t, cp.Client.Create(ctx, lws))
 
 	g := startGrouper(t, ctx)
-	pods, err := cp.RunLeaderWorkerSet(ctx, lws)
-	require.NoError(t, err)
-	require.Len(t, pods, groups*size)
-
-	// Kill it once a part of the pods is grouped, well before all are.
+	// The operator creates the 240 objects (20 leader pods, 20 worker StatefulSets, 180 worker
+	// pods, ...) while the grouper groups them; the grouper is killed as soon as 20 pods are
+	// grouped, and the operator goes on creating pods while no grouper runs.
+	type result struct {
+		pods int
+		err  error
+	}
+	created := make(chan result, 1)
+	go func() {
+		pods, err := cp.RunLeaderWorkerSet(ctx, lws)
+		created <- result{len(pods), err}
+	}()
 	var atKill int
-	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ps, err := cp.Pods(ctx, ns)
 		if err != nil {
 			return false, err
 		}
 		atKill = grouped(ps)
 		return atKill >= 20, nil
-	}))
+	})
+	require.NoError(t, err)
 	require.NoError(t, g.Kill())
 	pgs, err := cp.PodGroups(ctx, ns)
 	require.NoError(t, err)
 	ps, err := cp.Pods(ctx, ns)
 	require.NoError(t, err)
-	t.Logf("killed the grouper with %d of %d pods grouped (%d seen before the kill) and %d of %d PodGroups written", grouped(ps), len(ps), atKill, len(pgs), groups)
+	t.Logf("killed the grouper (SIGKILL) with %d of %d pods created so far grouped (%d seen before the kill) and %d of %d PodGroups written",
+		grouped(ps), len(ps), atKill, len(pgs), groups)
 	require.Less(t, grouped(ps), groups*size, "the kill came before the grouper finished")
+	res := <-created
+	require.NoError(t, res.err)
+	require.Equal(t, groups*size, res.pods)
 
 	restarted := time.Now()
 	require.NoError(t, g.Start(ctx))
