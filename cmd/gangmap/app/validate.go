@@ -11,18 +11,23 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/definitions/schemalint"
+	"github.com/gangmap/gangmap/manifest"
 )
 
 // validateOptions are the flags of "gangmap validate".
 type validateOptions struct {
 	strict bool
 	output string
+	crds   []string
 }
 
 func newValidateCommand(use string) *cobra.Command {
@@ -34,6 +39,11 @@ func newValidateCommand(use string) *cobra.Command {
 structure and compiles every jq and CEL expression, and reports each definition as OK or with
 every error, each with its field path. Unknown fields are warnings, or errors with --strict.
 
+With --crd, each definition's jq paths are also checked against the openAPIV3Schema of the
+workload CRD for its root kind: a path that can never resolve (a typo such as
+.spec.replicatedJob[], a renamed field) is a warning naming the definition field and the closest
+field the schema has.
+
 Exit codes: 0 every definition valid; 1 some definition invalid; 2 some file unreadable (missing,
 or not valid YAML).`,
 		Example: examples(use,
@@ -41,6 +51,8 @@ or not valid YAML).`,
 			"# Treat unknown fields as errors, as the built-in catalog does",
 			"gangmap validate --strict kartas/*.yaml",
 			"gangmap validate -o json my-karta.yaml",
+			"# Check every path against the workload's CRD schema",
+			"gangmap validate --crd jobset-crd.yaml my-jobset-karta.yaml",
 		),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,6 +61,7 @@ or not valid YAML).`,
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat unknown fields as errors")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringArrayVar(&o.crds, "crd", nil, "workload CRD file(s) whose schema the definitions' paths are checked against (repeatable)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("text", "json"))
 	return cmd
 }
@@ -87,9 +100,13 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
 	}
+	crds, err := loadCRDs(o.crds)
+	if err != nil {
+		return fail(ExitUnusable, "%v", err)
+	}
 	doc := validateDocument{Results: []validateResult{}}
 	for _, f := range files {
-		doc.Results = append(doc.Results, validateFile(f, o.strict, compiler)...)
+		doc.Results = append(doc.Results, validateFile(f, o.strict, compiler, crds)...)
 	}
 	code := ExitOK
 	for _, r := range doc.Results {
@@ -110,7 +127,7 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 // one broken document does not hide the others. Unknown fields are collected as warnings (all of
 // them, with their paths) and, in strict mode, reported as errors: the same verdict as
 // definitions.Decode with Strict, which stops at the first one.
-func validateFile(path string, strict bool, compiler *expr.Compiler) []validateResult {
+func validateFile(path string, strict bool, compiler *expr.Compiler, crds []*apiextensionsv1.CustomResourceDefinition) []validateResult {
 	data, err := readInput(path)
 	if err != nil {
 		return []validateResult{unreadable(path, 0, err)}
@@ -132,7 +149,7 @@ func validateFile(path string, strict bool, compiler *expr.Compiler) []validateR
 		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 			continue // empty or comment-only document, as definitions.Decode skips them
 		}
-		out = append(out, validateDocumentBytes(path, doc, raw, js, strict, compiler))
+		out = append(out, validateDocumentBytes(path, doc, raw, js, strict, compiler, crds))
 	}
 	if len(out) == 0 {
 		r := newResult(path, 0)
@@ -142,7 +159,7 @@ func validateFile(path string, strict bool, compiler *expr.Compiler) []validateR
 	return out
 }
 
-func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, compiler *expr.Compiler) validateResult {
+func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, compiler *expr.Compiler, crds []*apiextensionsv1.CustomResourceDefinition) validateResult {
 	r := newResult(path, doc)
 	r.Definition = metadataName(js)
 	l, err := definitions.DecodeDocument(raw, fmt.Sprintf("%s#%d", path, doc), definitions.SourceFile, definitions.DecodeOptions{})
@@ -173,7 +190,52 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 		}
 	}
 	r.Valid = len(r.Errors) == 0
+	if r.Valid && len(crds) > 0 {
+		r.Warnings = append(r.Warnings, lintAgainstCRDs(l.Karta, crds)...)
+	}
 	return r
+}
+
+// lintAgainstCRDs checks k's paths against the CRD of its root kind, if one was given.
+func lintAgainstCRDs(k *definitions.Karta, crds []*apiextensionsv1.CustomResourceDefinition) []fieldMessage {
+	root := k.Spec.StructureDefinition.RootComponent.Kind
+	for _, crd := range crds {
+		if root == nil || crd.Spec.Group != root.Group || crd.Spec.Names.Kind != root.Kind {
+			continue
+		}
+		findings, err := schemalint.Lint(k, crd)
+		if err != nil {
+			return []fieldMessage{{Message: err.Error()}}
+		}
+		out := []fieldMessage{}
+		for _, f := range findings {
+			out = append(out, fieldMessage{Field: f.Field, Message: f.Path + ": " + f.Message})
+		}
+		return out
+	}
+	return []fieldMessage{{Message: fmt.Sprintf("no --crd given for %s: its paths were not checked against a schema", root)}}
+}
+
+// loadCRDs reads CustomResourceDefinitions from YAML files.
+func loadCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, p := range paths {
+		objs, err := manifest.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--crd: %w", err)
+		}
+		for _, u := range objs {
+			if u.GetKind() != "CustomResourceDefinition" {
+				return nil, fmt.Errorf("--crd %s: %s %s is not a CustomResourceDefinition", p, u.GetKind(), u.GetName())
+			}
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+				return nil, fmt.Errorf("--crd %s: %w", p, err)
+			}
+			out = append(out, crd)
+		}
+	}
+	return out, nil
 }
 
 func fieldErrors(errs field.ErrorList) []fieldMessage {

@@ -135,3 +135,23 @@ func TestValidateEachDocumentOnItsOwn(t *testing.T) {
 	assert.True(t, doc.Results[1].Valid)
 	assert.Equal(t, "team-jobset", doc.Results[1].Definition)
 }
+
+// With --crd, a path the workload CRD's schema says can never resolve is a warning naming the
+// definition field and the field the schema has.
+func TestValidateAgainstCRDSchema(t *testing.T) {
+	crd := "testdata/definitions/jobset-crd.yaml"
+	doc := validateJSON(t, ExitOK, "--crd", crd, "../../../definitions/catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
+	require.Len(t, doc.Results, 1)
+	assert.Empty(t, doc.Results[0].Warnings, "the catalog JobSet reads only fields the schema has")
+
+	doc = validateJSON(t, ExitOK, "--crd", crd, "testdata/definitions/jobset-typo.yaml")
+	require.Len(t, doc.Results, 1)
+	require.Len(t, doc.Results[0].Warnings, 1)
+	w := doc.Results[0].Warnings[0]
+	assert.Equal(t, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath", w.Field)
+	assert.Contains(t, w.Message, `.spec.replicatedJob: the CRD schema has no field "replicatedJob" under .spec`)
+	assert.Contains(t, w.Message, `did you mean "replicatedJobs"?`)
+
+	r := gangmap(t, "validate", "--crd", "testdata/definitions/bad-jq.yaml", crd)
+	assert.Equal(t, ExitUnusable, r.code, "a --crd file that is not a CRD is unusable input")
+}
