@@ -283,8 +283,11 @@ func TestBadInputTwoDefinitionsForOneKind(t *testing.T) {
 	r.SetSource(definitions.SourceFile, []*definitions.Loaded{a, b})
 	gvk := schema.GroupVersionKind{Group: "bad.example.com", Version: "v1", Kind: "BadJob"}
 	assert.Nil(t, r.Lookup(gvk), "neither definition is used")
-	require.Len(t, r.Problems(), 1)
+	require.Len(t, r.Problems(), 2, "each definition in conflict is told")
+	assert.Equal(t, "badjob-copy", r.Problems()[1].Definition)
+	assert.Equal(t, "other.yaml#0", r.Problems()[1].Origin)
 	p := r.Problems()[0]
+	assert.Equal(t, "badjob", p.Definition)
 	assert.Equal(t, "Conflict", p.Reason)
 	assert.Equal(t, "bad.example.com/v1, Kind=BadJob", p.Kind)
 	assert.Equal(t, `2 file definitions for bad.example.com/v1, Kind=BadJob: ["badjob" (bad.yaml#0) "badjob-copy" (other.yaml#0)]; none is used until one is removed`, p.Message)

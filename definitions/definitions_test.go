@@ -239,10 +239,14 @@ func TestRegistryPrecedenceAndConflicts(t *testing.T) {
 	r.SetSource(definitions.SourceCluster, []*definitions.Loaded{cl("one"), cl("two")})
 	assert.True(t, r.Lookup(gvk) == nil, "two cluster definitions for one kind: neither is used")
 	probs := r.Problems()
-	require.Len(t, probs, 1)
-	assert.Equal(t, "Conflict", probs[0].Reason)
-	assert.Contains(t, probs[0].Message, `"one"`)
-	assert.Contains(t, probs[0].Message, `"two"`)
+	require.Len(t, probs, 2, "each definition in conflict is told")
+	for i, name := range []string{"one", "two"} {
+		assert.Equal(t, "Conflict", probs[i].Reason)
+		assert.Equal(t, name, probs[i].Definition)
+		assert.Equal(t, "cluster:"+name, probs[i].Origin)
+		assert.Contains(t, probs[i].Message, `"one"`)
+		assert.Contains(t, probs[i].Message, `"two"`)
+	}
 
 	bad := cl("bad")
 	bad.Karta.Spec.StructureDefinition.ChildComponents[0].OwnerRef = nil
@@ -267,4 +271,22 @@ func TestFromUnstructuredExtensionsAndLostFields(t *testing.T) {
 	assert.Equal(t, ".spec.worker.size", l.Karta.Spec.Gangmap.Components[0].PodsPerReplicaPath.JQ)
 	require.Len(t, l.Warnings, 1, "spec.gangmap came back through the annotation; spec.futureField was lost")
 	assert.Equal(t, "spec.futureField", l.Warnings[0].Field)
+}
+
+// Sibling pod-bearing components with the same selector would claim the same pods.
+func TestDuplicateSelectorsAreInvalid(t *testing.T) {
+	doc := strings.Replace(customJob, `        scaleDefinition: {replicasPath: .spec.worker.replicas}
+`, `        scaleDefinition: {replicasPath: .spec.worker.replicas}
+        podSelector: {componentTypeSelector: {keyPath: '.metadata.labels["role"]', value: w}}
+      - name: other
+        ownerRef: customjob
+        specDefinition: {podTemplateSpecPath: .spec.other.template}
+        podSelector: {componentTypeSelector: {keyPath: '.metadata.labels["role"]', value: w}}
+`, 1)
+	l, err := decodeOne(t, doc, true)
+	require.NoError(t, err)
+	errs := definitions.ValidateStructure(l.Karta)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.structureDefinition.childComponents[1].podSelector.componentTypeSelector", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, `the same selector as component "worker"`)
 }

@@ -195,8 +195,12 @@ func (r *Registry) recompute() {
 					names = append(names, fmt.Sprintf("%q (%s)", c.l.Name(), c.l.Origin))
 				}
 				sort.Strings(names)
-				r.problems = append(r.problems, Problem{Definition: names[0], Source: src, Kind: gvk.String(), Reason: "Conflict",
-					Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, gvk, names)})
+				// One problem per definition in conflict, so that each is told (an Event on each
+				// Karta from the cluster source).
+				for _, c := range cands {
+					r.problems = append(r.problems, Problem{Definition: c.l.Name(), Origin: c.l.Origin, Source: src, Kind: gvk.String(), Reason: "Conflict",
+						Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, gvk, names)})
+				}
 				break
 			}
 			winners[gvk] = cands[0].c

@@ -68,6 +68,7 @@ func ValidateStructure(k *Karta) field.ErrorList {
 	for _, r := range refs {
 		errs = append(errs, validateComponentShape(r)...)
 	}
+	errs = append(errs, validateSelectorsExclusive(refs)...)
 	errs = append(errs, validateGang(k, names)...)
 	errs = append(errs, validateExtensions(k, names)...)
 	return errs
@@ -181,6 +182,53 @@ func validateComponentShape(r componentRef) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateSelectorsExclusive checks, where it can be decided statically, that the pod selectors
+// of the pod-bearing components tell their pods apart: two components with the same
+// componentTypeSelector (same keyPath text, value and matchLabels) would claim the same pods.
+func validateSelectorsExclusive(refs []componentRef) field.ErrorList {
+	var bearing []componentRef
+	for _, r := range refs {
+		if r.def.SpecDefinition != nil {
+			bearing = append(bearing, r)
+		}
+	}
+	if len(bearing) < 2 {
+		return nil
+	}
+	var errs field.ErrorList
+	seen := map[string]string{}
+	for _, r := range bearing {
+		sp := r.path.Child("podSelector", "componentTypeSelector")
+		var ts *ComponentTypeSelector
+		if r.def.PodSelector != nil {
+			ts = r.def.PodSelector.ComponentTypeSelector
+		}
+		if ts == nil {
+			continue // claims no pod by type; upstream allows it (instance selectors may place them)
+		}
+		key := selectorKey(ts)
+		if other, ok := seen[key]; ok {
+			errs = append(errs, field.Invalid(sp, ts.KeyPath.String(), fmt.Sprintf("the same selector as component %q: both would claim the same pods", other)))
+			continue
+		}
+		seen[key] = r.def.Name
+	}
+	return errs
+}
+
+// selectorKey renders a componentTypeSelector canonically (matchLabels sorted).
+func selectorKey(ts *ComponentTypeSelector) string {
+	key := ts.KeyPath.String() + "\x00"
+	if ts.Value != nil {
+		key += "=" + *ts.Value
+	}
+	labels := sets.List(sets.KeySet(ts.MatchLabels))
+	for _, l := range labels {
+		key += "\x00" + l + "=" + ts.MatchLabels[l]
+	}
+	return key
 }
 
 func validateGang(k *Karta, names map[string]*field.Path) field.ErrorList {
