@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -115,4 +116,22 @@ func BenchmarkPlan(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A refused min-member override is told on the workload with a Warning Event, once per plan.
+func TestRefusedOverrideEvent(t *testing.T) {
+	g := newGrouper(t)
+	rec := record.NewFakeRecorder(10)
+	g.Recorder = rec
+	// The LWS gang has sub-groups, and KAI rejects minMember with minSubGroup.
+	lws := workload(t, "lws-replicas2-size4-8gpu-limits.yaml", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{"gangmap.io/min-member": "3"})
+	})
+	_, _, err := g.Plan(context.Background(), lws)
+	require.NoError(t, err)
+	_, _, err = g.Plan(context.Background(), lws)
+	require.NoError(t, err)
+	require.Len(t, rec.Events, 1, "once per plan build, not per pod")
+	ev := <-rec.Events
+	require.Contains(t, ev, "Warning MinMemberOverrideRefused annotation gangmap.io/min-member=\"3\" not applied: PodGroup pg-11111111-2222-3333-4444-555555555555-group-0 has sub-groups")
 }

@@ -80,7 +80,26 @@ func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured)
 	}
 	g.plans.Add(uid, &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan})
 	g.reportMisses(compiled, topOwner, plan)
+	g.reportOverrides(topOwner, plan)
 	return plan, compiled, nil
+}
+
+// ReasonOverrideRefused is the Warning Event reason on a workload whose min-member annotation
+// gangmap refused (not a whole number, below 1, above a PodGroup's pods, or on a PodGroup with
+// sub-groups).
+const ReasonOverrideRefused = "MinMemberOverrideRefused"
+
+// reportOverrides emits, once per plan build, a Warning Event on the workload for each refused
+// min-member override, so its owner learns why the annotation had no effect.
+func (g *Grouper) reportOverrides(topOwner *unstructured.Unstructured, plan *gang.Plan) {
+	if g.Recorder == nil {
+		return
+	}
+	for _, o := range plan.Overrides {
+		if !o.Applied {
+			g.Recorder.Eventf(topOwner, corev1.EventTypeWarning, ReasonOverrideRefused, "annotation %s=%q not applied: %s", o.Annotation, o.Value, o.Reason)
+		}
+	}
 }
 
 // Forget drops the cached plan of a deleted workload.
