@@ -191,6 +191,11 @@ func (cc *compileCtx) compileMode(e Expr, subject expr.Subject, mode expr.Mode, 
 		lang, src = expr.CEL, e.CEL
 	}
 	prog, err := cc.compiler.Compile(lang, src, subject, mode)
+	if err == nil && lang == expr.JQ && subject == expr.Pod {
+		if fast := newLabelProgram(src); fast != nil {
+			return fast // compiled by jq above, so it is valid; evaluated without jq
+		}
+	}
 	if err != nil {
 		cc.errs = append(cc.errs, field.Invalid(p, e.String(), fmt.Sprintf("expected a valid %s expression: %v", lang, err)))
 		return nil

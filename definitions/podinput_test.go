@@ -1,9 +1,12 @@
 package definitions
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/gangmap/gangmap/definitions/expr"
 )
 
 func TestMetadataOnly(t *testing.T) {
@@ -28,5 +31,39 @@ func TestMetadataOnly(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { assert.Equal(t, tc.want, metadataOnly([]Expr{tc.e})) })
+	}
+}
+
+// A plain label lookup runs without jq and answers exactly as jq does.
+func TestLabelProgramMatchesJQ(t *testing.T) {
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := []map[string]any{
+		{"metadata": map[string]any{"labels": map[string]any{"a.b/c": "x", "plain": "y"}}},
+		{"metadata": map[string]any{}},
+		{},
+	}
+	for _, src := range []string{`.metadata.labels["a.b/c"]`, `.metadata.labels.plain`, ` .metadata.labels[ "missing" ] `} {
+		fast := newLabelProgram(src)
+		if fast == nil {
+			t.Fatalf("%s: not recognised as a label lookup", src)
+		}
+		slow, err := c.Compile(expr.JQ, src, expr.Pod, expr.Read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods {
+			want, err := slow.Eval(context.Background(), expr.Input{Pod: pod})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := fast.Eval(context.Background(), expr.Input{Pod: pod})
+			assert.Equal(t, want, got, "%s on %v", src, pod)
+		}
+	}
+	for _, src := range []string{`.metadata.labels["x"] // "0"`, `.metadata.labels`, `.metadata.annotations["x"]`, `.metadata.labels["x"] | select(. != "0")`} {
+		assert.Nil(t, newLabelProgram(src), src)
 	}
 }

@@ -69,7 +69,7 @@ func BenchmarkDecidePod(b *testing.B) {
 		pod  *corev1.Pod
 	}{
 		{"jobset-3-roles", workload(b, "jobset-leader-workers.yaml", nil),
-			pod("p", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "workers"})},
+			pod("p", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "workers", "jobset.sigs.k8s.io/job-index": "1"})},
 		{"lws-100-groups", workload(b, "lws-replicas2-size4-8gpu-limits.yaml", func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, int64(100), "spec", "replicas")
 		}), pod("p", map[string]string{"leaderworkerset.sigs.k8s.io/group-index": "57", "leaderworkerset.sigs.k8s.io/worker-index": "2"})},
@@ -77,7 +77,7 @@ func BenchmarkDecidePod(b *testing.B) {
 			rjs, _, _ := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
 			rjs[1].(map[string]any)["replicas"] = int64(999)
 			_ = unstructured.SetNestedSlice(u.Object, rjs, "spec", "replicatedJobs")
-		}), pod("p", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "workers"})},
+		}), pod("p", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "workers", "jobset.sigs.k8s.io/job-index": "1"})},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

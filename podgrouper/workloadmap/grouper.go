@@ -55,6 +55,40 @@ type cachedPlan struct {
 	resourceVersion string
 	compiled        *definitions.Compiled
 	plan            *gang.Plan
+	// meta holds, per planned PodGroup, the parts of KAI's metadata that are the same for all of
+	// its pods, computed once per plan.
+	meta map[*gang.PodGroup]*podGroupMeta
+}
+
+// podGroupMeta is the pod-independent metadata of one planned PodGroup. It is shared by every
+// pod of the PodGroup and never modified after the plan is built.
+type podGroupMeta struct {
+	subGroups  []*podgroup.SubGroupMetadata
+	index      map[*gang.SubGroup]int
+	definition string
+	gpus       string
+	roleGPUs   string
+}
+
+func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
+	m := &podGroupMeta{
+		index:      make(map[*gang.SubGroup]int, len(pg.SubGroups)),
+		definition: fmt.Sprintf("%s (%s)", plan.Definition.Name, plan.Definition.Source),
+		gpus:       pg.GPUs.String(),
+		roleGPUs:   roleGPUs(pg),
+	}
+	for i, sg := range pg.SubGroups {
+		smd := &podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
+		if sg.MinMember != nil {
+			smd.MinAvailable = *sg.MinMember
+		}
+		if t := sg.Topology; t != nil {
+			smd.TopologyConstraints = &podgroup.TopologyConstraintMetadata{Topology: t.TopologyName, RequiredTopologyLevel: t.RequiredTopologyLevel, PreferredTopologyLevel: t.PreferredTopologyLevel}
+		}
+		m.subGroups = append(m.subGroups, smd)
+		m.index[sg] = i
+	}
+	return m
 }
 
 // Name implements grouper.Grouper.
@@ -63,6 +97,16 @@ func (g *Grouper) Name() string { return Name }
 // Plan returns the plan of the top owner, from the cache when neither the workload nor its
 // definition changed. A freshly built plan's path misses are reported (see PathMissesTotal). Errors: ErrNoDefinition, or the plan's error (it names the definition field).
 func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error) {
+	c, compiled, err := g.planFor(ctx, topOwner)
+	if err != nil {
+		return nil, compiled, err
+	}
+	return c.plan, compiled, nil
+}
+
+// planFor returns the cached plan of the top owner, building it (and its per-PodGroup metadata)
+// when the workload or its definition changed.
+func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructured) (*cachedPlan, *definitions.Compiled, error) {
 	g.once.Do(func() { g.plans = lru.New(planCacheSize) })
 	compiled := g.Registry.Lookup(topOwner.GroupVersionKind())
 	if compiled == nil {
@@ -71,17 +115,21 @@ func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured)
 	uid, rv := topOwner.GetUID(), topOwner.GetResourceVersion()
 	if v, ok := g.plans.Get(uid); ok {
 		if c := v.(*cachedPlan); c.resourceVersion == rv && c.compiled == compiled {
-			return c.plan, compiled, nil
+			return c, compiled, nil
 		}
 	}
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {
 		return nil, compiled, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
-	g.plans.Add(uid, &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan})
+	c := &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
+	for _, pg := range plan.PodGroups {
+		c.meta[pg] = newPodGroupMeta(plan, pg)
+	}
+	g.plans.Add(uid, c)
 	g.reportMisses(compiled, topOwner, plan)
 	g.reportOverrides(topOwner, plan)
-	return plan, compiled, nil
+	return c, compiled, nil
 }
 
 // ReasonOverrideRefused is the Warning Event reason on a workload whose min-member annotation
@@ -114,10 +162,11 @@ func (g *Grouper) Forget(uid types.UID) {
 // pod listed in its own), topology, and gangmap's definition and GPU annotations. It returns nil
 // metadata and no error when the definition places the pod in no gang.
 func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
-	plan, compiled, err := g.Plan(ctx, topOwner)
+	cp, compiled, err := g.planFor(ctx, topOwner)
 	if err != nil {
 		return nil, err
 	}
+	plan := cp.plan
 	podMap, err := compiled.PodInput(pod)
 	if err != nil {
 		return nil, err
@@ -140,12 +189,13 @@ func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructure
 	if err != nil {
 		return nil, err
 	}
-	fillGang(md, plan, a, pod.Name)
+	fillGang(md, cp.meta[a.PodGroup], a, pod.Name)
 	return md, nil
 }
 
-// fillGang writes the planned PodGroup of assignment a into md.
-func fillGang(md *podgroup.Metadata, plan *gang.Plan, a *gang.Assignment, podName string) {
+// fillGang writes the planned PodGroup of assignment a into md: the shared sub-group metadata,
+// with a copy of the pod's own sub-group listing the pod.
+func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podName string) {
 	pg := a.PodGroup
 	md.Name = pg.Name
 	md.MinSubGroup = nil
@@ -156,26 +206,22 @@ func fillGang(md *podgroup.Metadata, plan *gang.Plan, a *gang.Assignment, podNam
 		md.MinAvailable = *pg.MinMember
 	}
 	md.SubGroups = nil
-	for _, sg := range pg.SubGroups {
-		smd := &podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
-		if sg.MinMember != nil {
-			smd.MinAvailable = *sg.MinMember
+	if len(pm.subGroups) > 0 {
+		md.SubGroups = make([]*podgroup.SubGroupMetadata, len(pm.subGroups))
+		copy(md.SubGroups, pm.subGroups)
+		if i, ok := pm.index[a.SubGroup]; ok && a.SubGroup != nil {
+			own := *pm.subGroups[i]
+			own.PodsReferences = []string{podName}
+			md.SubGroups[i] = &own
 		}
-		if t := sg.Topology; t != nil {
-			smd.TopologyConstraints = &podgroup.TopologyConstraintMetadata{Topology: t.TopologyName, RequiredTopologyLevel: t.RequiredTopologyLevel, PreferredTopologyLevel: t.PreferredTopologyLevel}
-		}
-		if sg == a.SubGroup {
-			smd.PodsReferences = []string{podName}
-		}
-		md.SubGroups = append(md.SubGroups, smd)
 	}
 	if t := pg.Topology; t != nil {
 		// The definition's topology wins over the top owner's annotations, as in KAI's v2 path.
 		md.Topology, md.RequiredTopologyLevel, md.PreferredTopologyLevel = t.TopologyName, t.RequiredTopologyLevel, t.PreferredTopologyLevel
 	}
-	md.Annotations[kaikeys.Definition] = fmt.Sprintf("%s (%s)", plan.Definition.Name, plan.Definition.Source)
-	md.Annotations[kaikeys.GPUs] = pg.GPUs.String()
-	md.Annotations[kaikeys.RoleGPUs] = roleGPUs(pg)
+	md.Annotations[kaikeys.Definition] = pm.definition
+	md.Annotations[kaikeys.GPUs] = pm.gpus
+	md.Annotations[kaikeys.RoleGPUs] = pm.roleGPUs
 }
 
 type roleGPU struct {
