@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -134,4 +135,33 @@ func TestRefusedOverrideEvent(t *testing.T) {
 	require.Len(t, rec.Events, 1, "once per plan build, not per pod")
 	ev := <-rec.Events
 	require.Contains(t, ev, "Warning MinMemberOverrideRefused annotation gangmap.io/min-member=\"3\" not applied: PodGroup pg-11111111-2222-3333-4444-555555555555-group-0 has sub-groups")
+}
+
+// BenchmarkPlanLinearity plans LeaderWorkerSets of 100 and 10,000 pods (size 4: 25 and 2,500
+// per-group gangs, the case whose cost does grow with the workload) and reports the time per
+// pod at 10,000 over the time per pod at 100 (goal, issue 8: at most 1.1).
+func BenchmarkPlanLinearity(b *testing.B) {
+	perPod := func(pods int64) float64 {
+		obj := workload(b, "lws-replicas2-size4-8gpu-limits.yaml", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, pods/4, "spec", "replicas")
+		})
+		g := newGrouper(b)
+		const rounds = 20
+		start := time.Now()
+		for i := 0; i < rounds; i++ {
+			obj.SetResourceVersion(fmt.Sprint(i + 2))
+			if _, _, err := g.Plan(context.Background(), obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(time.Since(start)) / rounds / float64(pods)
+	}
+	var small, large float64
+	for i := 0; i < b.N; i++ {
+		small += perPod(100)
+		large += perPod(10000)
+	}
+	b.ReportMetric(small/float64(b.N), "ns/pod@100")
+	b.ReportMetric(large/float64(b.N), "ns/pod@10000")
+	b.ReportMetric(large/small, "ratio")
 }
