@@ -13,13 +13,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gangmap/gangmap/e2e/framework"
+	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
 // TestWebhookUnreachable: the API server calls gangmap's mutating webhook for the pods of this
 // namespace, at an address where nothing listens (the grouper runs with --webhook-port 0, as when
 // the webhook's pods are down). failurePolicy Ignore admits every pod unchanged and at once, and
-// the controller then groups each of them (pod-group-name, sub-group label, KAI's skip annotation).
+// the controller then groups each of them (pod-group-name, sub-group label, KAI's skip annotation),
+// counting it in gangmap_pods_repaired_total with a GangmapRepairedPod Warning Event.
 func TestWebhookUnreachable(t *testing.T) {
 	ctx := context.Background()
 	ns := "webhook-down"
@@ -46,7 +49,19 @@ func TestWebhookUnreachable(t *testing.T) {
 	}
 	m, err := g.Metrics(ctx)
 	require.NoError(t, err)
-	if _, ok := m["gangmap_pods_repaired_total"]; ok {
-		assert.GreaterOrEqual(t, m["gangmap_pods_repaired_total"], float64(5), "each pod counted as repaired after creation")
-	}
+	assert.Equal(t, float64(5), m["gangmap_pods_repaired_total"], "each pod counted once as repaired after creation")
+	// Each pod says so with a Warning Event (KAI's pod-grouper may have grouped it meanwhile).
+	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		evs, err := cp.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		repaired := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Reason == controller.ReasonRepaired && e.Type == corev1.EventTypeWarning {
+				repaired[e.InvolvedObject.Name] = true
+			}
+		}
+		return len(repaired) == 5, nil
+	}), "a %s Warning Event on each pod", controller.ReasonRepaired)
 }
