@@ -49,9 +49,9 @@ type Instance struct {
 type PathMiss struct {
 	// Path is the definition field path, e.g.
 	// spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath.
-	Path string
+	Path string `json:"path"`
 	// Expression is the expression text.
-	Expression string
+	Expression string `json:"expression"`
 }
 
 // Component returns the resolved component with the given name, or nil.

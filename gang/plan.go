@@ -50,6 +50,9 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 	// Overrides lists the min-member annotations found on the top owner and what became of them.
 	Overrides []Override `json:"overrides,omitempty"`
+	// Misses lists the definition paths that resolved to nothing on this workload (drift between
+	// the definition and the framework, or a typo); each is also in Notes.
+	Misses []definitions.PathMiss `json:"misses,omitempty"`
 
 	perReplica *definitions.Component
 	roleIndex  map[roleKey]*Role
@@ -169,6 +172,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		gangIndex:  map[gangKey]*PodGroup{},
 		roleGang:   map[*Role]string{},
 	}
+	p.Misses = w.Misses
 	for _, m := range w.Misses {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s) resolved to nothing on this workload", m.Path, m.Expression))
 	}

@@ -2,7 +2,6 @@ package workloadmap
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,27 +32,8 @@ func init() {
 	metrics.Registry.MustRegister(PathMissesTotal)
 }
 
-// missNoteSuffix ends the plan note of a path that resolved to nothing (gang.Build writes
-// "<path> (<expression>) resolved to nothing on this workload").
-const missNoteSuffix = " resolved to nothing on this workload"
-
-// PathMisses returns the definition paths that resolved to nothing when plan was built, read
-// from the plan's notes, in note order.
-func PathMisses(plan *gang.Plan) []definitions.PathMiss {
-	var out []definitions.PathMiss
-	for _, n := range plan.Notes {
-		rest, ok := strings.CutSuffix(n, missNoteSuffix)
-		if !ok {
-			continue
-		}
-		path, expr, ok := strings.Cut(rest, " (")
-		if !ok || !strings.HasSuffix(expr, ")") {
-			continue
-		}
-		out = append(out, definitions.PathMiss{Path: path, Expression: strings.TrimSuffix(expr, ")")})
-	}
-	return out
-}
+// PathMisses returns the definition paths that resolved to nothing when plan was built.
+func PathMisses(plan *gang.Plan) []definitions.PathMiss { return plan.Misses }
 
 // driftReporter reports path misses: the metric for every definition, and a Warning Event on
 // the Karta for a definition from the cluster, once per definition version, workload and path.

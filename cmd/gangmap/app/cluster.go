@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gangmap/gangmap/definitions"
 )
@@ -60,14 +59,9 @@ func (c *clusterFlags) enabled() bool {
 // skipped. Errors: a *configError when the kubeconfig does not load, errNoKartaCRD when the
 // cluster does not serve kartas.run.ai, or the API error.
 func (c *clusterFlags) listDefinitions(ctx context.Context, warn io.Writer) ([]*definitions.Loaded, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context}).ClientConfig()
+	cfg, err := c.restConfig()
 	if err != nil {
-		return nil, &configError{err}
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = clusterRequestTimeout
+		return nil, err
 	}
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -30,7 +30,11 @@ func newDefinitionsCommand(use string) *cobra.Command {
 		Short: "List the Workload Map definitions gangmap would use",
 		Long: `Definitions lists every loaded definition: the built-in catalog, the files given with
 --definitions and, with --cluster (implied by --kubeconfig or --context), the Karta objects of the
-cluster. For each kind one definition is active: cluster wins over file, file over catalog; two
+cluster. With the cluster, each active definition is also tried on up to 50 live workloads of
+its kind, and a path that resolves to nothing on them is listed as a "drift:" problem (the
+framework renamed a field, or the definition has a typo).
+
+For each kind one definition is active: cluster wins over file, file over catalog; two
 definitions of one kind from the same source are a conflict and neither is used.
 NATIVE-IN-KAI says KAI Scheduler groups the kind with a plugin of its own (KAI v0.17's table), in
 which case gangmap leaves it to KAI.
@@ -93,8 +97,17 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 			reg.SetSource(definitions.SourceCluster, loaded)
 		}
 	}
+	var drift map[string][]string
+	if o.cluster.enabled() && code == ExitOK {
+		if cfg, err := o.cluster.restConfig(); err == nil {
+			if drift, err = clusterDrift(ctx, cfg, reg); err != nil {
+				fmt.Fprintf(stderr, "warning: cannot check the definitions against live workloads: %v\n", err)
+			}
+		}
+	}
 	doc := definitionsDocument{Definitions: []definitionRow{}}
 	for _, e := range reg.Entries() {
+		e.Problems = append(e.Problems, drift[e.Origin]...)
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
 	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }); err != nil {
