@@ -82,3 +82,17 @@ bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plan
 
 clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cache/gangmap is kept).
 	rm -rf $(BIN) .e2e dist
+
+.PHONY: chart helm image e2e-kind
+
+chart: ## Chart checks only: helm lint and template of deploy/helm/gangmap, RBAC vs the code (also part of unit).
+	$(GO) test -count=1 ./deploy/helm/charttest/...
+
+helm: ## Build (once, cached under ~/.cache/gangmap/tools) the pinned helm v3.19.0; print its path.
+	bash hack/helm.sh --path
+
+image: ## Build the container image gangmap:dev (Dockerfile; needs Docker).
+	docker build -t gangmap:dev .
+
+e2e-kind: ## kind + KAI Scheduler + this chart, gangs admitted all-or-nothing (needs Docker; fails fast without).
+	bash hack/e2e-kind.sh

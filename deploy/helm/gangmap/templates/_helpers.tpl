@@ -1,0 +1,139 @@
+{{/* Chart name, overridable. */}}
+{{- define "gangmap.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: the release name when it contains the chart name, else "<release>-<chart>". */}}
+{{- define "gangmap.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gangmap.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gangmap.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: grouper
+{{- end -}}
+
+{{- define "gangmap.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "gangmap.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gangmap
+{{- end -}}
+
+{{- define "gangmap.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "gangmap.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the grouper elects a leader: more than one replica, or forced on. */}}
+{{- define "gangmap.leaderElect" -}}
+{{- if or (gt (int .Values.replicas) 1) .Values.leaderElection.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "gangmap.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "gangmap.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Where the webhook's certificate comes from: "certManager", "secret" (an existing Secret), or
+"selfSigned" (the grouper issues and renews it: --webhook-self-signed); "" without the webhook.
+*/}}
+{{- define "gangmap.webhookCertSource" -}}
+{{- if .Values.webhook.enabled -}}
+{{- if .Values.webhook.certManager.enabled -}}certManager
+{{- else if .Values.webhook.tls.secretName -}}secret
+{{- else -}}selfSigned
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the webhook's certificate. */}}
+{{- define "gangmap.webhookSecretName" -}}
+{{- $source := include "gangmap.webhookCertSource" . -}}
+{{- if eq $source "secret" -}}
+{{- .Values.webhook.tls.secretName -}}
+{{- else if eq $source "selfSigned" -}}
+{{- printf "%s-webhook-cert" (include "gangmap.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-webhook-tls" (include "gangmap.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The DNS names the API server uses to call the webhook Service. */}}
+{{- define "gangmap.webhookDNSNames" -}}
+{{- $svc := include "gangmap.webhookServiceName" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) | toJson -}}
+{{- end -}}
+
+{{/*
+A metav1.LabelSelector in the label-selector string syntax the grouper's
+--webhook-namespace-selector and --webhook-object-selector flags take (labels.Parse):
+matchLabels as k=v, matchExpressions In as "k in (a,b)", NotIn as "k notin (a,b)",
+Exists as "k", DoesNotExist as "!k"; requirements joined by ",".
+*/}}
+{{- define "gangmap.selectorString" -}}
+{{- $reqs := list -}}
+{{- $ml := .matchLabels | default dict -}}
+{{- range $k := keys $ml | sortAlpha -}}
+{{- $reqs = append $reqs (printf "%s=%s" $k (toString (get $ml $k))) -}}
+{{- end -}}
+{{- range $e := .matchExpressions | default list -}}
+{{- $vals := join "," ($e.values | default list) -}}
+{{- if eq $e.operator "In" -}}
+{{- $reqs = append $reqs (printf "%s in (%s)" $e.key $vals) -}}
+{{- else if eq $e.operator "NotIn" -}}
+{{- $reqs = append $reqs (printf "%s notin (%s)" $e.key $vals) -}}
+{{- else if eq $e.operator "Exists" -}}
+{{- $reqs = append $reqs $e.key -}}
+{{- else if eq $e.operator "DoesNotExist" -}}
+{{- $reqs = append $reqs (printf "!%s" $e.key) -}}
+{{- else -}}
+{{- fail (printf "webhook selector: unknown matchExpressions operator %q (In, NotIn, Exists, DoesNotExist)" $e.operator) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $reqs -}}
+{{- end -}}
+
+{{/* "true" when the grouper reads namespaces: the webhook is on with a namespace selector. */}}
+{{- define "gangmap.readsNamespaces" -}}
+{{- if and .Values.webhook.enabled (include "gangmap.selectorString" .Values.webhook.namespaceSelector) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Checks on values that would otherwise fail at runtime. */}}
+{{- define "gangmap.validate" -}}
+{{- if not (has .Values.webhook.failurePolicy (list "Ignore" "Fail")) -}}
+{{- fail (printf "webhook.failurePolicy must be Ignore or Fail, not %q" (toString .Values.webhook.failurePolicy)) -}}
+{{- end -}}
+{{- $t := int .Values.webhook.timeoutSeconds -}}
+{{- if or (lt $t 1) (gt $t 30) -}}
+{{- fail (printf "webhook.timeoutSeconds must be between 1 and 30, not %v" .Values.webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) .Values.webhook.tls.secretName (not .Values.webhook.tls.caBundle) -}}
+{{- fail "webhook.tls.caBundle (base64 PEM of the CA) is required with webhook.tls.secretName" -}}
+{{- end -}}
+{{- range $k := concat .Values.workloadKinds .Values.ownerKinds -}}
+{{- if or (not (hasKey $k "apiGroup")) (not $k.resources) -}}
+{{- fail (printf "workloadKinds and ownerKinds entries need apiGroup and resources: %v" $k) -}}
+{{- end -}}
+{{- range $r := $k.resources -}}
+{{- if or (contains "*" $r) (contains "*" $k.apiGroup) -}}
+{{- fail (printf "workloadKinds and ownerKinds take no wildcards: %s/%s" $k.apiGroup $r) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
