@@ -290,3 +290,16 @@ func TestDuplicateSelectorsAreInvalid(t *testing.T) {
 	assert.Equal(t, "spec.structureDefinition.childComponents[1].podSelector.componentTypeSelector", errs[0].Field)
 	assert.Contains(t, errs[0].Detail, `the same selector as component "worker"`)
 }
+
+// An unchanged definition reloaded by its source stays the active one in listings.
+func TestEntriesActiveAfterReload(t *testing.T) {
+	r := definitions.NewRegistry(compiler(t))
+	for i := 0; i < 2; i++ {
+		l, err := decodeOne(t, customJob, true)
+		require.NoError(t, err)
+		r.SetSource(definitions.SourceFile, []*definitions.Loaded{l})
+		entries := r.Entries()
+		require.Len(t, entries, 1)
+		assert.True(t, entries[0].Active, "load %d", i+1)
+	}
+}

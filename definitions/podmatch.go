@@ -34,7 +34,8 @@ type PodPlacement struct {
 // componentTypeSelector matches. Errors: no component matches; an instance or replica key
 // expression yields nothing or more than one value (each names the field path).
 func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacement, error) {
-	in := expr.Input{Pod: pod}
+	pod, _ = expr.Normalize(pod).(map[string]any) // a no-op copy-free walk for PodInput's maps
+	in := expr.Input{Pod: pod, Normalized: true}
 	var comp *Component
 	if len(c.PodBearing) == 1 {
 		comp = c.PodBearing[0]

@@ -122,7 +122,9 @@ func (r *Registry) Entries() []Entry {
 			e := Entry{Name: l.Name(), Source: src, Origin: l.Origin}
 			if k := l.Karta.Spec.StructureDefinition.RootComponent.Kind; k != nil {
 				e.Kind = *k
-				if w := r.winners[k.GVK()]; w != nil && w.Loaded == l {
+				// Compare by source and origin: an unchanged definition reloaded by its source is
+				// served from the compile cache, with the Loaded of its first load.
+				if w := r.winners[k.GVK()]; w != nil && w.Loaded.Source == src && w.Loaded.Origin == l.Origin {
 					e.Active = true
 				}
 			}

@@ -69,12 +69,14 @@ func (w *Workload) Component(name string) *ResolvedComponent {
 // yields the wrong type (replicas "abc"), more values than instances, or a pod template that
 // does not decode. Paths that yield nothing are recorded in Workload.Misses.
 func (c *Compiled) Resolve(ctx context.Context, obj map[string]any) (*Workload, error) {
+	obj, _ = expr.Normalize(obj).(map[string]any) // once, not per expression
 	vars, err := c.EvaluateVariables(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
+	vars, _ = expr.Normalize(vars).(map[string]any)
 	w := &Workload{Compiled: c, Object: obj, Variables: vars}
-	r := resolver{ctx: ctx, w: w, in: expr.Input{Object: obj, Variables: vars}}
+	r := resolver{ctx: ctx, w: w, in: expr.Input{Object: obj, Variables: vars, Normalized: true}}
 	for _, comp := range c.Components {
 		rc, err := r.component(comp)
 		if err != nil {

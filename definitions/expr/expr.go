@@ -117,6 +117,10 @@ type Input struct {
 	// Variables are the definition's evaluated variables: `$variables` in jq (null when nil),
 	// `variables` in CEL (an empty map when nil).
 	Variables map[string]any
+	// Normalized says the caller already applied Normalize to Object, Pod and Variables, so jq
+	// does not walk them again on every evaluation (a definition evaluates many expressions on
+	// one workload).
+	Normalized bool
 }
 
 // Program is a compiled expression. It is safe for concurrent use.

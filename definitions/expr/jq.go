@@ -60,7 +60,7 @@ func (p *jqProgram) Eval(ctx context.Context, in Input) (out []any, err error) {
 	if p.subject == Pod {
 		doc = in.Pod
 	}
-	input, vars := jqValue(doc), jqValue(in.Variables)
+	input, vars := jqValue(doc, in.Normalized), jqValue(in.Variables, in.Normalized)
 	ctx, cancel := withTimeout(ctx, p.limits.Timeout)
 	defer cancel()
 	defer func() {
@@ -103,10 +103,13 @@ func (p *jqProgram) failure(e error) (bool, error) {
 	return true, &EvalError{Language: JQ, Source: p.src, Err: e}
 }
 
-// jqValue normalizes a map for gojq; a nil map is jq null.
-func jqValue(m map[string]any) any {
+// jqValue normalizes a map for gojq (unless the caller did); a nil map is jq null.
+func jqValue(m map[string]any, normalized bool) any {
 	if m == nil {
 		return nil
+	}
+	if normalized {
+		return m
 	}
 	return Normalize(m)
 }
