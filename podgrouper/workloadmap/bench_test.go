@@ -165,3 +165,19 @@ func BenchmarkPlanLinearity(b *testing.B) {
 	b.ReportMetric(large/float64(b.N), "ns/pod@10000")
 	b.ReportMetric(large/small, "ratio")
 }
+
+// A failed plan is remembered for the workload version, so retries do not evaluate again.
+func TestFailedPlanIsCached(t *testing.T) {
+	g := newGrouper(t)
+	lws := workload(t, "lws-replicas2-size4-8gpu-limits.yaml", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "two", "spec", "replicas")
+	})
+	_, _, err1 := g.Plan(context.Background(), lws)
+	require.ErrorContains(t, err1, "replicasPath")
+	_, _, err2 := g.Plan(context.Background(), lws)
+	require.Same(t, err1, err2, "the second call returns the remembered error")
+	lws.SetResourceVersion("2")
+	_ = unstructured.SetNestedField(lws.Object, int64(2), "spec", "replicas")
+	_, _, err := g.Plan(context.Background(), lws)
+	require.NoError(t, err, "a new workload version is planned again")
+}

@@ -58,6 +58,8 @@ type cachedPlan struct {
 	// meta holds, per planned PodGroup, the parts of KAI's metadata that are the same for all of
 	// its pods, computed once per plan.
 	meta map[*gang.PodGroup]*podGroupMeta
+	// err is the error of a plan that failed (then plan and meta are nil).
+	err error
 }
 
 // podGroupMeta is the pod-independent metadata of one planned PodGroup. It is shared by every
@@ -115,12 +117,21 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 	uid, rv := topOwner.GetUID(), topOwner.GetResourceVersion()
 	if v, ok := g.plans.Get(uid); ok {
 		if c := v.(*cachedPlan); c.resourceVersion == rv && c.compiled == compiled {
+			if c.err != nil {
+				return nil, compiled, c.err
+			}
 			return c, compiled, nil
 		}
 	}
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {
-		return nil, compiled, fmt.Errorf("definition %q: %w", compiled.Name(), err)
+		err = fmt.Errorf("definition %q: %w", compiled.Name(), err)
+		if ctx.Err() == nil {
+			// A failed plan is remembered too: a definition that times out must not cost its
+			// timeout again on every retry of every pod until the workload or definition changes.
+			g.plans.Add(uid, &cachedPlan{resourceVersion: rv, compiled: compiled, err: err})
+		}
+		return nil, compiled, err
 	}
 	c := &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
 	for _, pg := range plan.PodGroups {
