@@ -108,6 +108,7 @@ func (c *Cluster) sync(ctx context.Context, store cache.Store) {
 	sort.Slice(loaded, func(i, j int) bool { return loaded[i].Name() < loaded[j].Name() })
 	c.Registry.SetSource(definitions.SourceCluster, loaded)
 	log.Info("Cluster definitions loaded", "definitions", len(loaded))
+	logProblems(log, c.Registry, definitions.SourceCluster)
 	for _, p := range c.Registry.Problems() {
 		if u := objs[p.Origin]; u != nil {
 			c.warn(u, "Definition"+p.Reason, p.Message)

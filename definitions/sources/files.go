@@ -91,4 +91,15 @@ func (f *Files) Sync(ctx context.Context, log logr.Logger) {
 	}
 	log.Info("Definition files loaded", "definitions", len(loaded))
 	f.Registry.SetSource(definitions.SourceFile, loaded)
+	logProblems(log, f.Registry, definitions.SourceFile)
+}
+
+// logProblems logs each current problem of one source's definitions (invalid, in conflict,
+// fields lost in storage, unknown fields), with the definition, its origin and the reason.
+func logProblems(log logr.Logger, r *definitions.Registry, src definitions.Source) {
+	for _, p := range r.Problems() {
+		if p.Source == src {
+			log.Info("Definition problem", "definition", p.Definition, "origin", p.Origin, "kind", p.Kind, "reason", p.Reason, "message", p.Message)
+		}
+	}
 }
