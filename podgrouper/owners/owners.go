@@ -97,7 +97,7 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 	}
 	chain := &Chain{}
 	seen := map[types.UID]bool{}
-	ref := pick(refs)
+	ref := Pick(refs)
 	for depth := 0; ; depth++ {
 		if depth >= MaxDepth {
 			return nil, fmt.Errorf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name)
@@ -125,12 +125,13 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 		if len(obj.OwnerReferences) == 0 {
 			return chain, nil
 		}
-		ref = pick(obj.OwnerReferences)
+		ref = Pick(obj.OwnerReferences)
 	}
 }
 
-// pick prefers the controller reference, else the first one.
-func pick(refs []metav1.OwnerReference) metav1.OwnerReference {
+// Pick returns the reference an owner walk follows: the controller reference, else the first
+// one. refs must not be empty.
+func Pick(refs []metav1.OwnerReference) metav1.OwnerReference {
 	for _, r := range refs {
 		if r.Controller != nil && *r.Controller {
 			return r

@@ -17,6 +17,7 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/owners"
 )
 
 // workloadView is one workload as describe, get and test see it: the definition's tree with the
@@ -208,7 +209,7 @@ func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerG
 func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *rootsIndex, g ownerGraph) (int, bool) {
 	seen := map[metav1.OwnerReference]bool{}
 	for depth := 0; depth < maxOwnerDepth && len(refs) > 0; depth++ {
-		ref := controllerFirst(refs)
+		ref := owners.Pick(refs)
 		if i, ok := ix.match(ns, ref); ok {
 			return i, true
 		}
@@ -223,16 +224,6 @@ func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *ro
 		refs = next
 	}
 	return 0, false
-}
-
-// controllerFirst is the controller reference, else the first one.
-func controllerFirst(refs []metav1.OwnerReference) metav1.OwnerReference {
-	for _, r := range refs {
-		if r.Controller != nil && *r.Controller {
-			return r
-		}
-	}
-	return refs[0]
 }
 
 // buildView describes one workload: plan, status, tree with pods placed, PodGroups compared.
