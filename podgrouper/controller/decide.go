@@ -85,6 +85,10 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
 		return nil, nil
 	}
+	if apierrors.IsNotFound(err) {
+		// An owner is gone: the garbage collector deletes the pod; there is nothing to group.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
 	}

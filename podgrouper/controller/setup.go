@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,7 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -36,6 +41,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		Named(Name).
 		For(&corev1.Pod{}, builder.WithPredicates(ours)).
 		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		Watches(&v2alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(r.podsOfPodGroup), builder.WithPredicates(gangChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Build(r)
 	if err != nil {
@@ -43,6 +49,42 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	}
 	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index}
 	return nil
+}
+
+// gangChanged passes the PodGroup events after which gangmap must look at the pods again: a
+// PodGroup deleted while its workload lives, or one whose gang (minMember, minSubGroup,
+// sub-groups) someone else changed. Changes to what KAI and others own (queue, status,
+// markUnschedulable, labels) do not pass, so writers beside gangmap cause no work.
+var gangChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isGangmaps(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v2alpha2.PodGroup)
+		n, ok2 := e.ObjectNew.(*v2alpha2.PodGroup)
+		if !ok1 || !ok2 || !isGangmaps(n) {
+			return false
+		}
+		return !equality.Semantic.DeepEqual(o.Spec.MinMember, n.Spec.MinMember) ||
+			!equality.Semantic.DeepEqual(o.Spec.MinSubGroup, n.Spec.MinSubGroup) ||
+			!equality.Semantic.DeepEqual(o.Spec.SubGroups, n.Spec.SubGroups)
+	},
+}
+
+// isGangmaps reports whether gangmap wrote the PodGroup (it carries gangmap.io/definition).
+func isGangmaps(o client.Object) bool {
+	_, ok := o.GetAnnotations()[kaikeys.Definition]
+	return ok
+}
+
+// podsOfPodGroup maps a PodGroup to the pods of its workload (its single owner reference), from
+// the index the reconciler keeps.
+func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []reconcile.Request {
+	refs := o.GetOwnerReferences()
+	if len(refs) != 1 {
+		return nil
+	}
+	return r.index.requests(refs[0].UID)
 }
 
 // regrouper turns "definitions changed" signals into one generic event per cached pod.
