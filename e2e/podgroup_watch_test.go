@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,16 +23,7 @@ import (
 func TestPodGroupDeletedOrChangedIsRestored(t *testing.T) {
 	ctx := context.Background()
 	ns := "pgwatch"
-	require.NoError(t, cp.CreateNamespace(ctx, ns))
-	job := createCustomJob(t, ctx, ns, "watched", 2, "")
-	pgName := fmt.Sprintf("pg-%s-customjob", job.GetUID())
-	pods := []*corev1.Pod{customJobPod(t, job, "coordinator", "watched-coordinator-0")}
-	for i := 0; i < 2; i++ {
-		pods = append(pods, customJobPod(t, job, "worker", fmt.Sprintf("watched-worker-%d", i)))
-	}
-	for _, p := range pods {
-		require.NoError(t, cp.Client.Create(ctx, p))
-	}
+	_, pgName, _ := runCustomJob(t, ctx, ns, "watched", 2)
 	waitWorkerMinMember(t, ctx, ns, pgName, 2)
 
 	// Someone else changes the gang and a field KAI owns.

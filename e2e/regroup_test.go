@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,16 +28,7 @@ import (
 func TestScalingWorkloadRegroups(t *testing.T) {
 	ctx := context.Background()
 	ns := "scale"
-	require.NoError(t, cp.CreateNamespace(ctx, ns))
-	job := createCustomJob(t, ctx, ns, "scale", 2, "")
-	pgName := fmt.Sprintf("pg-%s-customjob", job.GetUID())
-	pods := []*corev1.Pod{customJobPod(t, job, "coordinator", "scale-coordinator-0")}
-	for i := 0; i < 2; i++ {
-		pods = append(pods, customJobPod(t, job, "worker", fmt.Sprintf("scale-worker-%d", i)))
-	}
-	for _, p := range pods {
-		require.NoError(t, cp.Client.Create(ctx, p))
-	}
+	job, pgName, pods := runCustomJob(t, ctx, ns, "scale", 2)
 	pg := waitWorkerMinMember(t, ctx, ns, pgName, 2)
 	assert.Equal(t, "5", pg.Annotations[kaikeys.GPUs])
 	podVersions := map[string]string{}
@@ -98,4 +90,21 @@ func waitWorkerMinMember(t *testing.T, ctx context.Context, ns, name string, wan
 	})
 	require.NoError(t, err, "worker minMember %d (last seen %v)", want, ptr.Deref(got, -1))
 	return pg
+}
+
+// runCustomJob creates, in a new namespace ns, a CustomJob with one coordinator and the given
+// workers, and its pods as its operator would; it returns the job, its PodGroup's name and the
+// pods.
+func runCustomJob(t *testing.T, ctx context.Context, ns, name string, workers int) (*unstructured.Unstructured, string, []*corev1.Pod) {
+	t.Helper()
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	job := createCustomJob(t, ctx, ns, name, int64(workers), "")
+	pods := []*corev1.Pod{customJobPod(t, job, "coordinator", name+"-coordinator-0")}
+	for i := 0; i < workers; i++ {
+		pods = append(pods, customJobPod(t, job, "worker", fmt.Sprintf("%s-worker-%d", name, i)))
+	}
+	for _, p := range pods {
+		require.NoError(t, cp.Client.Create(ctx, p))
+	}
+	return job, fmt.Sprintf("pg-%s-customjob", job.GetUID()), pods
 }
