@@ -77,6 +77,10 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if len(objs) == 0 {
 		return fail(ExitUnusable, "no Kubernetes objects in %s", strings.Join(o.files, ", "))
 	}
+	objs = workloadsOnly(objs, stderr)
+	if len(objs) == 0 {
+		return fail(ExitUnusable, "no workload objects in %s (only pods, owned objects or supporting kinds)", strings.Join(o.files, ", "))
+	}
 	reg, err := newOfflineRegistry(o.definitions)
 	if err != nil {
 		return err
@@ -84,6 +88,11 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	warnProblems(stderr, reg)
 	doc := planDocument{Plans: make([]planEntry, 0, len(objs))}
 	code := ExitOK
+	for _, p := range reg.Problems() {
+		if p.Source == definitions.SourceFile && (p.Reason == "Invalid" || p.Reason == "Conflict") {
+			code = ExitProblems // a --definitions file that cannot be used is a failure, not a fallback
+		}
+	}
 	for _, u := range objs {
 		e := planWorkload(ctx, reg, u)
 		if e.Error != "" {
@@ -95,6 +104,33 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return fail(ExitProblems, "writing the output: %v", err)
 	}
 	return exitCode(code)
+}
+
+// supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them.
+var supportingKinds = map[string]bool{
+	"Namespace": true, "ConfigMap": true, "Secret": true, "Service": true, "ServiceAccount": true,
+	"PersistentVolumeClaim": true, "Role": true, "RoleBinding": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "Karta": true, "Queue": true,
+	"PriorityClass": true, "NetworkPolicy": true, "LimitRange": true, "ResourceQuota": true,
+	"ClusterTrainingRuntime": true, "TrainingRuntime": true, "LLMInferenceServiceConfig": true,
+}
+
+// workloadsOnly keeps the objects that are workloads: top-level objects (no owner references)
+// that are not pods, PodGroups or supporting kinds (the same rule as describe -f). Each skipped
+// object is said on warn.
+func workloadsOnly(objs []*unstructured.Unstructured, warn io.Writer) []*unstructured.Unstructured {
+	out := objs[:0:0]
+	for _, u := range objs {
+		switch {
+		case len(u.GetOwnerReferences()) > 0:
+			fmt.Fprintf(warn, "note: skipping %s: it has an owner, so it is not a top-level workload\n", workloadLabel(u))
+		case u.GetKind() == "Pod" && u.GroupVersionKind().Group == "", u.GetKind() == "PodGroup", supportingKinds[u.GetKind()]:
+			fmt.Fprintf(warn, "note: skipping %s: not a workload\n", workloadLabel(u))
+		default:
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // planDocument is the -o json|yaml output of "gangmap plan".

@@ -298,8 +298,9 @@ func TestPlanDefinitionProblemsAreWarnings(t *testing.T) {
 	assert.Equal(t, "unknown-field", doc.Plans[0].Definition.Name)
 	assert.Contains(t, r.stderr, "warning: definition \"unknown-field\" (testdata/definitions/unknown-field.yaml#0): spec.optimizationInstructions.gangScheduling.podGroup.minMember")
 
-	// An invalid file definition is skipped with a warning; the catalog one plans the workload.
-	doc, r = planJSON(t, ExitOK, "-f", seed, "--definitions", "testdata/definitions/bad-jq.yaml")
+	// An invalid file definition is skipped with a warning and the catalog one plans the
+	// workload, but the exit code says a --definitions file could not be used.
+	doc, r = planJSON(t, ExitProblems, "-f", seed, "--definitions", "testdata/definitions/bad-jq.yaml")
 	assert.Equal(t, "catalog", doc.Plans[0].Definition.Source)
 	assert.Contains(t, r.stderr, "warning: definition \"bad-jq\"")
 	assert.Contains(t, r.stderr, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath")
@@ -381,4 +382,24 @@ func TestPlanWorkloadWithoutRoles(t *testing.T) {
 	assert.True(t, strings.HasPrefix(table.stdout, "JobSet/empty-*   definition: jobset-x-k8s-io-jobset-v1alpha2 (catalog)\n"), table.stdout)
 	assert.Contains(t, table.stdout, "  (none: no role has pods)\n")
 	assert.Contains(t, table.stdout, "TOTAL GPUs: 0\n")
+}
+
+// Manifest bundles carry pods, owned objects and supporting kinds beside their workloads: plan
+// skips them (saying so), as describe -f does, and plans the workloads.
+func TestPlanSkipsWhatIsNotAWorkload(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/bundle.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n---\n"+
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n---\n"+
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: loose}\nspec: {containers: [{name: c, image: x}]}\n---\n"+
+		readFile(t, seed))
+	doc, r := planJSON(t, ExitOK, "-f", dir+"/bundle.yaml")
+	require.Len(t, doc.Plans, 1)
+	assert.Equal(t, "JobSet", doc.Plans[0].Workload.Kind)
+	assert.Contains(t, r.stderr, "note: skipping Namespace/team-a: not a workload")
+	assert.Contains(t, r.stderr, "note: skipping Pod/loose: not a workload")
+
+	writeFile(t, dir+"/only.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n")
+	r = gangmap(t, "plan", "-f", dir+"/only.yaml")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Contains(t, r.stderr, "no workload objects")
 }
