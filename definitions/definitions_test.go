@@ -2,6 +2,8 @@ package definitions_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -302,4 +304,14 @@ func TestEntriesActiveAfterReload(t *testing.T) {
 		require.Len(t, entries, 1)
 		assert.True(t, entries[0].Active, "load %d", i+1)
 	}
+}
+
+// A file named twice, directly and through its directory, is loaded once: it must not conflict
+// with itself.
+func TestLoadPathsLoadsEachFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cj.yaml"), []byte(customJob), 0o600))
+	ls, err := definitions.LoadPaths([]string{dir, filepath.Join(dir, "cj.yaml"), dir + "/./cj.yaml"}, definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+	require.NoError(t, err)
+	assert.Len(t, ls, 1)
 }

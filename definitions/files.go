@@ -8,18 +8,27 @@ import (
 	"strings"
 )
 
-// LoadPaths decodes the definitions in each path: a YAML file, or a directory whose *.yaml,
+// LoadPaths decodes the definitions in each path (each file once, however often it is named): a YAML file, or a directory whose *.yaml,
 // *.yml and *.json files are read in name order (not recursively; files whose names start with
 // "." or ".." are skipped, as are the hidden ones a mounted ConfigMap keeps). Each gets source
 // src and origin "<file>#<document>". Errors name the file and document.
 func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error) {
 	var out []*Loaded
+	seen := map[string]bool{}
 	for _, p := range paths {
 		files, err := DefinitionFiles(p)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
+			// A file named twice (a directory and a file in it) is loaded once: it must not
+			// conflict with itself.
+			if abs, err := filepath.Abs(f); err == nil {
+				if seen[abs] {
+					continue
+				}
+				seen[abs] = true
+			}
 			fh, err := os.Open(f)
 			if err != nil {
 				return nil, err

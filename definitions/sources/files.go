@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,6 +59,7 @@ func (f *Files) Sync(ctx context.Context, log logr.Logger) {
 		data []byte
 	}
 	var files []file
+	seen := map[string]bool{}
 	for _, p := range f.Paths {
 		names, err := definitions.DefinitionFiles(p)
 		if err != nil {
@@ -65,6 +67,11 @@ func (f *Files) Sync(ctx context.Context, log logr.Logger) {
 			continue
 		}
 		for _, n := range names {
+			key, _ := filepath.Abs(n)
+			if seen[key] {
+				continue // named twice (a directory and a file in it): loaded once
+			}
+			seen[key] = true
 			b, err := os.ReadFile(n)
 			if err != nil {
 				log.Error(err, "Reading a definition file", "file", n)
