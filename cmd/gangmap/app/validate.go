@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,10 @@ every error, each with its field path. Unknown fields are warnings, or errors wi
 With --crd, each definition's jq paths are also checked against the openAPIV3Schema of the
 workload CRD for its root kind: a path that can never resolve (a typo such as
 .spec.replicatedJob[], a renamed field) is a warning naming the definition field and the closest
-field the schema has.
+field the schema has (an error with --strict).
+
+A FILE may be a directory (its *.yaml, *.yml and *.json files). Two valid definitions for the same
+kind among the files given are both invalid: loaded together, neither would be used.
 
 Exit codes: 0 every definition valid; 1 some definition invalid; 2 some file unreadable (missing,
 or not valid YAML).`,
@@ -105,8 +109,43 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		return fail(ExitUnusable, "%v", err)
 	}
 	doc := validateDocument{Results: []validateResult{}}
-	for _, f := range files {
-		doc.Results = append(doc.Results, validateFile(f, o.strict, compiler, crds)...)
+	seen := map[string]bool{}
+	for _, arg := range files {
+		expanded := []string{arg}
+		if st, err := os.Stat(arg); err == nil && st.IsDir() {
+			if expanded, err = definitions.DefinitionFiles(arg); err != nil {
+				return fail(ExitUnusable, "%v", err)
+			}
+		}
+		for _, f := range expanded {
+			if abs, err := filepath.Abs(f); err == nil && f != "-" {
+				if seen[abs] {
+					continue // named twice: checked once
+				}
+				seen[abs] = true
+			}
+			doc.Results = append(doc.Results, validateFile(f, o.strict, compiler, crds)...)
+		}
+	}
+	markConflicts(doc.Results)
+	if o.strict {
+		// With --strict, a path the workload's CRD schema says can never resolve is an error.
+		for i := range doc.Results {
+			r := &doc.Results[i]
+			var keep []fieldMessage
+			for _, w := range r.Warnings {
+				if w.Field != "" && strings.Contains(w.Message, "never resolves") {
+					r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
+					r.Valid = false
+					continue
+				}
+				keep = append(keep, w)
+			}
+			if keep == nil {
+				keep = []fieldMessage{}
+			}
+			r.Warnings = keep
+		}
 	}
 	code := ExitOK
 	for _, r := range doc.Results {
@@ -236,6 +275,33 @@ func loadCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 		}
 	}
 	return out, nil
+}
+
+// markConflicts makes every valid definition invalid when another valid one given to the same
+// run is for the same kind: loaded together (one file source, one directory) neither would be
+// used.
+func markConflicts(results []validateResult) {
+	byKind := map[string][]int{}
+	for i, r := range results {
+		if r.Valid && r.Kind != nil {
+			k := r.Kind.String()
+			byKind[k] = append(byKind[k], i)
+		}
+	}
+	for kind, idx := range byKind {
+		if len(idx) < 2 {
+			continue
+		}
+		var names []string
+		for _, i := range idx {
+			names = append(names, fmt.Sprintf("%q (%s#%d)", results[i].Definition, results[i].File, results[i].Document))
+		}
+		for _, i := range idx {
+			results[i].Valid = false
+			results[i].Errors = append(results[i].Errors, fieldMessage{Field: "spec.structureDefinition.rootComponent.kind",
+				Message: fmt.Sprintf("%d definitions for %s: %s; loaded together, none of them would be used", len(idx), kind, strings.Join(names, ", "))})
+		}
+	}
 }
 
 func fieldErrors(errs field.ErrorList) []fieldMessage {

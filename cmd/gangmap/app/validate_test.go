@@ -2,6 +2,7 @@ package app
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -154,4 +155,29 @@ func TestValidateAgainstCRDSchema(t *testing.T) {
 
 	r := gangmap(t, "validate", "--crd", "testdata/definitions/bad-jq.yaml", crd)
 	assert.Equal(t, ExitUnusable, r.code, "a --crd file that is not a CRD is unusable input")
+}
+
+// Two valid definitions for one kind among the files given conflict: loaded together (one
+// --definitions directory, one file source) neither would be used, so both are invalid. A file
+// named twice is checked once, and a directory means its definition files.
+func TestValidateConflictsAndDirectories(t *testing.T) {
+	dir := t.TempDir()
+	karta := readFile(t, "../../../e2e/testdata/customjob-karta.yaml")
+	writeFile(t, dir+"/a.yaml", karta)
+	writeFile(t, dir+"/b.yaml", strings.Replace(karta, "name: e2e-example-com-v1-customjob", "name: second", 1))
+	doc := validateJSON(t, ExitProblems, dir)
+	require.Len(t, doc.Results, 2)
+	for _, r := range doc.Results {
+		assert.False(t, r.Valid)
+		require.Len(t, r.Errors, 1)
+		assert.Equal(t, "spec.structureDefinition.rootComponent.kind", r.Errors[0].Field)
+		assert.Contains(t, r.Errors[0].Message, "2 definitions for e2e.example.com/v1, Kind=CustomJob")
+	}
+	doc = validateJSON(t, ExitOK, dir+"/a.yaml", dir+"/a.yaml", dir+"/./a.yaml")
+	require.Len(t, doc.Results, 1, "a file named three times is checked once")
+
+	// With --strict a path the CRD schema says never resolves is an error.
+	doc = validateJSON(t, ExitProblems, "--strict", "--crd", "testdata/definitions/jobset-crd.yaml", "testdata/definitions/jobset-typo.yaml")
+	require.Len(t, doc.Results[0].Errors, 1)
+	assert.Contains(t, doc.Results[0].Errors[0].Message, "never resolves")
 }
