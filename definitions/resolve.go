@@ -3,6 +3,7 @@ package definitions
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -84,7 +85,40 @@ func (c *Compiled) Resolve(ctx context.Context, obj map[string]any) (*Workload, 
 		}
 		w.Components = append(w.Components, rc)
 	}
+	w.dropExpectedMisses()
 	return w, nil
+}
+
+// dropExpectedMisses forgets the spec paths of components with zero replicas everywhere: a role
+// the workload does not have (a PyTorchJob without a Master, a RayCluster without worker groups)
+// has no pod template to find, which is not drift.
+func (w *Workload) dropExpectedMisses() {
+	absent := map[string]bool{}
+	for _, rc := range w.Components {
+		if !rc.Component.HasPodSpec() || rc.Component.Replicas == nil {
+			continue
+		}
+		zero := true
+		for _, inst := range rc.Instances {
+			if inst.Replicas != nil && *inst.Replicas > 0 {
+				zero = false
+			}
+		}
+		if zero {
+			absent[rc.Component.Path.Child("specDefinition").String()] = true
+		}
+	}
+	if len(absent) == 0 {
+		return
+	}
+	kept := w.Misses[:0]
+	for _, m := range w.Misses {
+		if i := strings.LastIndex(m.Path, ".specDefinition"); i >= 0 && absent[m.Path[:i+len(".specDefinition")]] {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	w.Misses = kept
 }
 
 type resolver struct {
