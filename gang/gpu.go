@@ -66,11 +66,15 @@ type PodGPUs struct {
 	// DRAClaims names the pod's resource claims: GPUs given through DRA are reported by claim,
 	// never as zero devices.
 	DRAClaims []string `json:"draClaims,omitempty"`
+	// OtherAccelerators are accelerator resources of other vendors (names ending in /gpu or /tpu,
+	// such as amd.com/gpu or google.com/tpu) by resource name, reported but not counted in
+	// Devices: KAI accounts nvidia.com/gpu.
+	OtherAccelerators map[string]string `json:"otherAccelerators,omitempty"`
 }
 
 // IsZero reports whether the pod asks nothing of GPUs.
 func (p PodGPUs) IsZero() bool {
-	return p.Devices == 0 && len(p.MIG) == 0 && p.MemoryMiB == 0 && len(p.DRAClaims) == 0
+	return p.Devices == 0 && len(p.MIG) == 0 && p.MemoryMiB == 0 && len(p.DRAClaims) == 0 && len(p.OtherAccelerators) == 0
 }
 
 // PodTemplateGPUs computes what a pod made from tpl asks of GPUs. Errors name the annotation
@@ -97,6 +101,11 @@ func podGPUs(spec *corev1.PodSpec, annotations map[string]string) (PodGPUs, erro
 				out.MIG = map[string]int64{}
 			}
 			out.MIG[strings.TrimPrefix(string(name), "nvidia.com/")] = q.Value()
+		case strings.HasSuffix(string(name), "/gpu") || strings.HasSuffix(string(name), "/tpu"):
+			if out.OtherAccelerators == nil {
+				out.OtherAccelerators = map[string]string{}
+			}
+			out.OtherAccelerators[string(name)] = q.String()
 		}
 	}
 	if v, ok := annotations[AnnotationGPUFraction]; ok {

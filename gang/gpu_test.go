@@ -55,6 +55,10 @@ func TestPodTemplateGPUs(t *testing.T) {
 			want: PodGPUs{MIG: map[string]int64{"mig-1g.5gb": 2}}},
 		"DRA claims are named, not zero": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu-b"}, {Name: "gpu-a"}}}},
 			want: PodGPUs{DRAClaims: []string{"gpu-a", "gpu-b"}}},
+		// KAI accounts nvidia.com/gpu; other vendors' accelerators are reported, not counted.
+		"other accelerators": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"amd.com/gpu": resource.MustParse("1"), "google.com/tpu": resource.MustParse("4")}}}}}},
+			want: PodGPUs{OtherAccelerators: map[string]string{"amd.com/gpu": "1", "google.com/tpu": "4"}}},
 		"no GPUs": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}}, want: PodGPUs{}},
 	}

@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,8 +88,8 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 	return nil
 }
 
-// gpuDetailNotes reports what the GPUS columns do not count: MIG profiles, KAI gpu-memory and DRA
-// claims.
+// gpuDetailNotes reports what the GPUS columns (nvidia.com/gpu and KAI fractions) do not count:
+// MIG profiles, KAI gpu-memory, DRA claims and other vendors' accelerators.
 func gpuDetailNotes(roles []*gang.Role) []string {
 	var out []string
 	for _, r := range roles {
@@ -108,6 +110,9 @@ func gpuDetailNotes(roles []*gang.Role) []string {
 		}
 		if len(d.DRAClaims) > 0 {
 			parts = append(parts, "DRA claims "+strings.Join(d.DRAClaims, ", "))
+		}
+		for _, n := range slices.Sorted(maps.Keys(d.OtherAccelerators)) {
+			parts = append(parts, fmt.Sprintf("%s: %s", n, d.OtherAccelerators[n]))
 		}
 		if len(parts) > 0 {
 			out = append(out, fmt.Sprintf("role %s: each pod also asks %s (not counted in GPUS)", r.Name, strings.Join(parts, "; ")))
