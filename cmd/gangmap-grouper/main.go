@@ -16,8 +16,9 @@ func main() {
 	o := app.DefaultOptions()
 	fs := pflag.NewFlagSet("gangmap-grouper", pflag.ContinueOnError)
 	o.AddFlags(fs)
+	fs.SetOutput(os.Stdout)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "gangmap-grouper groups the pods of workload kinds KAI Scheduler has no native plugin for into\nKAI PodGroups, from Workload Map definitions. KAI keeps admission and placement authority.\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stdout, "Usage: gangmap-grouper [flags]\n\ngangmap-grouper groups the pods of workload kinds KAI Scheduler has no native plugin for into\nKAI PodGroups, from Workload Map definitions. KAI keeps admission and placement authority.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == pflag.ErrHelp {

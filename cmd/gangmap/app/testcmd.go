@@ -159,7 +159,7 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) 
 		fmt.Fprintf(stdout, "FAIL\t%d of %d cases failed\n", failed, len(cases))
 		return exitCode(ExitProblems)
 	}
-	fmt.Fprintf(stdout, "ok  \t%d cases passed\n", len(cases))
+	fmt.Fprintf(stdout, "ok  \t%d %s passed\n", len(cases), plural(len(cases), "case", "cases"))
 	return nil
 }
 
@@ -504,4 +504,12 @@ func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
 		unclaimed[p] = true
 	}
 	return out, unclaimed
+}
+
+// plural picks the singular or plural word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
