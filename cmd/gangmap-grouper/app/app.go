@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -161,6 +162,13 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 }
 
 func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *definitions.Registry) error {
+	for _, p := range o.DefinitionPaths {
+		// A path that does not exist at start is a mistake to refuse, not to log every poll
+		// (a mounted ConfigMap directory exists even when empty).
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("--definitions: %w", err)
+		}
+	}
 	if len(o.DefinitionPaths) > 0 {
 		if err := mgr.Add(&sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}); err != nil {
 			return err
