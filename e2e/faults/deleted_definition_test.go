@@ -51,8 +51,19 @@ func TestDeletedDefinitionWhileWorkloadRuns(t *testing.T) {
 		podVersions[p.Name] = p.ResourceVersion
 	}
 
+	m, err := g.Metrics(ctx)
+	require.NoError(t, err)
+	watches := framework.Sum(m, "gangmap_workload_watches")
+	require.GreaterOrEqual(t, watches, 1.0, "the grouped kind is watched")
+
 	require.NoError(t, cp.Client.Delete(ctx, karta))
 	waitDefinitions(t, ctx, g, func(n float64) bool { return n == loaded-1 })
+	// The kind is no longer gangmap's: its watch (and informer) is stopped.
+	err = framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		m, err := g.Metrics(ctx)
+		return err == nil && framework.Sum(m, "gangmap_workload_watches") == watches-1, nil
+	})
+	require.NoError(t, err, "the watch of DoomedJob is stopped when its definition goes")
 
 	// A new pod of the workload (a restarted worker, a scale-up) is left to KAI.
 	job.Object["spec"].(map[string]any)["worker"].(map[string]any)["replicas"] = int64(3)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
@@ -29,7 +31,12 @@ const Name = "gangmap-pod-grouper"
 func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, regroup <-chan struct{}) error {
 	events := make(chan event.TypedGenericEvent[*corev1.Pod])
 	if regroup != nil {
-		if err := mgr.Add(&regrouper{client: mgr.GetClient(), in: regroup, out: events}); err != nil {
+		prune := func(ctx context.Context) {
+			if r.workloads != nil {
+				r.workloads.prune(ctx, func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped })
+			}
+		}
+		if err := mgr.Add(&regrouper{client: mgr.GetClient(), in: regroup, out: events, prune: prune}); err != nil {
 			return err
 		}
 	}
@@ -87,11 +94,13 @@ func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []rec
 	return r.index.requests(refs[0].UID)
 }
 
-// regrouper turns "definitions changed" signals into one generic event per cached pod.
+// regrouper turns "definitions changed" signals into one generic event per cached pod, after
+// stopping the watches of kinds gangmap no longer groups.
 type regrouper struct {
 	client client.Client
 	in     <-chan struct{}
 	out    chan<- event.TypedGenericEvent[*corev1.Pod]
+	prune  func(context.Context)
 }
 
 // Start implements manager.Runnable.
@@ -101,6 +110,9 @@ func (g *regrouper) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-g.in:
+			if g.prune != nil {
+				g.prune(ctx)
+			}
 			pods := &corev1.PodList{}
 			if err := g.client.List(ctx, pods); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing pods to regroup after a definition change")

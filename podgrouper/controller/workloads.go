@@ -82,10 +82,9 @@ func (i *ownerIndex) requests(uid types.UID) []reconcile.Request {
 // workloadWatcher starts, the first time a pod of a workload kind is grouped, a watch on that
 // kind through the manager's cache (the informer the top-owner reads already started), so that a
 // change of a workload's spec, labels or annotations regroups its pods even when no pod event
-// follows (scaling a CustomJob from 2 to 4 workers updates the PodGroup at once). A watch lives as
-// long as the grouper: controller-runtime cannot remove a source from a running controller, and a
-// kind whose definition went away only costs its informer (its events then regroup nothing: the
-// pods' reconciles find no definition).
+// follows (scaling a CustomJob from 2 to 4 workers updates the PodGroup at once). When a kind
+// stops being gangmap's (its definition went away, or KAI now groups it natively), prune stops
+// its informer; the watch starts again if the kind comes back.
 type workloadWatcher struct {
 	ctrl  controller.Controller
 	cache cache.Cache
@@ -114,6 +113,27 @@ func (w *workloadWatcher) ensure(ctx context.Context, gvk schema.GroupVersionKin
 	workloadWatches.Inc()
 	ctrl.LoggerFrom(ctx).Info("Watching a workload kind to regroup its pods on changes", "kind", gvk.String())
 	return nil
+}
+
+// prune stops the watch (and removes the informer) of every watched kind for which keep says
+// false. Errors are logged: a watch that cannot be stopped only costs its informer.
+func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersionKind) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gvk := range w.watched {
+		if keep(gvk) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := w.cache.RemoveInformer(ctx, obj); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Stopping the watch of a kind gangmap no longer groups", "kind", gvk.String())
+			continue
+		}
+		delete(w.watched, gvk)
+		workloadWatches.Dec()
+		ctrl.LoggerFrom(ctx).Info("Stopped watching a workload kind gangmap no longer groups", "kind", gvk.String())
+	}
 }
 
 // handler maps a workload update to its indexed pods. Only changes that can change a plan or the
