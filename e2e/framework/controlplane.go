@@ -174,7 +174,9 @@ func (cp *ControlPlane) RunGrouper(ctx context.Context, o *app.Options, cfg *res
 	}
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	w := cp.Env.WebhookInstallOptions
-	webhook := w.LocalServingCertDir != "" && o.WebhookCertDir == w.LocalServingCertDir
+	// The webhook is served when ServeWebhook set envtest's serving options, or when the grouper
+	// issues its own certificate (self-signed mode).
+	webhook := (w.LocalServingCertDir != "" && o.WebhookCertDir == w.LocalServingCertDir) || o.WebhookSelfSigned
 	if !webhook {
 		o.WebhookPort = 0
 	}
