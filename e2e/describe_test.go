@@ -62,13 +62,7 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 func TestDescribeSeedJobSet(t *testing.T) {
 	ctx := context.Background()
 	ns := "describe"
-	require.NoError(t, cp.CreateNamespace(ctx, ns))
-	objs, err := cp.ApplyFile(ctx, "testdata/jobset-leader-workers.yaml", ns)
-	require.NoError(t, err)
-	js := objs[0]
-	pods, err := cp.RunJobSet(ctx, js)
-	require.NoError(t, err)
-	require.Len(t, pods, 3)
+	js, pods := runSeedJobSet(t, ctx, ns)
 	var requested gang.GPUs
 	for _, p := range pods {
 		g, err := gang.PodGPUsOf(p)
@@ -77,7 +71,7 @@ func TestDescribeSeedJobSet(t *testing.T) {
 	}
 	require.Equal(t, gang.WholeGPUs(12), requested, "3 pods × 4 GPUs, as created from the templates")
 	pgName := fmt.Sprintf("pg-%s-jobset", js.GetUID())
-	_, err = cp.WaitForPodGroup(ctx, ns, pgName, timeout)
+	_, err := cp.WaitForPodGroup(ctx, ns, pgName, timeout)
 	require.NoError(t, err)
 	// What KAI's default grouper would have written for the JobSet: pg-<name>-<uid>, minMember 1.
 	kai := &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pg-%s-%s", js.GetName(), js.GetUID()), Namespace: ns,

@@ -90,13 +90,7 @@ func TestCustomKindFromClusterDefinition(t *testing.T) {
 func TestJobSetSeedExample(t *testing.T) {
 	ctx := context.Background()
 	ns := "jobset"
-	require.NoError(t, cp.CreateNamespace(ctx, ns))
-	objs, err := cp.ApplyFile(ctx, "testdata/jobset-leader-workers.yaml", ns)
-	require.NoError(t, err)
-	js := objs[0]
-	pods, err := cp.RunJobSet(ctx, js)
-	require.NoError(t, err)
-	require.Len(t, pods, 3)
+	js, pods := runSeedJobSet(t, ctx, ns)
 
 	pgName := fmt.Sprintf("pg-%s-jobset", js.GetUID())
 	pg, err := cp.WaitForPodGroup(ctx, ns, pgName, timeout)
@@ -216,4 +210,18 @@ func assertEvent(t *testing.T, ctx context.Context, ns, name, reason, text strin
 		return false, nil
 	})
 	assert.NoError(t, err, "event %s on %s mentioning %q", reason, name, text)
+}
+
+// runSeedJobSet creates namespace ns, applies the seed JobSet there and plays its operator: the
+// Jobs and the 3 pods (leader 1, workers 2).
+func runSeedJobSet(t *testing.T, ctx context.Context, ns string) (*unstructured.Unstructured, []*corev1.Pod) {
+	t.Helper()
+	require.NoError(t, cp.CreateNamespace(ctx, ns))
+	objs, err := cp.ApplyFile(ctx, "testdata/jobset-leader-workers.yaml", ns)
+	require.NoError(t, err)
+	js := objs[0]
+	pods, err := cp.RunJobSet(ctx, js)
+	require.NoError(t, err)
+	require.Len(t, pods, 3)
+	return js, pods
 }

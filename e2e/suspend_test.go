@@ -27,12 +27,7 @@ import (
 func TestSuspendAndResume(t *testing.T) {
 	ctx := context.Background()
 	ns := "suspend"
-	require.NoError(t, cp.CreateNamespace(ctx, ns))
-	objs, err := cp.ApplyFile(ctx, "testdata/jobset-leader-workers.yaml", ns)
-	require.NoError(t, err)
-	js := objs[0]
-	pods, err := cp.RunJobSet(ctx, js)
-	require.NoError(t, err)
+	js, pods := runSeedJobSet(t, ctx, ns)
 	pgName := fmt.Sprintf("pg-%s-jobset", js.GetUID())
 	pg, err := cp.WaitForPodGroup(ctx, ns, pgName, timeout)
 	require.NoError(t, err)
