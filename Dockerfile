@@ -5,7 +5,8 @@
 #   docker build -t gangmap:dev .
 #   docker build --build-arg VERSION=v0.1.0 -t ghcr.io/gangmap/gangmap:0.1.0 .
 
-ARG GO_VERSION=1.26
+# The release toolchain: hack/vuln.sh checks the standard library at this version (keep in step).
+ARG GO_VERSION=1.27.3
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}-bookworm AS builder
 WORKDIR /src
 # Modules first, so that a source change does not download them again.

@@ -19,11 +19,11 @@ BINARIES := gangmap gangmap-grouper
 # Every recipe runs in bash with errexit, nounset and pipefail: any failing command fails the target.
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
-# Targets run one after the other, in the order given (test = fmt-check, vet, unit, e2e, fuzz-smoke).
+# Targets run one after the other, in the order given (test = fmt-check, vet, vuln, unit, e2e, fuzz-smoke).
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
-.PHONY: help build control-plane test unit e2e fmt-check vet demo generate fuzz clean bench bench-e2e fuzz-smoke
+.PHONY: help build control-plane test unit e2e fmt-check vet vuln demo generate fuzz clean bench bench-e2e fuzz-smoke
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,7 +36,7 @@ build: ## go build ./... and the binaries bin/gangmap and bin/gangmap-grouper.
 control-plane: ## Build (once, cached under ~/.cache/gangmap) kube-apiserver, etcd & co.; print their directory.
 	bash hack/control-plane.sh
 
-test: fmt-check vet unit e2e fuzz-smoke ## fmt-check, vet, unit, e2e and a short run of every fuzz target: what CI runs.
+test: fmt-check vet vuln unit e2e fuzz-smoke ## fmt-check, vet, vuln, unit, e2e and a short run of every fuzz target: what CI runs.
 
 unit: ## Unit tests with the race detector.
 	$(GO) test -race ./...
@@ -45,6 +45,9 @@ e2e: ## End-to-end tests on a real kube-apiserver and etcd (builds them first if
 	@# hack/control-plane.sh prints its progress on stderr (left visible) and the directory on stdout.
 	assets=$$(bash hack/control-plane.sh); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -count=1 -timeout 20m ./e2e/...
+
+vuln: ## govulncheck on every package, at the release Go, with advisories from the module proxy (hack/vuln.sh).
+	bash hack/vuln.sh
 
 fmt-check: ## Fail, listing them, if any Go file needs gofmt.
 	@files=$$($(GOFMT) -l .); \

@@ -118,8 +118,7 @@ func (p *celProgram) Eval(ctx context.Context, in Input) (out []any, err error) 
 			out, err = nil, &EvalError{Language: CEL, Source: p.src, Err: fmt.Errorf("internal error: %v", r)}
 		}
 	}()
-	// Eval with an activation that watches ctx, rather than ContextEval: see celActivation.
-	val, _, err := p.prg.Eval(newCELActivation(in, p.subject, ctx.Done()))
+	val, _, err := p.prg.ContextEval(ctx, newCELActivation(in, p.subject))
 	if err != nil {
 		return nil, p.failure(ctx, err)
 	}
