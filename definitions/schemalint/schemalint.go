@@ -26,6 +26,10 @@ type Finding struct {
 	Path string `json:"path"`
 	// Message says what the schema has instead.
 	Message string `json:"message"`
+	// Unchecked marks a note rather than a finding: the schema does not describe the fields
+	// under Path (x-kubernetes-preserve-unknown-fields, or an object with no properties), so the
+	// definition's paths below it were not checked. Field is empty: one note per such object.
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // Lint checks every object-side jq expression of k against the CRD version that k's root kind
@@ -49,6 +53,7 @@ func Lint(k *definitions.Karta, crd *apiextensionsv1.CustomResourceDefinition) (
 	}
 	var out []Finding
 	seen := map[string]bool{}
+	unchecked := map[string]bool{}
 	for _, e := range definitions.ObjectExpressions(k) {
 		if e.Expr.JQ == "" {
 			continue // CEL is not checked
@@ -57,7 +62,7 @@ func Lint(k *definitions.Karta, crd *apiextensionsv1.CustomResourceDefinition) (
 		if err != nil {
 			continue // validation reports it
 		}
-		l := &linter{field: e.Field}
+		l := &linter{field: e.Field, unchecked: unchecked}
 		l.query(q, []*node{{schema: schema, path: ""}})
 		for _, f := range l.findings {
 			if key := f.Field + f.Path; !seen[key] {
@@ -65,6 +70,15 @@ func Lint(k *definitions.Karta, crd *apiextensionsv1.CustomResourceDefinition) (
 				out = append(out, f)
 			}
 		}
+	}
+	paths := make([]string, 0, len(unchecked))
+	for p := range unchecked {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		out = append(out, Finding{Path: p, Unchecked: true,
+			Message: "the CRD schema does not describe the fields under it (x-kubernetes-preserve-unknown-fields or no properties): the definition's paths below it were not checked"})
 	}
 	return out, nil
 }
@@ -78,6 +92,8 @@ type node struct {
 type linter struct {
 	field    string
 	findings []Finding
+	// unchecked collects the schema objects a path entered whose fields the schema leaves open.
+	unchecked map[string]bool
 }
 
 var unknown = []*node{nil}
@@ -178,6 +194,9 @@ func (l *linter) index(in []*node, idx *gojq.Index) []*node {
 	if name == "" && idx.Str != nil && len(idx.Str.Queries) == 0 {
 		name = idx.Str.Str
 	}
+	if name == "" && !idx.IsSlice && idx.End == nil {
+		name = literalString(idx.Start) // .spec["replicatedJobs"]
+	}
 	if name == "" {
 		if idx.Start != nil && !idx.IsSlice {
 			return elements(in) // .[0]
@@ -204,10 +223,33 @@ func (l *linter) child(n *node, name string) *node {
 		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 			return &node{schema: s.AdditionalProperties.Schema, path: p}
 		}
+		// metadata is ObjectMeta, which CRD schemas never spell out; its map fields (labels,
+		// annotations) are open by design. Anything else open is worth saying.
+		if at := n.path; at != ".metadata" && !strings.HasPrefix(at, ".metadata.") && !isMap(s) {
+			if at == "" {
+				at = "."
+			}
+			l.unchecked[at] = true
+		}
 		return nil
 	}
 	l.findings = append(l.findings, Finding{Field: l.field, Path: p, Message: missing(n.path, name, s)})
 	return nil
+}
+
+// literalString is q's value when q is a string literal with no interpolation, else "".
+func literalString(q *gojq.Query) string {
+	if q == nil || q.Term == nil || q.Term.Type != gojq.TermTypeString || q.Term.Str == nil ||
+		len(q.Term.Str.Queries) > 0 || len(q.Term.SuffixList) > 0 {
+		return ""
+	}
+	return q.Term.Str.Str
+}
+
+// isMap: the schema is a map whose values it leaves undescribed (labels-like): open by design.
+func isMap(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.AdditionalProperties != nil && s.AdditionalProperties.Allows && len(s.Properties) == 0 &&
+		(s.XPreserveUnknownFields == nil || !*s.XPreserveUnknownFields)
 }
 
 // open: the schema allows fields it does not list.

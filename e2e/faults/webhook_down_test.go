@@ -47,9 +47,17 @@ func TestWebhookUnreachable(t *testing.T) {
 		assert.Equal(t, "true", p.Annotations[kaikeys.SkipPodGrouper], p.Name)
 		assert.Equal(t, p.Labels["e2e.example.com/role"], p.Labels[kaikeys.SubGroupName], p.Name)
 	}
-	m, err := g.Metrics(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, float64(5), m["gangmap_pods_repaired_total"], "each pod counted once as repaired after creation")
+	// The counter moves just after each pod's patch returns, so a pod can be seen grouped a moment
+	// before it is counted: wait for five, then check no pod is counted twice.
+	repairedTotal := func(ctx context.Context) float64 {
+		m, err := g.Metrics(ctx)
+		require.NoError(t, err)
+		return m["gangmap_pods_repaired_total"]
+	}
+	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		return repairedTotal(ctx) >= 5, nil
+	}), "the five pods are counted as repaired")
+	assert.Equal(t, float64(5), repairedTotal(ctx), "each pod counted once as repaired after creation")
 	// Each pod says so with a Warning Event (KAI's pod-grouper may have grouped it meanwhile).
 	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
 		evs, err := cp.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})

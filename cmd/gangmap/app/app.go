@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // Exit codes of every gangmap command.
@@ -59,11 +61,14 @@ func Run(args []string, stdout, stderr io.Writer) int {
 
 // runAs is Run for a program invoked as argv0 (which decides the root's name: see rootUse).
 func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
+	// client-go logs some failures through klog before returning them (discovery's "Unhandled
+	// Error" against an unreachable server): the commands report every error themselves.
+	klog.SetLogger(logr.Discard())
 	root := NewRootCommand(rootUse(argv0))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
@@ -76,7 +81,10 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 	}
 	// Anything else comes from cobra itself: an unknown command or flag, a wrong number of
 	// arguments. It is a usage error.
-	fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", err, root.CommandPath())
+	if cmd == nil {
+		cmd = root
+	}
+	fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 	return ExitUnusable
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,6 +114,46 @@ func TestUsageErrorsExit2(t *testing.T) {
 		assert.Empty(t, r.stdout, name)
 	}
 	assert.Contains(t, gangmap(t, "plna").stderr, "Did you mean this?\n\tplan")
+
+	// The usage hint names the command that refused the input, not the root.
+	for args, hint := range map[string]string{
+		"plan":                     "Run 'gangmap plan --help' for usage.",
+		"validate":                 "Run 'gangmap validate --help' for usage.",
+		"get":                      "Run 'gangmap get --help' for usage.",
+		"plan --bogus":             "Run 'gangmap plan --help' for usage.",
+		"describe a/b c/d e":       "Run 'gangmap describe --help' for usage.",
+		"plna":                     "Run 'gangmap --help' for usage.",
+		"definitions extra":        "Run 'gangmap definitions --help' for usage.",
+		"test --run nomatch --bad": "Run 'gangmap test --help' for usage.",
+	} {
+		r := gangmap(t, strings.Fields(args)...)
+		assert.Equal(t, ExitUnusable, r.code, args)
+		assert.Contains(t, r.stderr, hint, args)
+	}
+}
+
+// A live command with no kubeconfig at all says what to do, not client-go's KUBERNETES_MASTER.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	r := gangmap(t, "get", "jobsets")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Equal(t, "error: no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config\n", r.stderr)
+}
+
+// Against a server that refuses connections, get prints gangmap's own warning and error and
+// nothing of client-go's klog output (discovery's "Unhandled Error" lines).
+func TestUnreachableClusterNoKlogLines(t *testing.T) {
+	kc := t.TempDir() + "/kc.yaml"
+	writeFile(t, kc, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"+
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\ncurrent-context: c\n")
+	r := gangmap(t, "get", "jobsets", "--kubeconfig", kc)
+	assert.Equal(t, ExitProblems, r.code, r.stderr)
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		assert.Regexp(t, `^(warning|error): `, line)
+	}
+	assert.Contains(t, r.stderr, "connection refused")
 }
 
 func readFile(t *testing.T, path string) string {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gangmap/gangmap/definitions"
 )
@@ -25,7 +26,13 @@ var errNoKartaCRD = errors.New("the Karta CRD is not installed")
 // configError is a kubeconfig that does not load: unusable input, not a cluster problem.
 type configError struct{ err error }
 
-func (e *configError) Error() string { return "loading the kubeconfig: " + e.err.Error() }
+func (e *configError) Error() string {
+	if clientcmd.IsEmptyConfig(e.err) {
+		// client-go's own text suggests KUBERNETES_MASTER, which nothing here reads.
+		return "no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config"
+	}
+	return "loading the kubeconfig: " + e.err.Error()
+}
 func (e *configError) Unwrap() error { return e.err }
 
 func isConfigError(err error) bool {

@@ -160,3 +160,8 @@ var kaiNativeTable = sync.OnceValue(native.DefaultTable)
 // nativeInKAI reports whether KAI Scheduler groups gvk with a native plugin (its default release
 // table), in which case gangmap never groups it in a cluster.
 func nativeInKAI(gvk schema.GroupVersionKind) bool { return kaiNativeTable().Has(gvk) }
+
+// nativeNote says that KAI groups gvk natively and what that means for gangmap.
+func nativeNote(gvk schema.GroupVersionKind) string {
+	return fmt.Sprintf("KAI groups %s (%s) natively: in a cluster, gangmap leaves its pods and PodGroups to KAI's plugin", gvk.Kind, gvk.GroupVersion())
+}

@@ -131,7 +131,7 @@ func TestDescribeOfflineSeed(t *testing.T) {
 	kai := v.PodGroups[1]
 	assert.Equal(t, "pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001", kai.Name)
 	assert.Equal(t, "foreign", kai.Verdict)
-	assert.Equal(t, "KAI's default grouper (pg-<name>-<uid>)", kai.Writer)
+	assert.Equal(t, "KAI's JobSet plugin (pg-<name>-<uid>)", kai.Writer, "JobSet is in KAI v0.17's native table")
 	assert.Equal(t, ptr.To[int32](1), kai.Existing.MinMember)
 	assert.Contains(t, kai.Differences, "minMember: planned -, existing 1 (vs gangmap's "+pg+")")
 
@@ -146,7 +146,9 @@ func TestDescribeOfflineSeed(t *testing.T) {
 		"JobSet/train-llm   namespace: team-a   definition: jobset-x-k8s-io-jobset-v1alpha2 (catalog)\n",
 		"Status: running\n",
 		"TOTAL GPUs: 12 (plan); the 4 pods request 12\n",
-		"exists, not gangmap's: KAI's default grouper (pg-<name>-<uid>)",
+		// JobSet is in KAI v0.17's native table: pg-<name>-<uid> is its JobSet plugin's PodGroup.
+		"exists, not gangmap's: KAI's JobSet plugin (pg-<name>-<uid>)",
+		"note: KAI groups JobSet (jobset.x-k8s.io/v1alpha2) natively: in a cluster, gangmap leaves its pods and PodGroups to KAI's plugin\n",
 		"Unclaimed pods (1, no component of the definition claims them):",
 		"`-- train-llm-leader-0-0",
 	} {
@@ -163,10 +165,22 @@ func TestDescribeOfflineWithoutPodsPlansOnly(t *testing.T) {
 	// No status in the manifest: no replicated job has started, the catalog's "initializing".
 	assert.Equal(t, []string{"initializing"}, v.Status)
 	require.Len(t, v.PodGroups, 1)
-	assert.Equal(t, "planned", v.PodGroups[0].Verdict, "offline with no PodGroup documents: nothing to compare")
+	// KAI v0.17 groups JobSet natively: the planned PodGroup is one gangmap would not create.
+	assert.Equal(t, "native", v.PodGroups[0].Verdict)
 	assert.Equal(t, "pg-train-llm-jobset", v.PodGroups[0].Name, "offline the name stands in for the UID")
 	assert.Equal(t, 12.0, v.TotalGPUs)
 	assert.Empty(t, v.UnclaimedPods)
+
+	// Milvus is not native: offline with no PodGroup documents there is nothing to compare.
+	r = gangmap(t, "describe", "-f", "testdata/manifests/milvus-deployment-groups.yaml", "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	doc = describeJSON{}
+	decodeOne(t, r.stdout, &doc)
+	require.Len(t, doc.Workloads, 1)
+	require.NotEmpty(t, doc.Workloads[0].PodGroups)
+	for _, pg := range doc.Workloads[0].PodGroups {
+		assert.Equal(t, "planned", pg.Verdict, pg.Name)
+	}
 }
 
 func TestDescribeUnknownKindExit1(t *testing.T) {
@@ -308,5 +322,6 @@ func TestGetRows(t *testing.T) {
 	// JobSet's own reference (train-llm-workers-1-0's Job is not in the file: not attributed
 	// here, unlike describe -f, which gives such pods to the only workload).
 	assert.Equal(t, "NAME        NAMESPACE   STATUS    READY/TOTAL   GPUS   PODGROUP(S)\n"+
-		"train-llm   team-a      running   2/3           12     pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset,pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001\n", out.String())
+		"train-llm   team-a      running   2/3           12     pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset,pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001\n"+
+		"note: KAI groups JobSet (jobset.x-k8s.io/v1alpha2) natively: in a cluster, gangmap leaves its pods and PodGroups to KAI's plugin\n", out.String())
 }

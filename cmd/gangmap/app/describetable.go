@@ -59,7 +59,7 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 			return err
 		}
 	}
-	if v.Error == "" {
+	if v.Error == "" && v.Definition != nil {
 		fmt.Fprintf(w, "TOTAL GPUs: %s (plan); the %d pods request %s\n", v.TotalGPUs, v.Pods.Total, v.PodGPUs)
 	}
 
@@ -204,6 +204,8 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 			state = "exists, matches the plan"
 		case verdictPlanned:
 			state = "planned"
+		case verdictNative:
+			state = "not created: KAI groups the kind natively"
 		}
 		pods, gpus := "-", "-"
 		if pg.Planned != nil {

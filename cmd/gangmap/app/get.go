@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
@@ -155,17 +156,25 @@ func printGetTable(w io.Writer, doc getDocument, ns string) error {
 	for _, v := range doc.Workloads {
 		status := v.statusText()
 		gpus := v.TotalGPUs.String()
-		if v.Error != "" {
+		switch {
+		case v.Error != "":
 			status, gpus = "<no plan>", "-"
+		case v.NativeInKAI && v.Definition == nil:
+			status, gpus = "<KAI native>", "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	nativeNoted := map[string]bool{}
 	for _, v := range doc.Workloads {
 		if v.Error != "" {
 			fmt.Fprintf(w, "error: %s/%s: %s\n", v.Workload.Kind, v.Workload.Name, indentLines(v.Error, "  "))
+		}
+		if gvk := schema.FromAPIVersionAndKind(v.Workload.APIVersion, v.Workload.Kind); v.NativeInKAI && !nativeNoted[gvk.String()] {
+			nativeNoted[gvk.String()] = true
+			fmt.Fprintf(w, "note: %s\n", nativeNote(gvk))
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -37,8 +38,10 @@ no cluster. Definitions come from the built-in catalog and from --definitions; a
 definition wins over the catalog one for the same kind.
 
 With -o json or -o yaml the output is one document {"plans": [...]}, one entry per workload:
-a plan, or {"workload": ..., "error": "..."} when the workload has no definition or its plan
-failed. Definition problems are printed on stderr as warnings.
+a plan; {"workload": ..., "nativeInKAI": true, "note": "..."} when the workload has no definition
+and KAI groups its kind natively (not a failure); or {"workload": ..., "error": "..."} when the
+workload has no definition or its plan failed. Definition problems are printed on stderr as
+warnings.
 
 Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 unusable input
 (a missing file, invalid YAML, an unknown output format).`,
@@ -106,13 +109,26 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	return exitCode(code)
 }
 
-// supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them.
-var supportingKinds = map[string]bool{
-	"Namespace": true, "ConfigMap": true, "Secret": true, "Service": true, "ServiceAccount": true,
-	"PersistentVolumeClaim": true, "Role": true, "RoleBinding": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "CustomResourceDefinition": true, "Karta": true, "Queue": true,
-	"PriorityClass": true, "NetworkPolicy": true, "LimitRange": true, "ResourceQuota": true,
-	"ClusterTrainingRuntime": true, "TrainingRuntime": true, "LLMInferenceServiceConfig": true,
+// supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them. They
+// are matched on group and kind: a Knative Service (serving.knative.dev) is a workload, a core
+// Service is not.
+var supportingKinds = map[schema.GroupKind]bool{
+	{Kind: "Namespace"}: true, {Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "Service"}: true,
+	{Kind: "ServiceAccount"}: true, {Kind: "PersistentVolumeClaim"}: true, {Kind: "LimitRange"}: true,
+	{Kind: "ResourceQuota"}:                                           true,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                true,
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:         true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:               true,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:               true,
+	{Group: "run.ai", Kind: "Karta"}:                                  true,
+	{Group: "scheduling.run.ai", Kind: "Queue"}:                       true,
+	{Group: "scheduling.run.ai", Kind: "PodGroup"}:                    true,
+	{Group: "trainer.kubeflow.org", Kind: "ClusterTrainingRuntime"}:   true,
+	{Group: "trainer.kubeflow.org", Kind: "TrainingRuntime"}:          true,
+	{Group: "serving.kserve.io", Kind: "LLMInferenceServiceConfig"}:   true,
 }
 
 // workloadsOnly keeps the objects that are workloads: top-level objects (no owner references)
@@ -124,7 +140,7 @@ func workloadsOnly(objs []*unstructured.Unstructured, warn io.Writer) []*unstruc
 		switch {
 		case len(u.GetOwnerReferences()) > 0:
 			fmt.Fprintf(warn, "note: skipping %s: it has an owner, so it is not a top-level workload\n", workloadLabel(u))
-		case u.GetKind() == "Pod" && u.GroupVersionKind().Group == "", u.GetKind() == "PodGroup", supportingKinds[u.GetKind()]:
+		case u.GetKind() == "Pod" && u.GroupVersionKind().Group == "", u.GetKind() == "PodGroup", supportingKinds[u.GroupVersionKind().GroupKind()]:
 			fmt.Fprintf(warn, "note: skipping %s: not a workload\n", workloadLabel(u))
 		default:
 			out = append(out, u)
@@ -145,6 +161,9 @@ type planEntry struct {
 	Workload   gang.WorkloadRef
 	Definition *gang.DefinitionRef
 	Error      string
+	// Native is set, instead of Error, for a workload with no definition whose kind KAI groups
+	// natively: not a failure, since in a cluster KAI's own plugin groups it.
+	Native string
 	// label names the workload for people (see workloadLabel); it is not marshalled.
 	label string
 }
@@ -160,6 +179,13 @@ func (e planEntry) MarshalJSON() ([]byte, error) {
 		}
 		return json.Marshal(e.Plan)
 	}
+	if e.Native != "" {
+		return json.Marshal(struct {
+			Workload    gang.WorkloadRef `json:"workload"`
+			NativeInKAI bool             `json:"nativeInKAI"`
+			Note        string           `json:"note"`
+		}{e.Workload, true, e.Native})
+	}
 	return json.Marshal(struct {
 		Workload   gang.WorkloadRef    `json:"workload"`
 		Definition *gang.DefinitionRef `json:"definition,omitempty"`
@@ -173,6 +199,9 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	label := workloadLabel(u)
 	gvk := u.GroupVersionKind()
 	c := reg.Lookup(gvk)
+	if c == nil && nativeInKAI(gvk) {
+		return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
+	}
 	if c == nil {
 		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s",
 			label, gvk, missingDefinitionHint(reg, definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}))}

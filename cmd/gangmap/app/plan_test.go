@@ -44,8 +44,10 @@ type planDoc struct {
 			GPUsPerPod  float64 `json:"gpusPerPod"`
 			GPUs        float64 `json:"gpus"`
 		} `json:"roles"`
-		TotalGPUs float64 `json:"totalGPUs"`
-		Error     string  `json:"error"`
+		TotalGPUs   float64 `json:"totalGPUs"`
+		Error       string  `json:"error"`
+		NativeInKAI bool    `json:"nativeInKAI"`
+		Note        string  `json:"note"`
 	} `json:"plans"`
 }
 
@@ -402,4 +404,48 @@ func TestPlanSkipsWhatIsNotAWorkload(t *testing.T) {
 	r = gangmap(t, "plan", "-f", dir+"/only.yaml")
 	assert.Equal(t, ExitUnusable, r.code)
 	assert.Contains(t, r.stderr, "no workload objects")
+}
+
+// Supporting kinds are told apart by group as well as kind: a Knative Service
+// (serving.knative.dev/v1, a catalog workload) is planned, a core v1 Service beside it is skipped.
+func TestPlanKnativeServiceIsAWorkload(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/bundle.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n---\n"+
+		readFile(t, "testdata/manifests/knativeservice-multicontainer-sidecar.yaml"))
+	doc, r := planJSON(t, ExitOK, "-f", dir+"/bundle.yaml")
+	require.Len(t, doc.Plans, 1, r.stderr)
+	p := doc.Plans[0]
+	assert.Equal(t, "serving.knative.dev/v1", p.Workload.APIVersion)
+	assert.Equal(t, "multi-container-test", p.Workload.Name)
+	assert.Equal(t, "serving-knative-dev-service-v1", p.Definition.Name)
+	assert.Empty(t, p.Error)
+	assert.NotEmpty(t, p.PodGroups, "the Knative Service is planned")
+	assert.Contains(t, r.stderr, "note: skipping Service/web: not a workload")
+	assert.NotContains(t, r.stderr, "multi-container-test")
+}
+
+// A workload of a kind KAI groups natively (KAI v0.17's table: apps/v1 Deployment, batch/v1 Job,
+// kubeflow.org/v1 MPIJob, ...) with no definition is not a failure: KAI's own plugin groups it,
+// and a definition would be ignored in a cluster, so plan says so and exits 0.
+func TestPlanNativeKindWithoutDefinition(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n"+
+		"spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"+
+		"    spec: {containers: [{name: c, image: x}]}\n")
+	doc, _ := planJSON(t, ExitOK, "-f", dir+"/deploy.yaml")
+	require.Len(t, doc.Plans, 1)
+	p := doc.Plans[0]
+	assert.True(t, p.NativeInKAI)
+	assert.Empty(t, p.Error)
+	assert.Equal(t, "KAI groups Deployment (apps/v1) natively: in a cluster, gangmap leaves its pods and PodGroups to KAI's plugin; gangmap has no definition for it, so no plan", p.Note)
+
+	table := gangmap(t, "plan", "-f", dir+"/deploy.yaml")
+	require.Equal(t, ExitOK, table.code, table.stderr)
+	assert.Equal(t, "Deployment/web (namespace default)\n  "+p.Note+"\n", table.stdout)
+
+	// A kind that is neither defined nor native stays a failure (exit 1) with the hint.
+	writeFile(t, dir+"/foo.yaml", "apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: f}\n")
+	doc, _ = planJSON(t, ExitProblems, "-f", dir+"/foo.yaml")
+	assert.False(t, doc.Plans[0].NativeInKAI)
+	assert.Contains(t, doc.Plans[0].Error, "no usable Workload Map definition")
 }

@@ -23,6 +23,10 @@ func printPlanTables(w io.Writer, doc planDocument) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		if e.Plan == nil && e.Native != "" {
+			fmt.Fprintf(w, "%s\n  %s\n", e.label, e.Native)
+			continue
+		}
 		if e.Plan == nil {
 			// The message names the workload.
 			fmt.Fprintf(w, "error: %s\n", indentLines(e.Error, "  "))

@@ -121,7 +121,11 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) 
 		}
 		cases = append(cases, found...)
 	}
+	if len(cases) == 0 {
+		return fail(ExitUnusable, "no test case (a directory with %s and %s) in %s", testManifestFile, testExpectFile, strings.Join(dirs, ", "))
+	}
 	if filter != nil {
+		all := len(cases)
 		kept := cases[:0]
 		for _, c := range cases {
 			if filter.MatchString(c.name) {
@@ -129,9 +133,9 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) 
 			}
 		}
 		cases = kept
-	}
-	if len(cases) == 0 {
-		return fail(ExitUnusable, "no test case (a directory with %s and %s) in %s", testManifestFile, testExpectFile, strings.Join(dirs, ", "))
+		if len(cases) == 0 {
+			return fail(ExitUnusable, "--run %q matches none of the %d test cases in %s", o.filter, all, strings.Join(dirs, ", "))
+		}
 	}
 	shared, err := newOfflineRegistry(o.definitions)
 	if err != nil {

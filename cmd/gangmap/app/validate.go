@@ -21,7 +21,6 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/definitions/schemalint"
-	"github.com/gangmap/gangmap/manifest"
 )
 
 // validateOptions are the flags of "gangmap validate".
@@ -115,6 +114,10 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		if st, err := os.Stat(arg); err == nil && st.IsDir() {
 			if expanded, err = definitions.DefinitionFiles(arg); err != nil {
 				return fail(ExitUnusable, "%v", err)
+			}
+			if len(expanded) == 0 {
+				// A wrong directory must not pass a CI check by having nothing to check.
+				return fail(ExitUnusable, "no definition files (*.yaml, *.yml, *.json) in directory %s", arg)
 			}
 		}
 		for _, f := range expanded {
@@ -250,18 +253,22 @@ func lintAgainstCRDs(k *definitions.Karta, crds []*apiextensionsv1.CustomResourc
 		for _, f := range findings {
 			out = append(out, fieldMessage{Field: f.Field, Message: f.Path + ": " + f.Message})
 		}
+		// Unchecked notes come last (Lint orders them so): a reader sees the findings first.
 		return out
 	}
 	return []fieldMessage{{Message: fmt.Sprintf("no --crd given for %s: its paths were not checked against a schema", root)}}
 }
 
-// loadCRDs reads CustomResourceDefinitions from YAML files.
+// loadCRDs reads CustomResourceDefinitions from YAML files and directories of them.
 func loadCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, p := range paths {
-		objs, err := manifest.ReadFile(p)
+		objs, err := readManifests([]string{p}) // a file, a directory of them, or -
 		if err != nil {
-			return nil, fmt.Errorf("--crd: %w", err)
+			return nil, fmt.Errorf("--crd %s: %w", p, err)
+		}
+		if len(objs) == 0 {
+			return nil, fmt.Errorf("--crd %s: no CustomResourceDefinition in it", p)
 		}
 		for _, u := range objs {
 			if u.GetKind() != "CustomResourceDefinition" {

@@ -143,11 +143,17 @@ func TestValidateAgainstCRDSchema(t *testing.T) {
 	crd := "testdata/definitions/jobset-crd.yaml"
 	doc := validateJSON(t, ExitOK, "--crd", crd, "../../../definitions/catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
 	require.Len(t, doc.Results, 1)
-	assert.Empty(t, doc.Results[0].Warnings, "the catalog JobSet reads only fields the schema has")
+	// The catalog JobSet reads only fields the schema has; the schema leaves the items of
+	// status.conditions open, which the status matchers read, and a note says so.
+	const conditionsNote = ".status.conditions[]: the CRD schema does not describe the fields under it"
+	require.Len(t, doc.Results[0].Warnings, 1)
+	assert.Empty(t, doc.Results[0].Warnings[0].Field)
+	assert.Contains(t, doc.Results[0].Warnings[0].Message, conditionsNote)
 
 	doc = validateJSON(t, ExitOK, "--crd", crd, "testdata/definitions/jobset-typo.yaml")
 	require.Len(t, doc.Results, 1)
-	require.Len(t, doc.Results[0].Warnings, 1)
+	require.Len(t, doc.Results[0].Warnings, 2, "the finding, then the note")
+	assert.Contains(t, doc.Results[0].Warnings[1].Message, conditionsNote)
 	w := doc.Results[0].Warnings[0]
 	assert.Equal(t, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath", w.Field)
 	assert.Contains(t, w.Message, `.spec.replicatedJob: the CRD schema has no field "replicatedJob" under .spec`)
@@ -155,6 +161,21 @@ func TestValidateAgainstCRDSchema(t *testing.T) {
 
 	r := gangmap(t, "validate", "--crd", "testdata/definitions/bad-jq.yaml", crd)
 	assert.Equal(t, ExitUnusable, r.code, "a --crd file that is not a CRD is unusable input")
+
+	// --crd takes a directory. e2e's trimmed JobSet CRD leaves spec open
+	// (x-kubernetes-preserve-unknown-fields): the typo cannot be found, and a note says that
+	// nothing under .spec was checked rather than passing in silence.
+	doc = validateJSON(t, ExitOK, "--crd", "../../../e2e/testdata/crds/", "testdata/definitions/jobset-typo.yaml")
+	require.Len(t, doc.Results, 1)
+	var msgs []string
+	for _, w := range doc.Results[0].Warnings {
+		msgs = append(msgs, w.Message)
+	}
+	require.NotEmpty(t, msgs)
+	assert.True(t, strings.HasPrefix(msgs[0], ".spec: the CRD schema does not describe the fields under it"), "%q", msgs)
+	for _, m := range msgs {
+		assert.NotContains(t, m, "never resolves")
+	}
 }
 
 // Two valid definitions for one kind among the files given conflict: loaded together (one
@@ -180,4 +201,12 @@ func TestValidateConflictsAndDirectories(t *testing.T) {
 	doc = validateJSON(t, ExitProblems, "--strict", "--crd", "testdata/definitions/jobset-crd.yaml", "testdata/definitions/jobset-typo.yaml")
 	require.Len(t, doc.Results[0].Errors, 1)
 	assert.Contains(t, doc.Results[0].Errors[0].Message, "never resolves")
+}
+
+// A directory with no definition file is refused (exit 2): a wrong path in CI must not pass.
+func TestValidateEmptyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	r := gangmap(t, "validate", dir)
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Equal(t, "error: no definition files (*.yaml, *.yml, *.json) in directory "+dir+"\n", r.stderr)
 }

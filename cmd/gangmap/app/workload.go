@@ -46,6 +46,10 @@ type workloadView struct {
 	Notes []string `json:"notes,omitempty"`
 	// Error says why the workload could not be planned.
 	Error string `json:"error,omitempty"`
+	// NativeInKAI says KAI groups the workload's kind with a plugin of its own (KAI's default
+	// native table, podgrouper/native): in a cluster gangmap creates no PodGroup for it and
+	// labels none of its pods, whatever definitions say.
+	NativeInKAI bool `json:"nativeInKAI,omitempty"`
 
 	plan     *gang.Plan
 	compiled *definitions.Compiled
@@ -139,6 +143,9 @@ const (
 	verdictMissing = "missing"
 	verdictForeign = "foreign"
 	verdictPlanned = "planned"
+	// verdictNative: planned from a definition, but KAI groups the kind natively, so gangmap
+	// creates none.
+	verdictNative = "native"
 )
 
 // maxOwnerDepth bounds the owner walk from a pod to its workload (LWS workers are 4 levels
@@ -250,7 +257,17 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	}
 	defer func() { v.PodGroups = comparePodGroups(v, obj, existing, live) }()
 
-	c := reg.Lookup(obj.GroupVersionKind())
+	gvk := obj.GroupVersionKind()
+	v.NativeInKAI = nativeInKAI(gvk)
+	c := reg.Lookup(gvk)
+	if c == nil && v.NativeInKAI {
+		v.Notes = append(v.Notes, nativeNote(gvk))
+		v.Unclaimed = append(v.Unclaimed, reasons(views, "KAI's "+gvk.Kind+" plugin groups it")...)
+		return v
+	}
+	if v.NativeInKAI {
+		v.Notes = append(v.Notes, nativeNote(gvk))
+	}
 	if c == nil {
 		v.Error = fmt.Sprintf("no usable Workload Map definition for kind %s%s", obj.GroupVersionKind(),
 			missingDefinitionHint(reg, definitions.GroupVersionKind{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version, Kind: obj.GetKind()}))
@@ -456,6 +473,8 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 				pv.Verdict = verdictDiffers
 			}
 			delete(owned, pg.Name)
+		case v.NativeInKAI:
+			pv.Verdict = verdictNative
 		case live || len(existing) > 0:
 			pv.Verdict = verdictMissing
 		default:
@@ -471,6 +490,9 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 		pv := &podGroupView{Name: name, Existing: existingShape(ex), Verdict: verdictForeign}
 		if name == fmt.Sprintf("pg-%s-%s", obj.GetName(), obj.GetUID()) {
 			pv.Writer = "KAI's default grouper (pg-<name>-<uid>)"
+			if v.NativeInKAI {
+				pv.Writer = "KAI's " + obj.GetKind() + " plugin (pg-<name>-<uid>)"
+			}
 		} else if ex.Annotations[kaikeys.Definition] != "" {
 			pv.Writer = "gangmap (" + ex.Annotations[kaikeys.Definition] + "), for an older plan"
 		}
@@ -574,6 +596,8 @@ func (v *workloadView) podGroupNames() string {
 	switch {
 	case len(have) > 0:
 		return strings.Join(have, ",")
+	case len(planned) > 0 && v.NativeInKAI:
+		return "- (KAI native)"
 	case len(planned) > 0:
 		return strings.Join(planned, ",") + " (planned)"
 	}
