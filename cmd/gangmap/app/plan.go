@@ -199,12 +199,13 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	label := workloadLabel(u)
 	gvk := u.GroupVersionKind()
 	c := reg.Lookup(gvk)
-	if c == nil && nativeInKAI(gvk) {
-		return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
-	}
 	if c == nil {
-		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s",
-			label, gvk, missingDefinitionHint(reg, definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}))}
+		hint := missingDefinitionHint(reg, definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
+		if nativeInKAI(gvk) && hint == noDefinitionHint {
+			return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
+		}
+		// A definition was given but cannot be used: that is a failure, native kind or not.
+		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s", label, gvk, hint)}
 	}
 	def := &gang.DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)}
 	p, err := gang.Build(ctx, c, u)
@@ -213,6 +214,9 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	}
 	return planEntry{Plan: p, label: label}
 }
+
+// noDefinitionHint is missingDefinitionHint's answer when no source has a definition of the kind.
+const noDefinitionHint = "; add one with --definitions"
 
 // missingDefinitionHint says why a kind has no definition when the registry knows more: the
 // kind's definitions are invalid, in conflict, or blocked by a conflict at a source of higher
@@ -234,7 +238,7 @@ func missingDefinitionHint(reg *definitions.Registry, want definitions.GroupVers
 		hints = append(hints, fmt.Sprintf("definitions exist for version %s only (a definition covers exactly one version)", strings.Join(versions, ", ")))
 	}
 	if len(hints) == 0 {
-		return "; add one with --definitions"
+		return noDefinitionHint
 	}
 	return ": " + strings.Join(hints, "; ")
 }

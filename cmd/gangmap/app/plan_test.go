@@ -382,7 +382,8 @@ func TestPlanWorkloadWithoutRoles(t *testing.T) {
 
 	table := gangmap(t, "plan", "-f", path)
 	assert.True(t, strings.HasPrefix(table.stdout, "JobSet/empty-*   definition: jobset-x-k8s-io-jobset-v1alpha2 (catalog)\n"), table.stdout)
-	assert.Contains(t, table.stdout, "  (none: no role has pods)\n")
+	assert.Contains(t, table.stdout, "  (none: no role has pods)\n  A path of the definition resolved to nothing (see the notes)")
+	assert.Contains(t, table.stdout, "gangmap validate --crd")
 	assert.Contains(t, table.stdout, "TOTAL GPUs: 0\n")
 }
 
@@ -448,4 +449,19 @@ func TestPlanNativeKindWithoutDefinition(t *testing.T) {
 	doc, _ = planJSON(t, ExitProblems, "-f", dir+"/foo.yaml")
 	assert.False(t, doc.Plans[0].NativeInKAI)
 	assert.Contains(t, doc.Plans[0].Error, "no usable Workload Map definition")
+}
+
+// Two --definitions files for one kind conflict: the warning is said once (not once per
+// definition), and the workload of that kind fails to plan even though KAI groups JobSet
+// natively: a definition was given and cannot be used, which the user must hear about.
+func TestPlanConflictSaidOnceAndNotHiddenByNative(t *testing.T) {
+	dir := t.TempDir()
+	def := readFile(t, "../../../definitions/catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
+	writeFile(t, dir+"/a.yaml", def)
+	writeFile(t, dir+"/b.yaml", def)
+	doc, r := planJSON(t, ExitProblems, "-f", seed, "--definitions", dir)
+	require.Len(t, doc.Plans, 1)
+	assert.False(t, doc.Plans[0].NativeInKAI)
+	assert.Contains(t, doc.Plans[0].Error, "has problems (see the warnings)")
+	assert.Equal(t, 1, strings.Count(r.stderr, "file definitions for jobset.x-k8s.io/v1alpha2"), r.stderr)
 }

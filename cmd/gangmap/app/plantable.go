@@ -56,6 +56,11 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 	}
 	if len(p.PodGroups) == 0 {
 		fmt.Fprintln(w, "  (none: no role has pods)")
+		if len(p.Misses) > 0 {
+			// An empty workload and a misspelt path look the same here; the CRD schema tells them apart.
+			fmt.Fprintln(w, "  A path of the definition resolved to nothing (see the notes): if the workload is not empty,")
+			fmt.Fprintln(w, "  the path may be misspelt; `gangmap validate --crd <the kind's CRD> <definition>` checks it.")
+		}
 	}
 	fmt.Fprintln(w)
 

@@ -47,11 +47,16 @@ func newOfflineRegistry(paths []string) (*definitions.Registry, error) {
 // warnProblems prints every definition problem of reg on w as a warning, one per problem;
 // multi-line messages keep their indentation.
 func warnProblems(w io.Writer, reg *definitions.Registry) {
+	said := map[string]bool{}
 	for _, p := range reg.Problems() {
 		msg := p.Message
 		if !strings.HasPrefix(msg, "definition ") && p.Reason != "Conflict" {
 			msg = fmt.Sprintf("definition %q (%s): %s", p.Definition, p.Origin, msg)
 		}
+		if said[msg] {
+			continue // a conflict is a problem of each definition in it, said once
+		}
+		said[msg] = true
 		fmt.Fprintf(w, "warning: %s\n", msg)
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -334,12 +335,33 @@ func checkMisses(v *workloadView, allowed []string) []string {
 	return out
 }
 
+// yamlDiff is a unified diff of want and got written as YAML (the language of expect.yaml), or ""
+// when they are equal.
+func yamlDiff(want, got any) string {
+	w, werr := yaml.Marshal(want)
+	g, gerr := yaml.Marshal(got)
+	if werr != nil || gerr != nil {
+		return fmt.Sprintf("  want %v\n  got  %v\n", want, got)
+	}
+	if bytes.Equal(w, g) {
+		return ""
+	}
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(strings.TrimSuffix(string(w), "\n")), B: difflib.SplitLines(strings.TrimSuffix(string(g), "\n")),
+		FromFile: "want", ToFile: "got", Context: 3,
+	})
+	if err != nil {
+		return fmt.Sprintf("  want %s\n  got  %s\n", w, g)
+	}
+	return "  " + indentLines(strings.TrimRight(d, "\n"), "  ")
+}
+
 // comparePlan compares what expect.yaml gives with the workload's view; one failure per
 // mismatching key, each with a cmp diff.
 func comparePlan(v *workloadView, want *testExpect) []string {
 	var out []string
 	diff := func(what string, w, g any) {
-		if d := cmp.Diff(w, g); d != "" {
+		if d := yamlDiff(w, g); d != "" {
 			out = append(out, fmt.Sprintf("%s (-want +got):\n%s", what, d))
 		}
 	}

@@ -32,7 +32,7 @@ func TestBrokenDefinitionFailsNamingThePath(t *testing.T) {
 	assert.Contains(t, r.stdout, "path resolved to nothing on the workload: spec.structureDefinition.childComponents[0].instanceIdPath (.spec.replicatedJob[]?.name)")
 	// The expected gang is gone: the diff shows it.
 	assert.Contains(t, r.stdout, "podGroups (-want +got):")
-	assert.Contains(t, r.stdout, `Name:        &"pg-train-llm-jobset",`)
+	assert.Contains(t, r.stdout, "      -  name: pg-train-llm-jobset\n", "the diff is YAML, as expect.yaml is")
 	assert.Contains(t, r.stdout, "--- FAIL: misspelt-strict\n")
 	assert.Contains(t, r.stdout, `spec.structureDefinition.childComponents[0].instanceIdPath: jq expression ".spec.replicatedJob[].name"`)
 	assert.Contains(t, r.stdout, "FAIL\t2 of 2 cases failed\n")
