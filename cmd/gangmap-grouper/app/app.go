@@ -2,10 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"path/filepath"
+	goruntime "runtime"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,21 +54,90 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// RestConfig loads --kubeconfig, else the in-cluster config, else $KUBECONFIG, and applies the
-// QPS and burst flags.
+// RestConfig finds the cluster as controller-runtime's config.GetConfig does, then applies --qps
+// and --burst: --kubeconfig; else $KUBECONFIG (one or more files, merged); else the in-cluster
+// config; else ~/.kube/config. Unlike config.GetConfig it logs nothing (no error log with a stack
+// trace when the in-cluster config is missing) and says in one line what it tried when it finds
+// nothing.
 func (o *Options) RestConfig() (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := o.loadRestConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	return cfg, nil
+}
+
+// inClusterConfig is rest.InClusterConfig; tests replace it.
+var inClusterConfig = rest.InClusterConfig
+
+func (o *Options) loadRestConfig() (*rest.Config, error) {
+	if o.Kubeconfig != "" {
+		cfg, err := kubeconfigFiles(&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig})
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		// As config.GetConfig: with $KUBECONFIG set, the in-cluster config is not tried.
+		cfg, err := kubeconfigFiles(&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)})
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("$KUBECONFIG (%s): no configuration there (missing or empty files)", env)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("$KUBECONFIG (%s): %w", env, err)
+		}
+		return cfg, nil
+	}
+	cfg, inClusterErr := inClusterConfig()
+	if inClusterErr == nil {
+		return cfg, nil
+	}
+	home, err := homeKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err = kubeconfigFiles(&clientcmd.ClientConfigLoadingRules{Precedence: []string{home}})
+	switch {
+	case err == nil:
+		return cfg, nil
+	case !clientcmd.IsEmptyConfig(err):
+		return nil, fmt.Errorf("%s: %w", home, err)
+	case !errors.Is(inClusterErr, rest.ErrNotInCluster):
+		// In a pod, but its service account credentials are unusable: say so rather than
+		// blame the missing ~/.kube/config.
+		return nil, fmt.Errorf("in-cluster config: %w", inClusterErr)
+	}
+	state := "does not exist"
+	if fileExists(home) {
+		state = "holds no configuration"
+	}
+	return nil, fmt.Errorf("no Kubernetes configuration: not running in a cluster, and neither --kubeconfig nor $KUBECONFIG is set and %s %s", home, state)
+}
+
+// kubeconfigFiles loads a client configuration from kubeconfig files, without prompting.
+func kubeconfigFiles(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+// homeKubeconfig is ~/.kube/config, with $HOME read now (client-go reads it once at start) and,
+// as config.GetConfig does, the user's home directory when $HOME is unset.
+func homeKubeconfig() (string, error) {
+	home, ok := os.LookupEnv("HOME")
+	if !ok {
+		u, err := user.Current()
+		if err != nil {
+			return "", fmt.Errorf("no Kubernetes configuration: $HOME is unset and the current user is unknown: %w", err)
+		}
+		home = u.HomeDir
+	}
+	return filepath.Join(home, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName), nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // New builds the manager with the pod controller, the admission webhook (unless --webhook-port
@@ -235,18 +309,56 @@ func (o *Options) webhookSelectors() (ns, obj labels.Selector, err error) {
 	return ns, obj, nil
 }
 
-// Run builds the manager and runs it until ctx ends.
+// Run builds the manager and runs it until ctx ends. It expects options that passed Validate.
 func Run(ctx context.Context, o *Options) error {
 	ctrl.SetLogger(zapLogger(o))
 	cfg, err := o.RestConfig()
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
+	logStart(ctrl.Log.WithName("setup"), o, cfg)
 	mgr, _, err := New(o, cfg)
 	if err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// logStart logs, once, the version and the options that decide what the grouper does.
+func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
+	webhookMode := "off"
+	switch {
+	case o.WebhookPort == 0:
+	case o.WebhookSelfSigned:
+		webhookMode = "self-signed"
+	default:
+		webhookMode = "cert-dir"
+	}
+	kv := []any{"version", version(), "go", goruntime.Version(), "apiServer", cfg.Host,
+		"schedulerName", o.SchedulerName, "kaiVersion", o.KAIVersion,
+		"nativeKindsAdd", nonNil(o.NativeKindsAdd), "nativeKindsRemove", nonNil(o.NativeKindsRemove),
+		"definitions", nonNil(o.DefinitionPaths), "clusterDefinitions", o.ClusterDefinitions, "strictDefinitions", o.StrictDefinitions,
+		"dryRun", o.DryRun, "webhook", webhookMode}
+	if o.WebhookPort != 0 {
+		kv = append(kv, "webhookPort", o.WebhookPort, "webhookCertDir", o.WebhookCertDir)
+		if o.WebhookSelfSigned {
+			kv = append(kv, "webhookSecret", o.WebhookNamespace+"/"+o.WebhookSecret)
+		}
+	}
+	kv = append(kv, "leaderElect", o.LeaderElect)
+	if o.LeaderElect {
+		kv = append(kv, "leaderElectionID", o.LeaderElectionID, "leaderElectionNamespace", o.LeaderElectionNamespace)
+	}
+	kv = append(kv, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "qps", o.QPS, "burst", o.Burst)
+	log.Info("Starting gangmap-grouper", kv...)
+}
+
+// nonNil makes an unset list log as [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // ownerCacheTTL is how long an owner read during the owner walk is reused: the pods of one Job

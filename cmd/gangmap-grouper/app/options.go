@@ -5,6 +5,8 @@ package app
 import (
 	"flag"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -95,43 +97,67 @@ func DefaultOptions() *Options {
 	}
 }
 
-// AddFlags registers every option on fs.
+// AddFlags registers every option on fs. Every flag's help ends with its default: pflag adds
+// "(default X)" for non-zero defaults, and the help text says it for the others.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "Group only pods whose spec.schedulerName is this (KAI's scheduler name).")
-	fs.StringVar(&o.KAIVersion, "kai-version", o.KAIVersion, "KAI release whose native-plugin table decides which kinds KAI groups itself (native wins).")
-	fs.StringSliceVar(&o.NativeKindsAdd, "native-kinds-add", nil, "Extra kinds KAI groups natively, as group/version/Kind (core for the core group, * for any version).")
-	fs.StringSliceVar(&o.NativeKindsRemove, "native-kinds-remove", nil, "Kinds to drop from the native table (e.g. jobset.x-k8s.io/v1alpha2/JobSet on a KAI without the JobSet plugin).")
-	fs.StringSliceVar(&o.DefinitionPaths, "definitions", nil, "Definition files or directories (e.g. a mounted ConfigMap), polled for changes.")
-	fs.DurationVar(&o.DefinitionsPoll, "definitions-poll", o.DefinitionsPoll, "How often definition files are checked for changes.")
+	fs.StringVar(&o.KAIVersion, "kai-version", o.KAIVersion, "KAI release whose native-plugin table decides which kinds KAI groups itself (native wins); known: "+strings.Join(knownReleases(), ", ")+".")
+	fs.StringSliceVar(&o.NativeKindsAdd, "native-kinds-add", nil, "Extra kinds KAI groups natively, as group/version/Kind (core for the core group, * for any version). (default none)")
+	fs.StringSliceVar(&o.NativeKindsRemove, "native-kinds-remove", nil, "Kinds to drop from the native table, as group/version/Kind (e.g. jobset.x-k8s.io/v1alpha2/JobSet on a KAI without the JobSet plugin; g/*/K drops every version). A kind that is not in the table (--kai-version's, plus --native-kinds-add) is refused at start with the list of what the table has. (default none)")
+	fs.StringSliceVar(&o.DefinitionPaths, "definitions", nil, "Definition files or directories (e.g. a mounted ConfigMap), polled for changes; each must exist at start. (default none: cluster Kartas and the built-in catalog only)")
+	fs.DurationVar(&o.DefinitionsPoll, "definitions-poll", o.DefinitionsPoll, "How often definition files are checked for changes; must be positive.")
 	fs.BoolVar(&o.ClusterDefinitions, "cluster-definitions", o.ClusterDefinitions, "Watch Karta (run.ai/v1alpha1) objects in the cluster; they win over files and the built-in catalog.")
-	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definition files with unknown fields instead of warning.")
+	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definition files with unknown fields instead of warning. (default false)")
 	fs.StringVar(&o.QueueLabelKey, "queue-label-key", o.QueueLabelKey, "Label on the workload or pod naming the KAI queue (KAI's --queue-label-key).")
 	fs.StringVar(&o.NodePoolLabelKey, "nodepool-label-key", o.NodePoolLabelKey, "Pod label naming the node pool (KAI's --nodepool-label-key).")
-	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing.")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Pods grouped in parallel.")
-	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client queries per second to the API server.")
-	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst to the API server.")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Prometheus metrics address; 0 disables.")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health (/healthz) and readiness (/readyz) probe address; 0 disables.")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica writes.")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing. (default false)")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Pods grouped in parallel; at least 1.")
+	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client queries per second to the API server; a negative value turns client-side rate limiting off (the API server's priority and fairness still applies); 0 is refused (client-go would silently use 5).")
+	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst to the API server; at least 1 while --qps is positive.")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Prometheus metrics address (host:port); 0 disables.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health (/healthz) and readiness (/readyz) probe address (host:port); 0 disables.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica writes. (default false)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's namespace).")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file (default: in-cluster config, then $KUBECONFIG).")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease. (default: the pod's namespace, read in-cluster; required out of a cluster with --leader-elect)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; used before anything else. (default none: as controller-runtime's config.GetConfig, the cluster then comes from $KUBECONFIG if set, its files merged and the in-cluster config not tried; else the in-cluster config; else ~/.kube/config)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port of the mutating admission webhook on Pod CREATE (TLS); 0 disables the webhook (the controller then labels pods after creation, racing KAI's pod-grouper).")
-	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on (empty: all).")
-	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook's tls.crt and tls.key (cert-manager or a mounted Secret), reloaded when they change.")
-	fs.StringVar(&o.WebhookNamespaceSelector, "webhook-namespace-selector", o.WebhookNamespaceSelector, "Label selector on namespaces whose pods the webhook mutates (empty: all); mirror it in the MutatingWebhookConfiguration's namespaceSelector.")
-	fs.StringVar(&o.WebhookObjectSelector, "webhook-object-selector", o.WebhookObjectSelector, "Label selector on pods the webhook mutates (empty: all); mirror it in the MutatingWebhookConfiguration's objectSelector.")
-	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "Longest time one admission decision may take; past it the pod is admitted unchanged and the controller groups it. Keep it below the configuration's timeoutSeconds.")
-	fs.BoolVar(&o.WebhookSelfSigned, "webhook-self-signed", o.WebhookSelfSigned, "Issue and renew the webhook certificate in-process (CA and serving certificate in --webhook-secret, shared by replicas), write it into --webhook-cert-dir and set the CA as caBundle of --webhook-configuration-name. Off: cert-manager or a mounted Secret provides the certificate.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the webhook server listens on. (default: empty, all addresses)")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Directory with the webhook's tls.crt and tls.key (cert-manager or a mounted Secret), reloaded when they change; without --webhook-self-signed they must be there at start.")
+	fs.StringVar(&o.WebhookNamespaceSelector, "webhook-namespace-selector", o.WebhookNamespaceSelector, "Label selector on namespaces whose pods the webhook mutates; mirror it in the MutatingWebhookConfiguration's namespaceSelector. (default: empty, all namespaces)")
+	fs.StringVar(&o.WebhookObjectSelector, "webhook-object-selector", o.WebhookObjectSelector, "Label selector on pods the webhook mutates; mirror it in the MutatingWebhookConfiguration's objectSelector. (default: empty, all pods)")
+	fs.DurationVar(&o.WebhookTimeout, "webhook-timeout", o.WebhookTimeout, "Longest time one admission decision may take, above 0 and at most 30s; past it the pod is admitted unchanged and the controller groups it. Keep it below the configuration's timeoutSeconds.")
+	fs.BoolVar(&o.WebhookSelfSigned, "webhook-self-signed", o.WebhookSelfSigned, "Issue and renew the webhook certificate in-process (CA and serving certificate in --webhook-secret, shared by replicas), write it into --webhook-cert-dir and set the CA as caBundle of --webhook-configuration-name. Off: cert-manager or a mounted Secret provides the certificate. (default false)")
 	fs.StringVar(&o.WebhookConfigName, "webhook-configuration-name", o.WebhookConfigName, "MutatingWebhookConfiguration whose caBundle --webhook-self-signed keeps.")
 	fs.StringVar(&o.WebhookSecret, "webhook-secret", o.WebhookSecret, "Secret (in --webhook-namespace) holding the self-signed CA and serving certificate.")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in front of the webhook; the self-signed certificate is issued for its DNS names.")
 	fs.StringVar(&o.WebhookNamespace, "webhook-namespace", o.WebhookNamespace, "Namespace of the webhook Service and certificate Secret.")
-	fs.StringSliceVar(&o.WebhookCertDNSNames, "webhook-cert-dns-names", o.WebhookCertDNSNames, "DNS names of the self-signed serving certificate (default: the Service's <svc>, <svc>.<ns>, <svc>.<ns>.svc, <svc>.<ns>.svc.cluster.local).")
+	fs.StringSliceVar(&o.WebhookCertDNSNames, "webhook-cert-dns-names", o.WebhookCertDNSNames, "DNS names of the self-signed serving certificate. (default: the Service's <svc>, <svc>.<ns>, <svc>.<ns>.svc, <svc>.<ns>.svc.cluster.local)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	fs.AddGoFlagSet(zfs)
+	// controller-runtime's own help for these shows no defaults (and says epoch for the time
+	// encoding, while zap.Options uses RFC 3339): say what they are.
+	for name, usage := range map[string]string{
+		"zap-devel":            "Development logging: console encoder, debug level, stack traces from warn. (default false: JSON encoder, info level, stack traces from error)",
+		"zap-encoder":          "Log encoding: json or console. (default json; console with --zap-devel)",
+		"zap-log-level":        "Log verbosity: debug, info, error, panic, or an integer above 0 for more detail. (default info; debug with --zap-devel)",
+		"zap-stacktrace-level": "Level from which log entries carry a stack trace: info, error or panic. (default error; warn with --zap-devel)",
+		"zap-time-encoding":    "Log time format: epoch, millis, nano, iso8601, rfc3339 or rfc3339nano. (default rfc3339)",
+	} {
+		if f := fs.Lookup(name); f != nil {
+			f.Usage = usage
+		}
+	}
+}
+
+// knownReleases are the --kai-version values native knows, sorted.
+func knownReleases() []string {
+	out := make([]string, 0, len(native.Releases))
+	for r := range native.Releases {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // webhookDNSNames are the self-signed serving certificate's names.
