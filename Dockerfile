@@ -19,7 +19,7 @@ ARG VERSION=
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} GOFLAGS=-buildvcs=false \
     go build -trimpath \
-      -ldflags "-s -w -X github.com/gangmap/gangmap/cmd/gangmap/app.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/gangmap/gangmap/cmd/gangmap/app.Version=${VERSION} -X github.com/gangmap/gangmap/cmd/gangmap-grouper/app.Version=${VERSION}" \
       -o /out/ ./cmd/gangmap-grouper ./cmd/gangmap
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -68,6 +68,11 @@ func (c *Cluster) Start(ctx context.Context) error {
 		return nil
 	}
 	log.Info("Watching Karta definitions in the cluster")
+	// The initial list queued a change before the cache synced: this first sync covers it.
+	select {
+	case <-changed:
+	default:
+	}
 	c.sync(ctx, inf.GetStore())
 	for {
 		select {
