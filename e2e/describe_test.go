@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,7 +49,8 @@ type describeOut struct {
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := gangmapcli.Run(append(args, "--kubeconfig", cp.Kubeconfig), &out, &errOut)
+	args = append(args, "--kubeconfig", cp.Kubeconfig, "--native-kinds-remove", strings.Join(nativeKindsRemoved, ","))
+	code := gangmapcli.Run(args, &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 

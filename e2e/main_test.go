@@ -25,6 +25,10 @@ var cp *framework.ControlPlane
 // calls for pods in every namespace not labelled webhookLabel=disabled.
 var grouper *framework.Grouper
 
+// nativeKindsRemoved are taken out of KAI's native table for this cluster (as on a KAI without
+// those plugins), so that the grouper groups the seed JobSet and the LWS; the CLI gets the same.
+var nativeKindsRemoved = []string{"jobset.x-k8s.io/v1alpha2/JobSet", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet"}
+
 // webhookLabel=disabled on a namespace keeps the API server from calling gangmap's webhook for
 // its pods (the configuration's namespace selector), as when the webhook is down.
 const webhookLabel = "gangmap.io/webhook"
@@ -53,7 +57,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := app.DefaultOptions()
-	o.NativeKindsRemove = []string{"jobset.x-k8s.io/v1alpha2/JobSet", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet"}
+	o.NativeKindsRemove = nativeKindsRemoved
 	cp.ServeWebhook(o)
 	o.WebhookNamespaceSelector = webhookLabel + "!=disabled"
 	grouper, err = cp.RunGrouper(ctx, o, nil)

@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/gangmap/gangmap/podgrouper/native"
 )
 
 // Exit codes of every gangmap command.
@@ -64,6 +66,8 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 	// client-go logs some failures through klog before returning them (discovery's "Unhandled
 	// Error" against an unreachable server): the commands report every error themselves.
 	klog.SetLogger(logr.Discard())
+	// The root's flags set the native table for this run only.
+	defer func() { kaiNativeTable = native.DefaultTable() }()
 	root := NewRootCommand(rootUse(argv0))
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -129,6 +133,16 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
+	nf := &nativeFlags{kaiVersion: native.DefaultRelease}
+	nf.addFlags(root)
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		t, err := nf.table()
+		if err != nil {
+			return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())
+		}
+		kaiNativeTable = t
+		return nil
+	}
 	root.AddCommand(newPlanCommand(use), newValidateCommand(use), newDefinitionsCommand(use), newDescribeCommand(use), newGetCommand(use), newTestCommand(use), newVersionCommand())
 	return root
 }

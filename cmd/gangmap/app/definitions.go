@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -154,12 +153,47 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// kaiNativeTable is KAI's default table of natively grouped kinds, built once.
-var kaiNativeTable = sync.OnceValue(native.DefaultTable)
+// kaiNativeTable is the table of kinds KAI groups natively for this run: KAI's default release
+// table, or what --kai-version and --native-kinds-add/--native-kinds-remove make of it (set by
+// the root command before each run).
+var kaiNativeTable = native.DefaultTable()
 
-// nativeInKAI reports whether KAI Scheduler groups gvk with a native plugin (its default release
-// table), in which case gangmap never groups it in a cluster.
-func nativeInKAI(gvk schema.GroupVersionKind) bool { return kaiNativeTable().Has(gvk) }
+// nativeInKAI reports whether KAI Scheduler groups gvk with a native plugin (kaiNativeTable), in
+// which case gangmap never groups it in a cluster.
+func nativeInKAI(gvk schema.GroupVersionKind) bool { return kaiNativeTable.Has(gvk) }
+
+// nativeFlags are the root's flags that shape the native table, the same as the grouper's, so
+// that the CLI says what a grouper run with them does.
+type nativeFlags struct {
+	kaiVersion  string
+	add, remove []string
+}
+
+func (n *nativeFlags) addFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&n.kaiVersion, "kai-version", n.kaiVersion, "KAI release whose native-plugin table says which kinds KAI groups itself (as the grouper's flag)")
+	f.StringSliceVar(&n.add, "native-kinds-add", nil, "extra kinds KAI groups natively, as group/version/Kind (as the grouper's flag; default none)")
+	f.StringSliceVar(&n.remove, "native-kinds-remove", nil, "kinds to drop from the native table, as group/version/Kind, g/*/K for every version (as the grouper's flag; default none)")
+}
+
+// table builds the native table the flags describe. Errors name the flag.
+func (n *nativeFlags) table() (*native.Table, error) {
+	t, err := native.ForRelease(n.kaiVersion)
+	if err != nil {
+		return nil, fmt.Errorf("--kai-version: %w", err)
+	}
+	for _, k := range n.add {
+		if err := t.Add(k); err != nil {
+			return nil, fmt.Errorf("--native-kinds-add: %w", err)
+		}
+	}
+	for _, k := range n.remove {
+		if err := t.Remove(k); err != nil {
+			return nil, fmt.Errorf("--native-kinds-remove: %w", err)
+		}
+	}
+	return t, nil
+}
 
 // nativeNote says that KAI groups gvk natively and what that means for gangmap.
 func nativeNote(gvk schema.GroupVersionKind) string {

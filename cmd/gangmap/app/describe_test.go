@@ -325,3 +325,24 @@ func TestGetRows(t *testing.T) {
 		"train-llm   team-a      running   2/3           12     pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset,pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001\n"+
 		"note: KAI groups JobSet (jobset.x-k8s.io/v1alpha2) natively: in a cluster, gangmap leaves its pods and PodGroups to KAI's plugin\n", out.String())
 }
+
+// The native table follows the root's flags, as the grouper's do: with JobSet removed (a KAI
+// without the JobSet plugin), pg-<name>-<uid> is KAI's default grouper's and no native note is
+// given; an unknown --kai-version is refused.
+func TestNativeTableFlags(t *testing.T) {
+	r := gangmap(t, "describe", "-f", seedCopy, "-o", "json", "--native-kinds-remove", "jobset.x-k8s.io/v1alpha2/JobSet")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var doc describeJSON
+	decodeOne(t, r.stdout, &doc)
+	v := doc.Workloads[0]
+	require.Len(t, v.PodGroups, 2)
+	assert.Equal(t, "KAI's default grouper (pg-<name>-<uid>)", v.PodGroups[1].Writer)
+	for _, n := range v.Notes {
+		assert.NotContains(t, n, "natively")
+	}
+
+	r = gangmap(t, "plan", "-f", seed, "--kai-version", "v9")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Contains(t, r.stderr, `error: --kai-version: unknown KAI release "v9"`)
+	assert.Contains(t, r.stderr, "Run 'gangmap plan --help' for usage.")
+}
