@@ -94,7 +94,9 @@ chart: ## Chart checks only: helm lint and template of deploy/helm/gangmap, RBAC
 helm: ## Build (once, cached under ~/.cache/gangmap/tools) the pinned helm v3.19.0; print its path.
 	bash hack/helm.sh --path
 
-image: ## Build the container image gangmap:dev (Dockerfile; needs Docker).
+image: ## Build the container image gangmap:dev (Dockerfile; needs Docker; fails fast without).
+	@command -v docker >/dev/null 2>&1 || { echo "make image: the docker CLI is not installed; the image needs a Docker engine" >&2; exit 1; }
+	@timeout 20 docker info >/dev/null 2>&1 || { echo "make image: the Docker engine is not reachable ('docker info' failed); the image needs one" >&2; exit 1; }
 	docker build -t gangmap:dev .
 
 e2e-kind: ## kind + KAI Scheduler + this chart, gangs admitted all-or-nothing (needs Docker; fails fast without).

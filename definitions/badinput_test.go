@@ -134,13 +134,13 @@ func TestBadInputJQDoesNotCompile(t *testing.T) {
 	var de *definitions.DefinitionError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, "definition \"badjob\" (bad.yaml#0) is invalid:\n  "+replicasPath+
-		`: Invalid value: ".spec.worker.replicas |||": expected a valid jq expression: jq expression ".spec.worker.replicas |||": parse error at offset 24 (after "c.worker.replicas ||"): unexpected token "|"`,
+		`: Invalid value: ".spec.worker.replicas |||": expected a valid jq expression: parse error at offset 24 (after "c.worker.replicas ||"): unexpected token "|"`,
 		err.Error())
 
 	// A forbidden function is named.
 	_, err = badCompile(t, withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: "[paths] | length"}`), expr.Limits{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), replicasPath+`: Invalid value: "[paths] | length": expected a valid jq expression: jq expression "[paths] | length": function paths/0 is not allowed`)
+	assert.Contains(t, err.Error(), replicasPath+`: Invalid value: "[paths] | length": expected a valid jq expression: function paths/0 is not allowed`)
 }
 
 // resolveErr compiles doc and resolves it on obj, returning the error.

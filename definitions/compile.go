@@ -2,6 +2,7 @@ package definitions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -197,7 +198,12 @@ func (cc *compileCtx) compileMode(e Expr, subject expr.Subject, mode expr.Mode, 
 		}
 	}
 	if err != nil {
-		cc.errs = append(cc.errs, field.Invalid(p, e.String(), fmt.Sprintf("expected a valid %s expression: %v", lang, err)))
+		reason := err.Error()
+		var ce *expr.CompileError
+		if errors.As(err, &ce) {
+			reason = ce.Reason // field.Invalid quotes the expression already
+		}
+		cc.errs = append(cc.errs, field.Invalid(p, e.String(), fmt.Sprintf("expected a valid %s expression: %s", lang, reason)))
 		return nil
 	}
 	return prog

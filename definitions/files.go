@@ -1,7 +1,6 @@
 package definitions
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,14 +48,14 @@ func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error
 func DefinitionFiles(p string) ([]string, error) {
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("definitions: %w", err)
+		return nil, err // *fs.PathError: names the operation and the path
 	}
 	if !st.IsDir() {
 		return []string{p}, nil
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		return nil, fmt.Errorf("definitions: %w", err)
+		return nil, err // *fs.PathError: names the operation and the path
 	}
 	var files []string
 	for _, e := range entries {

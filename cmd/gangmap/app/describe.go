@@ -90,6 +90,9 @@ func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr
 	switch {
 	case len(o.files) > 0 && len(args) > 0:
 		return fail(ExitUnusable, "give either KIND/NAME or -f MANIFEST, not both")
+	case len(o.files) > 0 && (o.kube.namespace != "" || o.kube.kubeconfig != "" || o.kube.context != ""):
+		// Offline the manifest is all there is: a namespace or cluster flag would be ignored.
+		return fail(ExitUnusable, "-n/--namespace, --kubeconfig and --context are for a live KIND/NAME; -f reads only the manifest")
 	case len(o.files) > 0:
 		doc, err = o.offline(ctx, stderr)
 	default:
@@ -148,7 +151,11 @@ func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*descr
 		return nil, err
 	}
 	warnProblems(stderr, reg)
-	return &describeDocument{Workloads: in.views(ctx, reg)}, nil
+	views, unattributed := in.views(ctx, reg)
+	for _, p := range unattributed {
+		fmt.Fprintf(stderr, "note: Pod/%s is not shown: no owner of it is in the manifest, which has %d workloads to give it to\n", p.Name, len(in.workloads))
+	}
+	return &describeDocument{Workloads: views}, nil
 }
 
 // manifestInput is a manifest split into workloads, their pods, PodGroups and other objects.
@@ -188,10 +195,25 @@ func splitManifest(objs []*unstructured.Unstructured) (*manifestInput, error) {
 	return in, nil
 }
 
-// views describes every workload of the manifest.
-func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) []*workloadView {
+// views describes every workload of the manifest, and returns the pods it could give to none
+// (their owners are not in the manifest, and there is more than one workload).
+func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) ([]*workloadView, []*corev1.Pod) {
 	ix := newRootsIndex(in.workloads)
 	byWorkload := attribute(ctx, in.pods, ix, in.graph)
+	var unattributed []*corev1.Pod
+	if len(in.workloads) > 1 {
+		given := map[*corev1.Pod]bool{}
+		for _, ps := range byWorkload {
+			for _, p := range ps {
+				given[p] = true
+			}
+		}
+		for _, p := range in.pods {
+			if !given[p] {
+				unattributed = append(unattributed, p)
+			}
+		}
+	}
 	if len(in.workloads) == 1 {
 		// Offline, a pod whose owners are not in the manifest belongs to the only workload.
 		claimed := map[*corev1.Pod]bool{}
@@ -208,7 +230,7 @@ func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) [
 	for i, w := range in.workloads {
 		out[i] = buildView(ctx, reg, w, byWorkload[i], in.podGroups, false)
 	}
-	return out
+	return out, unattributed
 }
 
 // manifestGraph is the ownerGraph of the objects of a manifest.

@@ -346,3 +346,17 @@ func TestNativeTableFlags(t *testing.T) {
 	assert.Contains(t, r.stderr, `error: --kai-version: unknown KAI release "v9"`)
 	assert.Contains(t, r.stderr, "Run 'gangmap plan --help' for usage.")
 }
+
+// describe -f: a pod with no owner in a manifest of two workloads belongs to neither, and a note
+// says it is not shown; cluster flags are refused, since the manifest is all there is.
+func TestDescribeManifestLoosePodAndClusterFlags(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/loose.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: loose, namespace: default}\nspec: {containers: [{name: c, image: x}]}\n")
+	r := gangmap(t, "describe", "-f", seed, "-f", "testdata/manifests/lws-sglang-gpu-limits-only.yaml", "-f", dir+"/loose.yaml")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "note: Pod/loose is not shown: no owner of it is in the manifest, which has 2 workloads to give it to\n")
+
+	r = gangmap(t, "describe", "-f", seed, "-n", "other")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Contains(t, r.stderr, "-f reads only the manifest")
+}

@@ -258,9 +258,11 @@ func workloadLabel(u *unstructured.Unstructured) string {
 }
 
 // readManifests reads every object of paths in order: files, directories (their *.yaml, *.yml
-// and *.json files in name order) and "-" for stdin.
+// and *.json files in name order) and "-" for stdin. A file named twice (directly or through a
+// directory) is read once.
 func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
+	seen := map[string]bool{}
 	for _, p := range paths {
 		files := []string{p}
 		if p != "-" {
@@ -275,6 +277,12 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 			}
 		}
 		for _, f := range files {
+			if abs, err := filepath.Abs(f); err == nil && f != "-" {
+				if seen[abs] {
+					continue
+				}
+				seen[abs] = true
+			}
 			objs, err := manifest.ReadFile(f)
 			if err != nil {
 				return nil, err

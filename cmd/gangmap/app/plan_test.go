@@ -465,3 +465,9 @@ func TestPlanConflictSaidOnceAndNotHiddenByNative(t *testing.T) {
 	assert.Contains(t, doc.Plans[0].Error, "has problems (see the warnings)")
 	assert.Equal(t, 1, strings.Count(r.stderr, "file definitions for jobset.x-k8s.io/v1alpha2"), r.stderr)
 }
+
+// A manifest named twice (directly, or again through its directory) is read once.
+func TestPlanFileNamedTwiceReadOnce(t *testing.T) {
+	doc, _ := planJSON(t, ExitOK, "-f", seed, "-f", seed, "-f", "testdata/manifests/../manifests/jobset-leader-workers.yaml")
+	assert.Len(t, doc.Plans, 1)
+}

@@ -285,7 +285,8 @@ func (o *testOptions) runCase(ctx context.Context, c testCase, shared *definitio
 			return []string{err.Error()}, nil
 		}
 	}
-	v := in.views(ctx, reg)[0]
+	views, _ := in.views(ctx, reg)
+	v := views[0]
 
 	var problems []string
 	if ownDefinition && (v.compiled == nil || !strings.HasPrefix(v.compiled.Loaded.Origin, defFile+"#")) {
