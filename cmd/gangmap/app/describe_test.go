@@ -360,3 +360,19 @@ func TestDescribeManifestLoosePodAndClusterFlags(t *testing.T) {
 	assert.Equal(t, ExitUnusable, r.code)
 	assert.Contains(t, r.stderr, "-f reads only the manifest")
 }
+
+// get says when a row's plan read nothing at a definition path (a misspelt or drifted field):
+// the numbers would otherwise look plausible.
+func TestGetNotesPathMisses(t *testing.T) {
+	objs, err := readManifests([]string{seedCopy})
+	require.NoError(t, err)
+	in, err := splitManifest(objs)
+	require.NoError(t, err)
+	reg, err := newOfflineRegistry([]string{"testdata/definitions/jobset-typo.yaml"})
+	require.NoError(t, err)
+	views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
+	var out strings.Builder
+	require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
+	assert.Contains(t, out.String(), "note: JobSet/train-llm: spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath (")
+	assert.Contains(t, out.String(), ") resolved to nothing; 'describe' shows the plan\n")
+}

@@ -172,6 +172,11 @@ func printGetTable(w io.Writer, doc getDocument, ns string) error {
 		if v.Error != "" {
 			fmt.Fprintf(w, "error: %s/%s: %s\n", v.Workload.Kind, v.Workload.Name, indentLines(v.Error, "  "))
 		}
+		// The row's numbers come from a plan that read nothing at these paths: say so, since a
+		// misspelt or renamed field (drift) shrinks the gang without failing.
+		for _, m := range v.misses {
+			fmt.Fprintf(w, "note: %s/%s: %s (%s) resolved to nothing; 'describe' shows the plan\n", v.Workload.Kind, v.Workload.Name, m.Path, m.Expression)
+		}
 		if gvk := schema.FromAPIVersionAndKind(v.Workload.APIVersion, v.Workload.Kind); v.NativeInKAI && !nativeNoted[gvk.String()] {
 			nativeNoted[gvk.String()] = true
 			fmt.Fprintf(w, "note: %s\n", nativeNote(gvk))
