@@ -3,11 +3,16 @@ package charttest
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -74,7 +79,80 @@ func grouperFlags(t *testing.T, r *rendering) (*app.Options, *pflag.FlagSet) {
 	if fs.NArg() > 0 {
 		t.Fatalf("rendered args leave positional arguments %q", fs.Args())
 	}
+	if err := validateAsMounted(t, *o); err != nil {
+		t.Fatalf("gangmap-grouper refuses the rendered args %q at start:\n%v", c.Args, err)
+	}
 	return o, fs
+}
+
+// validateAsMounted runs gangmap-grouper's start-up check (Options.Validate) on the rendered
+// options, with the files the pod would have mounted stood in for by temporary ones: each
+// --definitions path (the ConfigMap) and, with the webhook on and not self-signed, a serving
+// certificate in --webhook-cert-dir (cert-manager's Secret). A value the grouper refuses at start
+// fails here, at `make chart` time, rather than as a crash-looping pod.
+func validateAsMounted(t *testing.T, o app.Options) error {
+	t.Helper()
+	dir := t.TempDir()
+	o.DefinitionPaths = slices.Clone(o.DefinitionPaths) // o is a copy; its slice is not
+	for i := range o.DefinitionPaths {
+		o.DefinitionPaths[i] = filepath.Join(dir, fmt.Sprintf("definitions-%d", i))
+		if err := os.Mkdir(o.DefinitionPaths[i], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.WebhookPort != 0 && !o.WebhookSelfSigned {
+		o.WebhookCertDir = filepath.Join(dir, "certs")
+		writeServingCert(t, o.WebhookCertDir)
+	}
+	return o.Validate()
+}
+
+// Values the grouper would refuse at start fail the chart check: a native kind to remove that
+// KAI's table does not have (a typo would leave the kind KAI's without a word).
+func TestRenderedArgsAreValidated(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "typo.yaml")
+	if err := os.WriteFile(file, []byte("nativeKinds:\n  remove: [jobset.x-k8s.io/v1alpha2/JobSeet]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, c := grouper(t, render(t, file))
+	o := app.DefaultOptions()
+	fs := pflag.NewFlagSet("gangmap-grouper", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(c.Args); err != nil {
+		t.Fatalf("the args parse: %v", err)
+	}
+	err := validateAsMounted(t, *o)
+	if err == nil || !strings.Contains(err.Error(), "--native-kinds-remove: jobset.x-k8s.io/v1alpha2/JobSeet is not in the native table") {
+		t.Fatalf("want the typo refused naming the flag and the kind, got %v", err)
+	}
+}
+
+// writeServingCert writes a self-signed ECDSA tls.crt and tls.key into dir.
+func writeServingCert(t *testing.T, dir string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gangmap-webhook"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"gangmap-webhook"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, block := range map[string]*pem.Block{"tls.crt": {Type: "CERTIFICATE", Bytes: der}, "tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func grouperOptions(t *testing.T, r *rendering) *app.Options {
