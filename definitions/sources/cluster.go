@@ -60,15 +60,17 @@ func (c *Cluster) Start(ctx context.Context) error {
 		default:
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, n any) { notify(n) }, DeleteFunc: notify}); err != nil {
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, n any) { notify(n) }, DeleteFunc: notify})
+	if err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	// reg.HasSynced: the handler has also seen every object of the initial list.
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced) {
 		return nil
 	}
 	log.Info("Watching Karta definitions in the cluster")
-	// The initial list queued a change before the cache synced: this first sync covers it.
+	// The initial list queued a change: this first sync covers it.
 	select {
 	case <-changed:
 	default:

@@ -1,0 +1,95 @@
+package sources
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// logLines records the messages a logger was given.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.lines {
+		if strings.Contains(s, `"msg"="`+msg+`"`) {
+			n++
+		}
+	}
+	return n
+}
+
+func karta(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile("testdata/customjob-karta.yaml")
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(b, &u.Object))
+	u.SetName(name)
+	return u
+}
+
+// The cluster source loads the Kartas once at start (the initial list's change signal is covered
+// by the first sync, not a second one), and again on each later change.
+func TestClusterSyncsOnceAtStart(t *testing.T) {
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{definitions.GroupVersionResource: "KartaList"}, karta(t, "customjob"))
+	disc := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{}}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: definitions.APIVersion,
+		APIResources: []metav1.APIResource{{Name: definitions.Resource, Kind: "Karta"}}}}
+	compiler, err := expr.NewCompiler(expr.Limits{})
+	require.NoError(t, err)
+	reg := definitions.NewRegistry(compiler)
+
+	logs := &logLines{}
+	log := funcr.New(func(prefix, args string) {
+		logs.mu.Lock()
+		logs.lines = append(logs.lines, args)
+		logs.mu.Unlock()
+	}, funcr.Options{})
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
+	defer cancel()
+	c := &Cluster{Registry: reg, Dynamic: dyn, Discovery: disc}
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+
+	gvk := schema.GroupVersionKind{Group: "e2e.example.com", Version: "v1", Kind: "CustomJob"}
+	require.Eventually(t, func() bool { return reg.Lookup(gvk) != nil }, 10*time.Second, 10*time.Millisecond)
+	// Long enough for a second, redundant sync to have happened if one were queued.
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, 1, logs.count("Cluster definitions loaded"), "one sync at start: %q", logs.lines)
+
+	// A later change is loaded by a sync of its own.
+	err = dyn.Resource(definitions.GroupVersionResource).Delete(ctx, "customjob", metav1.DeleteOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return reg.Lookup(gvk) == nil }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, 2, logs.count("Cluster definitions loaded"))
+
+	cancel()
+	require.NoError(t, <-done)
+}
