@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// LoadPaths decodes the definitions in each path (each file once, however often it is named): a YAML file, or a directory whose *.yaml,
-// *.yml and *.json files are read in name order (not recursively; files whose names start with
-// "." or ".." are skipped, as are the hidden ones a mounted ConfigMap keeps). Each gets source
+// LoadPaths decodes the definitions in each path (each file once, however often it is named): a
+// YAML file, or a directory whose *.yaml, *.yml and *.json files are read in name order (not
+// recursively; files whose names start with "." or ".." are skipped, as are the hidden ones a
+// mounted ConfigMap keeps). Each gets source
 // src and origin "<file>#<document>". Errors name the file and document.
 func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error) {
 	var out []*Loaded

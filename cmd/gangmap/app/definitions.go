@@ -77,7 +77,7 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 	if err := checkOutput(o.output, "table", "json"); err != nil {
 		return err
 	}
-	reg, err := newOfflineRegistry(o.definitions)
+	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return err
 	}

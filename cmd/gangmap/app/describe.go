@@ -146,7 +146,7 @@ func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*descr
 	if len(in.workloads) == 0 {
 		return nil, fail(ExitUnusable, "no workload in %s (only Pods, PodGroups or owned objects)", strings.Join(o.files, ", "))
 	}
-	reg, err := newOfflineRegistry(o.definitions)
+	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func completeKinds(_ *cobra.Command, args []string, _ string) ([]string, cobra.S
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	reg, err := newOfflineRegistry(nil)
+	reg, err := newOfflineRegistry(nil, definitions.DecodeOptions{})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

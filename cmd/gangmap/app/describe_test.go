@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/gangmap/gangmap/definitions"
 )
 
 // describeJSON mirrors the parts of the -o json output of "gangmap describe" the tests check.
@@ -313,7 +315,7 @@ func TestGetRows(t *testing.T) {
 	require.NoError(t, err)
 	in, err := splitManifest(objs)
 	require.NoError(t, err)
-	reg, err := newOfflineRegistry(nil)
+	reg, err := newOfflineRegistry(nil, definitions.DecodeOptions{})
 	require.NoError(t, err)
 	views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
 	var out strings.Builder
@@ -368,7 +370,7 @@ func TestGetNotesPathMisses(t *testing.T) {
 	require.NoError(t, err)
 	in, err := splitManifest(objs)
 	require.NoError(t, err)
-	reg, err := newOfflineRegistry([]string{"testdata/definitions/jobset-typo.yaml"})
+	reg, err := newOfflineRegistry([]string{"testdata/definitions/jobset-typo.yaml"}, definitions.DecodeOptions{})
 	require.NoError(t, err)
 	views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
 	var out strings.Builder

@@ -251,7 +251,7 @@ func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns s
 // objects on top, as the grouper in the cluster sees them. The cluster source is best effort: a
 // cluster without the Karta CRD adds nothing, any other failure is a warning.
 func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.Writer) (*definitions.Registry, error) {
-	reg, err := newOfflineRegistry(paths)
+	reg, err := newOfflineRegistry(paths, definitions.DecodeOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -471,3 +471,20 @@ func TestPlanFileNamedTwiceReadOnce(t *testing.T) {
 	doc, _ := planJSON(t, ExitOK, "-f", seed, "-f", seed, "-f", "testdata/manifests/../manifests/jobset-leader-workers.yaml")
 	assert.Len(t, doc.Plans, 1)
 }
+
+// A misspelt top-level field (optimisationInstructions) is a warning by default: the field is
+// left out, so the gang changes; with --strict the file is refused, naming file, definition and
+// field.
+func TestPlanStrictRefusesUnknownFields(t *testing.T) {
+	dir := t.TempDir()
+	def := readFile(t, "../../../definitions/catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
+	require.Contains(t, def, "optimizationInstructions")
+	writeFile(t, dir+"/js.yaml", strings.Replace(def, "optimizationInstructions", "optimisationInstructions", 1))
+
+	_, r := planJSON(t, ExitOK, "-f", seed, "--definitions", dir)
+	assert.Contains(t, r.stderr, "spec.optimisationInstructions")
+
+	r = gangmap(t, "plan", "-f", seed, "--definitions", dir, "--strict")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Equal(t, "error: reading --definitions: "+dir+`/js.yaml#0: definition "jobset-x-k8s-io-jobset-v1alpha2": spec.optimisationInstructions: unknown field (strict mode)`+"\n", r.stderr)
+}

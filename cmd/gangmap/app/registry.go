@@ -20,12 +20,13 @@ func newCompiler() (*expr.Compiler, error) {
 }
 
 // newOfflineRegistry returns a registry holding the built-in catalog and the definitions in
-// paths (files or directories, source "file", decoded leniently: unknown fields become
-// warnings). A file definition wins over the catalog one for the same kind.
+// paths (files or directories, source "file"; decoded with opts: leniently, unknown fields
+// becoming warnings, unless opts.Strict). A file definition wins over the catalog one for the
+// same kind.
 //
 // Errors: unusable input (a missing path, invalid YAML, a document that is not a Karta) is an
 // ExitUnusable error; a broken built-in catalog is an internal error.
-func newOfflineRegistry(paths []string) (*definitions.Registry, error) {
+func newOfflineRegistry(paths []string, opts definitions.DecodeOptions) (*definitions.Registry, error) {
 	compiler, err := newCompiler()
 	if err != nil {
 		return nil, fail(ExitUnusable, "%v", err)
@@ -35,7 +36,7 @@ func newOfflineRegistry(paths []string) (*definitions.Registry, error) {
 		return nil, fail(ExitUnusable, "%v", err)
 	}
 	if len(paths) > 0 {
-		loaded, err := definitions.LoadPaths(paths, definitions.SourceFile, definitions.DecodeOptions{})
+		loaded, err := definitions.LoadPaths(paths, definitions.SourceFile, opts)
 		if err != nil {
 			return nil, fail(ExitUnusable, "reading --definitions: %v", err)
 		}

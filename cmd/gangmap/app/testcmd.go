@@ -138,7 +138,7 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) 
 			return fail(ExitUnusable, "--run %q matches none of the %d test cases in %s", o.filter, all, strings.Join(dirs, ", "))
 		}
 	}
-	shared, err := newOfflineRegistry(o.definitions)
+	shared, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (o *testOptions) runCase(ctx context.Context, c testCase, shared *definitio
 	ownDefinition := false
 	if _, err := os.Stat(defFile); err == nil {
 		ownDefinition = true
-		if reg, err = newOfflineRegistry(append(append([]string{}, o.definitions...), defFile)); err != nil {
+		if reg, err = newOfflineRegistry(append(append([]string{}, o.definitions...), defFile), definitions.DecodeOptions{}); err != nil {
 			return []string{err.Error()}, nil
 		}
 	}
