@@ -2,8 +2,8 @@ package app
 
 import (
 	"fmt"
+	"github.com/gangmap/gangmap/internal/buildversion"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -25,22 +25,5 @@ func newVersionCommand() *cobra.Command {
 	}
 }
 
-// version is Version, else the build's module version, else its VCS revision, else "devel".
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "devel-" + s.Value[:12]
-		}
-	}
-	return "devel"
-}
+// version is Version, else what buildversion.Of finds in the build.
+func version() string { return buildversion.Of(Version) }
