@@ -282,3 +282,46 @@ func TestPerReplicaLeavesForMultiPodReplicas(t *testing.T) {
 	_, err = p.Assign(pl)
 	assert.ErrorContains(t, err, "job-index")
 }
+
+// KAI before v0.15 has no minSubGroup (kai-releases.md §3): the seed JobSet becomes one flat
+// gang of its 3 pods (leader 1 + workers 2), no sub-groups; roles and GPUs stay. The TPU
+// multislice (replicas 2 × parallelism 4, per-replica leaves) becomes minMember 8; a pod is then
+// assigned no sub-group.
+func TestFlatten(t *testing.T) {
+	r := registry(t)
+	p := plan(t, r, load(t, "jobset-leader-workers.yaml"))
+	p.Flatten("flat for KAI v0.14")
+	pg := p.PodGroups[0]
+	assert.Equal(t, ptr.To[int32](3), pg.MinMember)
+	assert.Nil(t, pg.MinSubGroup)
+	assert.Empty(t, pg.SubGroups)
+	assert.Equal(t, gang.WholeGPUs(12), pg.GPUs)
+	assert.Equal(t, []wantRole{{"leader", 1, 1, 1, 1, gang.WholeGPUs(4)}, {"workers", 2, 2, 2, 2, gang.WholeGPUs(4)}}, roles(p))
+	assert.Contains(t, p.Notes, "flat for KAI v0.14")
+	for _, m := range pg.Members() {
+		assert.Nil(t, m.SubGroup)
+	}
+
+	obj := load(t, "jobset-tpu-multislice-replicas2.yaml")
+	p = plan(t, r, obj)
+	p.Flatten("")
+	assert.Equal(t, ptr.To[int32](8), p.PodGroups[0].MinMember)
+	assert.Empty(t, p.Notes)
+	c := r.Lookup(obj.GroupVersionKind())
+	pl, err := c.PlacePod(context.Background(), map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		"jobset.sigs.k8s.io/replicatedjob-name": "slice", "jobset.sigs.k8s.io/job-index": "1"}}})
+	require.NoError(t, err)
+	a, err := p.Assign(pl)
+	require.NoError(t, err)
+	assert.Nil(t, a.SubGroup)
+
+	// LeaderReady: workers out of the gang minimum: minMember is the leader alone, per group.
+	obj = load(t, "lws-replicas2-size4-8gpu-limits.yaml")
+	require.NoError(t, unstructured.SetNestedField(obj.Object, "LeaderReady", "spec", "startupPolicy"))
+	p = plan(t, r, obj)
+	p.Flatten("x")
+	for _, pg := range p.PodGroups {
+		assert.Equal(t, ptr.To[int32](1), pg.MinMember)
+	}
+	assert.Equal(t, 1, strings.Count(strings.Join(p.Notes, "\n"), "x"))
+}

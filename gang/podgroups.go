@@ -219,3 +219,29 @@ func (pg *PodGroup) Members() []Member {
 	}
 	return out
 }
+
+// Flatten rewrites every PodGroup with sub-groups as a flat gang, for a KAI whose PodGroup has no
+// minSubGroup (KAI before v0.15, kai-releases.md §3; KAI's own JobSet plugin wrote flat PodGroups
+// until v0.16): minMember is the sum of the gang pods of its roles (at least 1, as finish), and
+// no sub-group is written or assigned (Assign then returns no SubGroup). Roles, pods and GPUs are
+// unchanged. reason is added to Notes once when a PodGroup was flattened. A plan without
+// sub-groups is left as it is.
+func (p *Plan) Flatten(reason string) {
+	flattened := false
+	for _, pg := range p.PodGroups {
+		if len(pg.SubGroups) == 0 {
+			continue
+		}
+		var gangPods int64
+		for _, m := range pg.members {
+			gangPods += m.gangPods
+			m.subGroup, m.replicaLeaves = nil, nil
+		}
+		pg.SubGroups, pg.MinSubGroup = []*SubGroup{}, nil
+		pg.MinMember = ptr.To(int32(max(gangPods, 1)))
+		flattened = true
+	}
+	if flattened && reason != "" {
+		p.Notes = append(p.Notes, reason)
+	}
+}

@@ -29,6 +29,10 @@ var (
 		Name: "gangmap_pods_repaired_total",
 		Help: "Pods the controller labelled after creation because gangmap's admission webhook had not (down, or its selectors exclude the pod).",
 	})
+	yielded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gangmap_pods_yielded_total",
+		Help: "Pods gangmap left in the PodGroup KAI's pod-grouper gave them, because the KAI release (before v0.15) does not honour kai.scheduler/skip-podgrouper (no tug-of-war).",
+	})
 	rbacMissing = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_rbac_missing_total",
 		Help: "Times gangmap found it may not get, list or watch a kind it groups (pods of the kind are then not grouped), by group/kind.",
@@ -50,5 +54,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, rbacMissing, repairs, workloadWatches, DefinitionsLoaded, DefinitionProblems)
+	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, rbacMissing, repairs, yielded, workloadWatches, DefinitionsLoaded, DefinitionProblems)
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
@@ -39,6 +41,10 @@ type PodReconciler struct {
 	Decider  *Decider
 	Applier  *podgroup.Applier
 	Recorder record.EventRecorder
+	// Release is the KAI release beside gangmap (nil: the latest). On a release that does not
+	// honour the skip annotation (before v0.15) gangmap never takes back a pod KAI's pod-grouper
+	// regrouped (see yieldToKAI).
+	Release *kairelease.Release
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
@@ -105,7 +111,12 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	// 3. Write the PodGroup (nothing is written when it already matches).
+	// 3. On a KAI that cannot be told to skip the pod, leave a pod its pod-grouper took.
+	if r.yieldToKAI(ctx, pod, owner, md.Name) {
+		return ctrl.Result{}, nil
+	}
+
+	// 4. Write the PodGroup (nothing is written when it already matches).
 	res, err := r.Applier.Apply(ctx, md)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{Requeue: true}, nil
@@ -123,12 +134,36 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		log.V(1).Info("PodGroup updated")
 	}
 
-	// 4. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
+	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
 	if err := r.labelPod(ctx, pod, md.Name, d.SubGroup); err != nil {
 		return r.fail(ctx, pod, owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	return ctrl.Result{}, nil
+}
+
+// yieldToKAI reports whether gangmap leaves the pod to KAI's pod-grouper: the KAI release does not
+// honour kai.scheduler/skip-podgrouper (before v0.15, kai-releases.md §2), and the pod's
+// pod-group-name is KAI's default grouper's name for it (pg-<owner name>-<owner UID>, dg, with the
+// workload or, when KAI may not read the workload, the pod as owner) instead of gangmap's. KAI
+// rewrites the annotation whenever it differs from its own result (pc Reconcile), so taking the
+// pod back would start a tug-of-war of patches; gangmap stops after one Warning Event
+// (GangmapYieldedToKAI) and counts gangmap_pods_yielded_total.
+func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *unstructured.Unstructured, pgName string) bool {
+	if r.Release.HonoursSkipAnnotation() {
+		return false
+	}
+	cur := pod.Annotations[kaikeys.PodGroupName]
+	if cur == "" || cur == pgName || !strings.HasPrefix(cur, "pg-") ||
+		!(strings.HasSuffix(cur, "-"+string(owner.GetUID())) || strings.HasSuffix(cur, "-"+string(pod.UID))) {
+		return false
+	}
+	yielded.Inc()
+	r.Recorder.Eventf(pod, corev1.EventTypeWarning, kairelease.ReasonYielded,
+		"KAI's pod-grouper put the pod in PodGroup %s; KAI %s does not honour kai.scheduler/skip-podgrouper (v0.15+), so gangmap leaves it there instead of fighting over it (its gang %s is not used): keep KAI's pod-grouper off these pods or upgrade KAI",
+		cur, r.Release.Line, pgName)
+	ctrl.LoggerFrom(ctx).Info("Pod left to KAI's pod-grouper (no skip annotation in this KAI release)", "kaiPodGroup", cur, "kaiVersion", r.Release.Requested)
+	return true
 }
 
 // labelPod merge-patches only what differs: the pod-group-name annotation, KAI's skip

@@ -1,8 +1,8 @@
 // Package native holds the table of workload kinds that KAI Scheduler's pod-grouper groups with
-// a native plugin. gangmap never groups those kinds: native wins. The table is data: the default
-// is KAI v0.17's hub (pkg/podgrouper/podgrouper/hub/hub.go, 42 entries), and flags can add or
-// remove kinds so that a cluster on another KAI release hands gangmap exactly the kinds its KAI
-// lacks.
+// a native plugin. gangmap never groups those kinds: native wins. The table is data, per KAI
+// release in podgrouper/kairelease (the default is the latest, v0.17's hub
+// pkg/podgrouper/podgrouper/hub/hub.go, 42 entries), and flags can add or remove kinds for a KAI
+// built with other plugins.
 package native
 
 import (
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 )
 
 // AnyVersion in a table entry matches every version of the group and kind (KAI's wildcard
@@ -22,67 +24,34 @@ type Table struct {
 	entries map[schema.GroupVersionKind]bool
 }
 
-// kaiV017 is KAI v0.17.0's native plugin table, from pkg/podgrouper/podgrouper/hub/hub.go
-// (see shared/reference/kai-podgrouper.md §4). Each line is group/version/Kind; the core group
-// is written as "core".
-var kaiV017 = []string{
-	"apps/v1/Deployment", "apps/v1/StatefulSet", "apps/v1/ReplicaSet",
-	"batch/v1/Job", "batch/v1/CronJob",
-	"core/v1/Pod",
-	"machinelearning.seldon.io/v1alpha2/SeldonDeployment", "machinelearning.seldon.io/v1/SeldonDeployment",
-	"kubevirt.io/v1/VirtualMachineInstance",
-	"kubeflow.org/v1/TFJob", "kubeflow.org/v1/PyTorchJob", "kubeflow.org/v1/XGBoostJob", "kubeflow.org/v1/JAXJob",
-	"kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob",
-	"kubeflow.org/v1beta1/Notebook", "kubeflow.org/v1alpha1/ScheduledWorkflow",
-	"run.ai/v1/RunaiJob",
-	"amlarc.azureml.com/v1alpha1/AmlJob",
-	"serving.knative.dev/v1/Service",
-	"workspace.devfile.io/v1alpha2/DevWorkspace",
-	"ray.io/v1alpha1/RayCluster", "ray.io/v1alpha1/RayJob", "ray.io/v1alpha1/RayService",
-	"ray.io/v1/RayCluster", "ray.io/v1/RayJob", "ray.io/v1/RayService",
-	"tekton.dev/v1/PipelineRun", "tekton.dev/v1/TaskRun",
-	"egx.nvidia.io/v1/SPOTRequest",
-	"leaderworkerset.x-k8s.io/v1/LeaderWorkerSet",
-	"jobset.x-k8s.io/v1alpha2/JobSet",
-	"grove.io/v1alpha1/PodGangSet", "grove.io/v1alpha1/PodCliqueSet",
-	"argoproj.io/v1alpha1/Workflow",
-	"run.ai/*/InferenceWorkload", "run.ai/*/TrainingWorkload", "run.ai/*/DistributedWorkload",
-	"run.ai/*/InteractiveWorkload", "run.ai/*/DistributedInferenceWorkload",
-	"trainer.kubeflow.org/v1alpha1/TrainJob",
-	"nvidia.com/*/DynamoGraphDeployment",
-}
+// DefaultRelease is the KAI release whose table is the default (the latest gangmap knows).
+const DefaultRelease = kairelease.Latest
 
-// Releases maps a KAI release name to its native table, for the --kai-version flag.
-var Releases = map[string][]string{"v0.17": kaiV017}
-
-// DefaultRelease is the KAI release whose table is the default.
-const DefaultRelease = "v0.17"
-
-// DefaultTable is KAI v0.17's table.
+// DefaultTable is the latest known release's table.
 func DefaultTable() *Table {
 	t, _ := ForRelease(DefaultRelease)
 	return t
 }
 
-// ForRelease returns the table of a KAI release listed in Releases, or an error naming the ones
-// known.
+// ForRelease returns the table of a KAI release (any form kairelease.Parse accepts: v0.9 …
+// v0.17, a tag of one, or a newer release treated as the latest), or kairelease.Parse's error.
 func ForRelease(release string) (*Table, error) {
-	entries, ok := Releases[release]
-	if !ok {
-		known := make([]string, 0, len(Releases))
-		for k := range Releases {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return nil, fmt.Errorf("unknown KAI release %q: known releases are %v (use --native-kinds-add/--native-kinds-remove for others)", release, known)
+	r, err := kairelease.Parse(release)
+	if err != nil {
+		return nil, err
 	}
+	return FromRelease(r), nil
+}
+
+// FromRelease returns the native table of r.
+func FromRelease(r *kairelease.Release) *Table {
 	t := &Table{entries: map[schema.GroupVersionKind]bool{}}
-	for _, e := range entries {
+	for _, e := range r.NativeKinds {
 		if err := t.Add(e); err != nil {
-			panic(err) // the built-in table is well formed; a test checks it
+			panic(err) // the built-in tables are well formed; a test checks them
 		}
 	}
-	return t, nil
+	return t
 }
 
 // ParseGVK parses "group/version/Kind" ("core" or "" for the core group; version may be "*").

@@ -39,8 +39,23 @@ func TestAddRemove(t *testing.T) {
 	require.NoError(t, tbl.Add("example.com/*/Thing"))
 	assert.True(t, tbl.Has(schema.GroupVersionKind{Group: "example.com", Version: "v9", Kind: "Thing"}))
 	assert.Error(t, tbl.Add("JobSet"))
-	_, err := ForRelease("v0.9")
+	_, err := ForRelease("v0.11")
 	assert.ErrorContains(t, err, "v0.17")
 	var nilTable *Table
 	assert.False(t, nilTable.Has(js))
+}
+
+// Per release, the kinds KAI groups natively follow kai-releases.md §1: JobSet is native from
+// v0.13.0, so on v0.12 gangmap may group it by a definition.
+func TestForReleaseLines(t *testing.T) {
+	js := schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}
+	for v, want := range map[string]bool{"v0.9": false, "v0.12": false, "v0.13": true, "v0.17": true, "v0.18": true} {
+		tbl, err := ForRelease(v)
+		require.NoError(t, err, v)
+		assert.Equal(t, want, tbl.Has(js), v)
+	}
+	v9, err := ForRelease("v0.9")
+	require.NoError(t, err)
+	assert.Len(t, v9.Entries(), 38)
+	assert.False(t, v9.Has(schema.GroupVersionKind{Group: "grove.io", Version: "v1alpha1", Kind: "PodCliqueSet"}))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/grouper"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
@@ -40,6 +41,10 @@ type Grouper struct {
 	// Recorder, when set, gets a Warning Event (ReasonPathMiss) on a cluster Karta whose paths
 	// resolve to nothing on a live workload; the metric PathMissesTotal counts every definition's.
 	Recorder record.EventRecorder
+	// Release is the KAI release installed beside gangmap; its PodGroup CRD decides what is
+	// written (podgroup.FitRelease; before v0.15 the plan is flat, gang.Plan.Flatten). nil is the
+	// latest release.
+	Release *kairelease.Release
 
 	once  sync.Once
 	plans *lru.Cache
@@ -133,6 +138,9 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 		}
 		return nil, compiled, err
 	}
+	if !g.Release.HasMinSubGroup() {
+		plan.Flatten(g.Release.FlatGangNote())
+	}
 	c := &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
 	for _, pg := range plan.PodGroups {
 		c.meta[pg] = newPodGroupMeta(plan, pg)
@@ -201,6 +209,7 @@ func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructure
 		return nil, err
 	}
 	fillGang(md, cp.meta[a.PodGroup], a, pod.Name)
+	podgroup.FitRelease(md, g.Release)
 	return md, nil
 }
 

@@ -39,6 +39,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/hub"
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
@@ -147,6 +148,10 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err != nil {
 		return nil, nil, err
 	}
+	release, err := o.KAIRelease()
+	if err != nil {
+		return nil, nil, err
+	}
 	nsSel, objSel, err := o.webhookSelectors()
 	if err != nil {
 		return nil, nil, err
@@ -198,7 +203,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
-		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions")}},
+		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release}},
 		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
 			Recorder: mgr.GetEventRecorderFor(controller.Name)},
 		SchedulerName: o.SchedulerName,
@@ -208,6 +213,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Decider:  decider,
 		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
+		Release:  release,
 		DryRun:   o.DryRun,
 	}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, regroup); err != nil {
@@ -350,7 +356,26 @@ func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
 		kv = append(kv, "leaderElectionID", o.LeaderElectionID, "leaderElectionNamespace", o.LeaderElectionNamespace)
 	}
 	kv = append(kv, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "qps", o.QPS, "burst", o.Burst)
+	rel, err := o.KAIRelease()
+	if err == nil {
+		kv = append(kv, "kaiReleaseLine", rel.Line, "kaiSkipAnnotation", rel.SkipAnnotation, "kaiMinSubGroup", rel.MinSubGroup)
+	}
 	log.Info("Starting gangmap-grouper", kv...)
+	logRelease(log, rel)
+}
+
+// logRelease logs, once at start, a newer-than-known KAI release and what the release costs
+// (kairelease.Release.Costs), so an operator on an older KAI reads it where they look first.
+func logRelease(log logr.Logger, rel *kairelease.Release) {
+	if rel == nil {
+		return
+	}
+	if rel.Warning != "" {
+		log.Info("Warning: "+rel.Warning, "kaiVersion", rel.Requested, "treatedAs", rel.Line)
+	}
+	for _, c := range rel.Costs() {
+		log.Info("KAI release limit: "+c, "kaiVersion", rel.Requested)
+	}
 }
 
 // nonNil makes an unset list log as [] rather than null.

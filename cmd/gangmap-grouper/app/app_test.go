@@ -141,6 +141,33 @@ func TestLogStart(t *testing.T) {
 	}
 }
 
+// On a KAI release before v0.15 the startup log says what it costs (kai-releases.md §2, §3): no
+// skip annotation (and how gangmap avoids the tug-of-war) and no minSubGroup; a newer release is
+// treated as the latest with a warning.
+func TestLogStartKAIRelease(t *testing.T) {
+	var lines []string
+	log := funcr.NewJSON(func(obj string) { lines = append(lines, obj) }, funcr.Options{})
+	o := DefaultOptions()
+	o.KAIVersion = "v0.14.7"
+	logStart(log, o, &rest.Config{})
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{`"kaiReleaseLine":"v0.14"`, `"kaiSkipAnnotation":false`, `"kaiMinSubGroup":false`,
+		"does not honour kai.scheduler/skip-podgrouper", "never takes back a pod", "flat PodGroup"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("startup log for v0.14.7 lacks %s:\n%s", want, all)
+		}
+	}
+	if len(lines) != 4 { // start line, skip annotation, minSubGroup, delays
+		t.Errorf("want 4 lines for v0.14.7, got %d:\n%s", len(lines), all)
+	}
+	lines = nil
+	o.KAIVersion = "v0.19.1"
+	logStart(log, o, &rest.Config{})
+	if len(lines) != 2 || !strings.Contains(lines[1], "newer than the latest release gangmap knows (v0.17)") || !strings.Contains(lines[0], `"kaiReleaseLine":"v0.17"`) {
+		t.Errorf("v0.19.1: want the start line and one warning, got %q", lines)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	if v := version(); v == "" {
 		t.Error("version() is empty")

@@ -5,7 +5,6 @@ package app
 import (
 	"flag"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
 )
 
@@ -101,7 +101,7 @@ func DefaultOptions() *Options {
 // "(default X)" for non-zero defaults, and the help text says it for the others.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "Group only pods whose spec.schedulerName is this (KAI's scheduler name).")
-	fs.StringVar(&o.KAIVersion, "kai-version", o.KAIVersion, "KAI release whose native-plugin table decides which kinds KAI groups itself (native wins); known: "+strings.Join(knownReleases(), ", ")+".")
+	fs.StringVar(&o.KAIVersion, "kai-version", o.KAIVersion, "KAI release installed beside gangmap (a line such as v0.14 or a tag such as v0.14.7): its native-plugin table decides which kinds KAI groups itself (native wins), and its PodGroup CRD and skip-annotation support what gangmap writes; known: "+strings.Join(kairelease.Known(), ", ")+" (a newer release is treated as "+kairelease.Latest+", with a warning).")
 	fs.StringSliceVar(&o.NativeKindsAdd, "native-kinds-add", nil, "Extra kinds KAI groups natively, as group/version/Kind (core for the core group, * for any version). (default none)")
 	fs.StringSliceVar(&o.NativeKindsRemove, "native-kinds-remove", nil, "Kinds to drop from the native table, as group/version/Kind (e.g. jobset.x-k8s.io/v1alpha2/JobSet on a KAI without the JobSet plugin; g/*/K drops every version). A kind that is not in the table (--kai-version's, plus --native-kinds-add) is refused at start with the list of what the table has. (default none)")
 	fs.StringSliceVar(&o.DefinitionPaths, "definitions", nil, "Definition files or directories (e.g. a mounted ConfigMap), polled for changes; each must exist at start. (default none: cluster Kartas and the built-in catalog only)")
@@ -150,14 +150,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// knownReleases are the --kai-version values native knows, sorted.
-func knownReleases() []string {
-	out := make([]string, 0, len(native.Releases))
-	for r := range native.Releases {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out
+// KAIRelease is the KAI release --kai-version names (see kairelease.Parse).
+func (o *Options) KAIRelease() (*kairelease.Release, error) {
+	return kairelease.Parse(o.KAIVersion)
 }
 
 // webhookDNSNames are the self-signed serving certificate's names.

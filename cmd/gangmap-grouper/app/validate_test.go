@@ -38,7 +38,8 @@ func TestValidateRefusesEachBadValue(t *testing.T) {
 		want   string
 	}{
 		{"empty scheduler", func(o *Options) { o.SchedulerName = "" }, "--scheduler-name: must not be empty (KAI's scheduler name, e.g. kai-scheduler)"},
-		{"unknown KAI", func(o *Options) { o.KAIVersion = "v9" }, `--kai-version: unknown KAI release "v9": known releases are [v0.17] (use --native-kinds-add/--native-kinds-remove for others)`},
+		{"unknown KAI", func(o *Options) { o.KAIVersion = "v9" }, `--kai-version: KAI release "v9": expected vMAJOR.MINOR or vMAJOR.MINOR.PATCH; known releases are v0.9, v0.10, v0.12, v0.13, v0.14, v0.15, v0.16, v0.17`},
+		{"KAI v0.11", func(o *Options) { o.KAIVersion = "v0.11" }, `--kai-version: KAI release "v0.11": there is no v0.11 release; known releases are v0.9, v0.10, v0.12, v0.13, v0.14, v0.15, v0.16, v0.17`},
 		{"bad add", func(o *Options) { o.NativeKindsAdd = []string{"Bar"} }, `--native-kinds-add: expected group/version/Kind (core for the core group, * for any version), got "Bar"`},
 		{"bad remove", func(o *Options) { o.NativeKindsRemove = []string{"v1/Bar"} }, `--native-kinds-remove: expected group/version/Kind (core for the core group, * for any version), got "v1/Bar"`},
 		{"remove one version of a wildcard entry", func(o *Options) { o.NativeKindsRemove = []string{"run.ai/v1/InferenceWorkload"} },

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
 )
 
@@ -67,7 +68,9 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 	// Error" against an unreachable server): the commands report every error themselves.
 	klog.SetLogger(logr.Discard())
 	// The root's flags set the native table for this run only.
-	defer func() { kaiNativeTable = native.DefaultTable() }()
+	defer func() {
+		kaiNativeTable, kaiRelease = native.DefaultTable(), kairelease.MustParse(native.DefaultRelease)
+	}()
 	root := NewRootCommand(rootUse(argv0))
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -141,6 +144,9 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 			return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())
 		}
 		kaiNativeTable = t
+		if kaiRelease, err = kairelease.Parse(nf.kaiVersion); err == nil && kaiRelease.Warning != "" {
+			fmt.Fprintf(c.ErrOrStderr(), "warning: --kai-version: %s\n", kaiRelease.Warning)
+		}
 		return nil
 	}
 	root.AddCommand(newPlanCommand(use), newValidateCommand(use), newDefinitionsCommand(use), newDescribeCommand(use), newGetCommand(use), newTestCommand(use), newVersionCommand())

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
 )
 
@@ -171,7 +174,7 @@ type nativeFlags struct {
 
 func (n *nativeFlags) addFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVar(&n.kaiVersion, "kai-version", n.kaiVersion, "KAI release whose native-plugin table says which kinds KAI groups itself (as the grouper's flag)")
+	f.StringVar(&n.kaiVersion, "kai-version", n.kaiVersion, "KAI release beside gangmap, "+strings.Join(kairelease.Known(), ", ")+" or a tag of one: its native-plugin table and PodGroup fields (as the grouper's flag)")
 	f.StringSliceVar(&n.add, "native-kinds-add", nil, "extra kinds KAI groups natively, as group/version/Kind (as the grouper's flag; default none)")
 	f.StringSliceVar(&n.remove, "native-kinds-remove", nil, "kinds to drop from the native table, as group/version/Kind, g/*/K for every version (as the grouper's flag; default none)")
 }
@@ -193,6 +196,28 @@ func (n *nativeFlags) table() (*native.Table, error) {
 		}
 	}
 	return t, nil
+}
+
+// kaiRelease is the KAI release of this run (--kai-version), set by the root command before each
+// run: what gangmap writes on it (fitToRelease) and what it costs.
+var kaiRelease = kairelease.MustParse(native.DefaultRelease)
+
+// fitToRelease makes p what the grouper writes on kaiRelease: flat gangs where its PodGroup has
+// no minSubGroup (the grouper's gang.Plan.Flatten, with the same note), and a note for each other
+// cost of the release (kairelease.Release.Costs). A plan without PodGroups is left as it is.
+func fitToRelease(p *gang.Plan) {
+	if p == nil || len(p.PodGroups) == 0 {
+		return
+	}
+	flat := kaiRelease.FlatGangNote()
+	if !kaiRelease.HasMinSubGroup() {
+		p.Flatten(flat)
+	}
+	for _, c := range kaiRelease.Costs() {
+		if c != flat {
+			p.Notes = append(p.Notes, c)
+		}
+	}
 }
 
 // nativeNote says that KAI groups gvk natively and what that means for gangmap.

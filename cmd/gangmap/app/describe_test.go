@@ -345,8 +345,62 @@ func TestNativeTableFlags(t *testing.T) {
 
 	r = gangmap(t, "plan", "-f", seed, "--kai-version", "v9")
 	assert.Equal(t, ExitUnusable, r.code)
-	assert.Contains(t, r.stderr, `error: --kai-version: unknown KAI release "v9"`)
+	assert.Contains(t, r.stderr, `error: --kai-version: KAI release "v9": expected vMAJOR.MINOR`)
 	assert.Contains(t, r.stderr, "Run 'gangmap plan --help' for usage.")
+}
+
+// Every KAI release line is accepted (kai-releases.md): on v0.12, JobSet is not native (its plugin
+// came in v0.13.0), and the PodGroup has no minSubGroup (v0.15.0), so the seed JobSet is planned
+// as one flat gang of its 3 pods with no sub-groups, 12 GPUs, and the plan says what v0.12 costs
+// (no skip annotation: gangmap yields pods KAI's pod-grouper regrouped). On v0.17 the same plan
+// has minSubGroup 2. plan -o json says nativeInKAI.
+func TestKAIReleasePlan(t *testing.T) {
+	r := gangmap(t, "plan", "-f", seed, "--kai-version", "v0.12.23", "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	type planJSON struct {
+		PodGroups []struct {
+			Name        string `json:"name"`
+			MinMember   *int32 `json:"minMember"`
+			MinSubGroup *int32 `json:"minSubGroup"`
+			SubGroups   []any  `json:"subGroups"`
+			GPUs        int    `json:"gpus"`
+		} `json:"podGroups"`
+		Notes       []string `json:"notes"`
+		NativeInKAI *bool    `json:"nativeInKAI"`
+	}
+	var doc struct{ Plans []planJSON }
+	decodeOne(t, r.stdout, &doc)
+	require.Len(t, doc.Plans, 1)
+	p := doc.Plans[0]
+	require.Len(t, p.PodGroups, 1)
+	assert.Equal(t, ptr.To[int32](3), p.PodGroups[0].MinMember)
+	assert.Nil(t, p.PodGroups[0].MinSubGroup)
+	assert.Empty(t, p.PodGroups[0].SubGroups)
+	assert.Equal(t, 12, p.PodGroups[0].GPUs)
+	require.NotNil(t, p.NativeInKAI)
+	assert.False(t, *p.NativeInKAI)
+	notes := strings.Join(p.Notes, "\n")
+	assert.Contains(t, notes, "KAI v0.12's PodGroup has no minSubGroup")
+	assert.Contains(t, notes, "does not honour kai.scheduler/skip-podgrouper")
+	assert.Contains(t, notes, "never takes back a pod")
+
+	r = gangmap(t, "plan", "-f", seed, "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	doc.Plans = nil
+	decodeOne(t, r.stdout, &doc)
+	p = doc.Plans[0]
+	assert.Equal(t, ptr.To[int32](2), p.PodGroups[0].MinSubGroup)
+	require.NotNil(t, p.NativeInKAI)
+	assert.True(t, *p.NativeInKAI, "JobSet is native in v0.17")
+	assert.Empty(t, p.Notes)
+
+	r = gangmap(t, "plan", "-f", seed, "--kai-version", "v0.21")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `warning: --kai-version: KAI release "v0.21" is newer than the latest release gangmap knows (v0.17): treated as v0.17`)
+
+	r = gangmap(t, "describe", "-f", seedCopy, "--kai-version", "v0.14")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "does not honour kai.scheduler/skip-podgrouper")
 }
 
 // describe -f: a pod with no owner in a manifest of two workloads belongs to neither, and a note

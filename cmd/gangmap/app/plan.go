@@ -171,15 +171,18 @@ type planEntry struct {
 }
 
 // MarshalJSON writes the plan as gang.Plan marshals it (with "roles": [] rather than null when
-// the workload has no roles), or {workload, definition?, error}.
+// the workload has no roles) plus "nativeInKAI" (KAI groups the kind itself, so in a cluster
+// gangmap writes none of it), or {workload, definition?, error}.
 func (e planEntry) MarshalJSON() ([]byte, error) {
 	if e.Plan != nil {
-		if e.Plan.Roles == nil {
-			p := *e.Plan
+		p := *e.Plan
+		if p.Roles == nil {
 			p.Roles = []*gang.Role{}
-			return json.Marshal(&p)
 		}
-		return json.Marshal(e.Plan)
+		return json.Marshal(struct {
+			*gang.Plan
+			NativeInKAI bool `json:"nativeInKAI"`
+		}{&p, nativeInKAI(schema.FromAPIVersionAndKind(p.Workload.APIVersion, p.Workload.Kind))})
 	}
 	if e.Native != "" {
 		return json.Marshal(struct {
@@ -214,6 +217,7 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	if err != nil {
 		return planEntry{Workload: ref, Definition: def, label: label, Error: fmt.Sprintf("%s: definition %q (%s): %v", label, c.Name(), c.Loaded.Origin, err)}
 	}
+	fitToRelease(p)
 	return planEntry{Plan: p, label: label}
 }
 

@@ -285,7 +285,9 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 		} else {
 			v.Status = st
 		}
-		v.plan, err = gang.Build(ctx, c, obj)
+		if v.plan, err = gang.Build(ctx, c, obj); err == nil {
+			fitToRelease(v.plan)
+		}
 	}
 	if err != nil {
 		v.Error = fmt.Sprintf("definition %q (%s): %v", c.Name(), c.Loaded.Origin, err)
