@@ -15,6 +15,32 @@ type gangSpec struct {
 	roles     []*Role
 	subGroups []definitions.SubGroupMapping // nil: no sub-groups
 	topology  *definitions.TopologyConstraint
+	// alpha: the gang is an entry of the alpha podGroups form, named as KAI names those
+	// (AlphaPodGroupName) rather than after the gang.
+	alpha bool
+}
+
+// podGroupName names one gang's PodGroup per the definition's form: AlphaPodGroupName with the
+// replica key as the one grouping-key value for the alpha form (gangmap splits an alpha gang per
+// replica only when its member groups by keys, and the replica key is the value the upstream
+// definitions group by, e.g. LWS's group index), else PodGroupName. Two alpha gangs without keys
+// would share KAI's name "pg-<UID>" (KAI then merges them into one PodGroup); gangmap keeps the
+// later ones apart by their gang name and says so in the plan's Notes.
+func (p *Plan) podGroupName(gs *gangSpec, ownerKey, key string, taken map[string]bool) string {
+	if !gs.alpha {
+		return PodGroupName(ownerKey, gs.name, key)
+	}
+	var keys []string
+	if key != "" {
+		keys = []string{key}
+	}
+	name := AlphaPodGroupName(ownerKey, keys...)
+	if taken[name] {
+		alt := PodGroupName(ownerKey, gs.name, key)
+		p.Notes = append(p.Notes, fmt.Sprintf("alpha pod group %q would share PodGroup %s with another gang (KAI merges them); gangmap names it %s", gs.name, name, alt))
+		return alt
+	}
+	return name
 }
 
 // buildGangs decides the gangs, splits them per replica where the definition says so, and fills
@@ -32,9 +58,10 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 	if err != nil {
 		return err
 	}
+	taken := map[string]bool{}
 	for _, gs := range specs {
 		for _, key := range keys {
-			pg := &PodGroup{Name: PodGroupName(ownerKey, gs.name, key), Gang: gs.name, Replica: key, Topology: gs.topology, SubGroups: []*SubGroup{}}
+			pg := &PodGroup{Name: p.podGroupName(gs, ownerKey, key, taken), Gang: gs.name, Replica: key, Topology: gs.topology, SubGroups: []*SubGroup{}}
 			for _, r := range gs.roles {
 				m, err := p.share(r, int64(len(keys)))
 				if err != nil {
@@ -54,6 +81,7 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 				return err
 			}
 			p.PodGroups = append(p.PodGroups, pg)
+			taken[pg.Name] = true
 			p.gangIndex[gangKey{gs.name, key}] = pg
 			for _, m := range pg.members {
 				p.roleGang[m.role] = gs.name
@@ -92,7 +120,7 @@ func (p *Plan) gangSpecs(ctx context.Context, c *definitions.Compiled) ([]*gangS
 func (p *Plan) alphaGangs(ctx context.Context, c *definitions.Compiled, groups []definitions.PodGroupDefinition) ([]*gangSpec, error) {
 	specs := make([]*gangSpec, len(groups))
 	for i, g := range groups {
-		specs[i] = &gangSpec{name: SanitizeLabel(g.Name)}
+		specs[i] = &gangSpec{name: SanitizeLabel(g.Name), alpha: true}
 	}
 	for _, r := range p.Roles {
 		g, err := alphaGroupOf(ctx, c, groups, r)
