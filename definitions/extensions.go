@@ -24,6 +24,23 @@ type ComponentExtension struct {
 	// parallelism, LWS size, Ray numOfHosts, Dynamo multinode nodeCount). Absent means 1. An
 	// object-side expression; numbers or numeric strings.
 	PodsPerReplicaPath Expr `json:"podsPerReplicaPath,omitzero"`
+	// Onboard says where in the workload object the component's pods take their scheduler name,
+	// labels and annotations, for `gangmap onboard`, when the definition builds the component's
+	// pod template from the framework's own fields (KServe's predictor, Dynamo's services) instead
+	// of finding it. It wins over the places onboarding would derive from the spec definition.
+	Onboard *OnboardPaths `json:"onboard,omitempty"`
+}
+
+// OnboardPaths are plain jq paths into the workload object (jq's path() must accept them; `A //
+// B` is read as A), each yielding one place per instance of the component, in instance order.
+// A field the operator does not expose is left out: onboarding then says it cannot write it.
+type OnboardPaths struct {
+	// SchedulerNamePath is the string the operator copies into its pods' spec.schedulerName.
+	SchedulerNamePath Expr `json:"schedulerNamePath,omitzero"`
+	// LabelsPath and AnnotationsPath are the maps the operator copies into its pods' labels and
+	// annotations.
+	LabelsPath      Expr `json:"labelsPath,omitzero"`
+	AnnotationsPath Expr `json:"annotationsPath,omitzero"`
 }
 
 // GangExtension shapes the gang.
