@@ -2,7 +2,7 @@ package onboard
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"reflect"
 
 	"github.com/itchyny/gojq"
