@@ -86,7 +86,7 @@ func Workload(ctx context.Context, c *definitions.Compiled, compiler *expr.Compi
 		return nil, err
 	}
 	for _, comp := range c.PodBearing {
-		roles, problems := rolesOf(ctx, loc, comp, templatesOf(before, comp), pods)
+		roles, problems := rolesOf(ctx, loc, comp, templateIDs(before, comp), pods)
 		res.Roles = append(res.Roles, roles...)
 		oe.Problems = append(oe.Problems, problems...)
 	}
@@ -114,28 +114,39 @@ func Workload(ctx context.Context, c *definitions.Compiled, compiler *expr.Compi
 	return res, nil
 }
 
-// templatesOf counts the pod templates (with containers) the definition finds for comp.
-func templatesOf(w *definitions.Workload, comp *definitions.Component) int {
-	n := 0
+// templateIDs lists the instance ids of the pod templates (with containers) the definition finds
+// for comp, in instance order.
+func templateIDs(w *definitions.Workload, comp *definitions.Component) []string {
+	var ids []string
 	if rc := w.Component(comp.Name); rc != nil {
 		for _, inst := range rc.Instances {
 			if inst.Template != nil && len(inst.Template.Spec.Containers) > 0 {
-				n++
+				ids = append(ids, inst.ID)
 			}
 		}
 	}
-	return n
+	return ids
 }
 
 // rolesOf finds the templates of one component and the changes each needs; problems name the
 // component, the definition field and why.
-func rolesOf(ctx context.Context, loc *locator, comp *definitions.Component, templates int, s Settings) ([]Role, []string) {
+//
+// ids are the instance ids of the templates the definition reads; when there are as many as places
+// found, they name the roles (else the places are numbered).
+func rolesOf(ctx context.Context, loc *locator, comp *definitions.Component, ids []string, s Settings) ([]Role, []string) {
 	slots, names, err := slotsOf(ctx, loc, comp)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("component %s: %v", comp.Name, err)}
 	}
-	if len(slots) == 0 && comp.Fragments != nil && s.SchedulerName != "" && templates > 0 {
-		return nil, []string{fmt.Sprintf("component %s (%d templates) (%s): the definition gives no path for the pod's schedulerName", comp.Name, templates, missingField(comp, "schedulerName"))}
+	if len(slots) == 0 && comp.Fragments != nil && s.SchedulerName != "" && len(ids) > 0 {
+		return nil, []string{fmt.Sprintf("component %s (%d templates) (%s): the definition gives no path for the pod's schedulerName", comp.Name, len(ids), missingField(comp, "schedulerName"))}
+	}
+	if len(ids) == len(slots) {
+		for i, id := range ids {
+			if id != "" {
+				names[i] = "[" + id + "]"
+			}
+		}
 	}
 	var roles []Role
 	var problems []string
@@ -288,7 +299,7 @@ func present(doc map[string]any, paths []Path) []Path {
 func verify(ctx context.Context, c *definitions.Compiled, loc *locator, s Settings) error {
 	var problems []string
 	for _, comp := range c.PodBearing {
-		roles, ps := rolesOf(ctx, loc, comp, 0, s)
+		roles, ps := rolesOf(ctx, loc, comp, nil, s)
 		problems = append(problems, ps...)
 		for _, r := range roles {
 			if len(r.Changes) > 0 {

@@ -267,7 +267,25 @@ func workloadLabel(u *unstructured.Unstructured) string {
 // and *.json files in name order) and "-" for stdin. A file named twice (directly or through a
 // directory) is read once.
 func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
+	files, err := expandManifestPaths(paths)
+	if err != nil {
+		return nil, err
+	}
 	var out []*unstructured.Unstructured
+	for _, f := range files {
+		objs, err := manifest.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// expandManifestPaths lists the files of paths ("-" is standard input): a directory's manifest
+// files in name order, each file once (by absolute path) however often it is named.
+func expandManifestPaths(paths []string) ([]string, error) {
+	var out []string
 	seen := map[string]bool{}
 	for _, p := range paths {
 		files := []string{p}
@@ -289,11 +307,7 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 				}
 				seen[abs] = true
 			}
-			objs, err := manifest.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, objs...)
+			out = append(out, f)
 		}
 	}
 	return out, nil

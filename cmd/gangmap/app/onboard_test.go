@@ -1,0 +1,126 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gangmap/gangmap/manifest"
+)
+
+// TestOnboardThenPlan: `gangmap onboard` on the LWS docs manifest, then `gangmap plan` on its
+// output: the LWS definition reads leaderTemplate and workerTemplate, and both carry
+// kai-scheduler, the queue label and the extra label; the LWS itself carries the queue label.
+func TestOnboardThenPlan(t *testing.T) {
+	r := gangmap(t, "onboard", "-f", "testdata/manifests/lws-sglang-gpu-limits-only.yaml", "--queue", "team-a", "--label", "team=a")
+	require.Equal(t, ExitOK, r.code, "stderr: %s", r.stderr)
+	objs, err := manifest.Read(strings.NewReader(r.stdout), "stdout")
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	lws := objs[0].Object
+	assert.Equal(t, "team-a", objs[0].GetLabels()["kai.scheduler/queue"])
+	tpl := lws["spec"].(map[string]any)["leaderWorkerTemplate"].(map[string]any)
+	for _, name := range []string{"leaderTemplate", "workerTemplate"} {
+		pod := tpl[name].(map[string]any)
+		assert.Equal(t, "kai-scheduler", pod["spec"].(map[string]any)["schedulerName"], name)
+		labels := pod["metadata"].(map[string]any)["labels"].(map[string]any)
+		assert.Equal(t, "team-a", labels["kai.scheduler/queue"], name)
+		assert.Equal(t, "a", labels["team"], name)
+	}
+	out := filepath.Join(t.TempDir(), "lws.yaml")
+	require.NoError(t, os.WriteFile(out, []byte(r.stdout), 0o600))
+	doc, _ := planJSON(t, ExitOK, "-f", out)
+	require.Len(t, doc.Plans, 1)
+	assert.Empty(t, doc.Plans[0].Error)
+}
+
+// TestOnboardDiffAndInPlace: --diff shows only the added lines; -i writes the file, and a second
+// run has nothing left to change.
+func TestOnboardDiffAndInPlace(t *testing.T) {
+	src, err := os.ReadFile(seed)
+	require.NoError(t, err)
+	f := filepath.Join(t.TempDir(), "seed.yaml")
+	require.NoError(t, os.WriteFile(f, src, 0o600))
+
+	r := gangmap(t, "onboard", "-f", f, "--queue", "team-a", "--diff")
+	require.Equal(t, ExitOK, r.code, "stderr: %s", r.stderr)
+	var added, removed int
+	for _, l := range strings.Split(r.stdout, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			added++
+		case strings.HasPrefix(l, "-"):
+			removed++
+		}
+	}
+	assert.Zero(t, removed, r.stdout)
+	// labels: + queue on the JobSet (2 lines), template metadata+labels+queue for leader and workers (3 each)
+	assert.Equal(t, 8, added, r.stdout)
+
+	r = gangmap(t, "onboard", "-f", f, "--queue", "team-a", "-i")
+	require.Equal(t, ExitOK, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stderr, "wrote "+f)
+	r = gangmap(t, "onboard", "-f", f, "--queue", "team-a", "--diff")
+	require.Equal(t, ExitOK, r.code)
+	assert.Empty(t, r.stdout, "a second run changes nothing")
+}
+
+// TestOnboardRefusesUnwritableRoles: a definition whose template expression builds the template
+// cannot be written through: exit 1, the role and the definition field named, nothing printed.
+func TestOnboardRefusesUnwritableRoles(t *testing.T) {
+	dir := t.TempDir()
+	def := filepath.Join(dir, "built.yaml")
+	require.NoError(t, os.WriteFile(def, []byte(`apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: built}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: job
+      kind: {group: example.com, version: v1, kind: Built}
+      statusDefinition:
+        phaseDefinition: {path: .status.phase}
+    childComponents:
+      - name: worker
+        ownerRef: job
+        specDefinition:
+          podTemplateSpecPath: '{spec: {containers: .spec.containers}}'
+        scaleDefinition:
+          replicasPath: .spec.replicas
+`), 0o600))
+	m := filepath.Join(dir, "built-job.yaml")
+	require.NoError(t, os.WriteFile(m, []byte(`apiVersion: example.com/v1
+kind: Built
+metadata: {name: b}
+spec:
+  replicas: 2
+  containers: [{name: c, image: x}]
+`), 0o600))
+	r := gangmap(t, "onboard", "-f", m, "--definitions", def, "--queue", "q", "-i")
+	assert.Equal(t, ExitProblems, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "component worker")
+	assert.Contains(t, r.stderr, "spec.structureDefinition.childComponents[0].specDefinition.podTemplateSpecPath")
+	assert.Contains(t, r.stderr, "nothing written")
+	after, err := os.ReadFile(m)
+	require.NoError(t, err)
+	assert.NotContains(t, string(after), "kai-scheduler")
+}
+
+// TestOnboardBadFlags: bad label and queue values are usage errors.
+func TestOnboardBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--label", "no-equals"},
+		{"--queue", "not a label value"},
+		{"--scheduler-name", ""},
+		{"-i", "--diff", "--queue", "q"},
+	} {
+		r := gangmap(t, append([]string{"onboard", "-f", seed}, args...)...)
+		assert.Equal(t, ExitUnusable, r.code, "%v: %s", args, r.stderr)
+	}
+}
