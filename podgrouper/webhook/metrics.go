@@ -16,6 +16,14 @@ var (
 	}, []string{"reason"})
 )
 
+// The result counters, resolved once (an admission increments one without a label lookup).
+var (
+	admittedMutated = admissions.WithLabelValues(ResultMutated)
+	admittedSkipped = admissions.WithLabelValues(ResultSkipped)
+	admittedDryRun  = admissions.WithLabelValues(ResultDryRun)
+	admittedError   = admissions.WithLabelValues(ResultError)
+)
+
 func init() {
 	metrics.Registry.MustRegister(admissions, admissionErrors)
 }

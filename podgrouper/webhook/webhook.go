@@ -10,7 +10,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/podview"
 )
 
 // Path is where the webhook server serves the pod mutator; a MutatingWebhookConfiguration's
@@ -48,8 +48,6 @@ const (
 type PodMutator struct {
 	// Decider decides the pod's PodGroup, as the pod controller does.
 	Decider *controller.Decider
-	// Decoder decodes the admitted pod.
-	Decoder admission.Decoder
 	// Namespaces reads a pod's namespace for NamespaceSelector.
 	Namespaces client.Reader
 	// NamespaceSelector and ObjectSelector restrict the pods the webhook mutates (nil or empty:
@@ -73,26 +71,32 @@ func (m *PodMutator) Register(srv webhook.Server) {
 }
 
 // Handle implements admission.Handler. It always allows the pod; it adds a patch only for a pod
-// gangmap groups.
+// gangmap groups. The pod is decoded into gangmap's view of it (podview.DecodePod: the fields the
+// decision reads, the same the pod controller's cache keeps), and the patch is a JSON patch of
+// gangmap's own annotations and label on the request's raw object (see Patch), so no field of
+// the pod is ever re-encoded, changed or lost.
 func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
-	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KRef(req.Namespace, podName(req)), "uid", req.UID)
-	ctx = ctrl.LoggerInto(ctx, log)
+	var pod *corev1.Pod
 	defer func() {
 		if p := recover(); p != nil {
-			resp = m.admitUnchanged(ctx, "Panic", fmt.Errorf("panic: %v", p))
+			resp = m.admitUnchanged(ctx, req, pod, "Panic", fmt.Errorf("panic: %v", p))
 		}
 	}()
 	if req.Operation != admissionv1.Create || req.Resource.Resource != "pods" || req.SubResource != "" {
 		return skipped("not a pod creation")
 	}
-	pod := &corev1.Pod{}
-	if err := m.Decoder.Decode(req, pod); err != nil {
-		return m.admitUnchanged(ctx, "Decode", err)
+	decoded, err := podview.DecodePod(req.Object.Raw)
+	if err != nil {
+		return m.admitUnchanged(ctx, req, nil, "Decode", err)
 	}
+	pod = decoded.Pod
 	// On CREATE the pod's namespace may be empty in the object; the request has it (as KAI's
 	// pod_mutator does).
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
+	}
+	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
+		return skipped("not a pod of gangmap's scheduler")
 	}
 	if m.ObjectSelector != nil && !m.ObjectSelector.Empty() && !m.ObjectSelector.Matches(labels.Set(pod.Labels)) {
 		return skipped("the object selector excludes the pod")
@@ -100,7 +104,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if m.NamespaceSelector != nil && !m.NamespaceSelector.Empty() {
 		ns := &corev1.Namespace{}
 		if err := m.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
-			return m.admitUnchanged(ctx, "Namespace", err)
+			return m.admitUnchanged(ctx, req, pod, "Namespace", err)
 		}
 		if !m.NamespaceSelector.Matches(labels.Set(ns.Labels)) {
 			return skipped("the namespace selector excludes the pod's namespace")
@@ -113,30 +117,36 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	}
 	d, err := m.Decider.Decide(ctx, pod)
 	if err != nil {
-		return m.admitUnchanged(ctx, "Decide", err)
+		return m.admitUnchanged(ctx, req, pod, "Decide", err)
 	}
 	if d == nil {
 		return skipped("not a pod gangmap groups")
 	}
-	log = log.WithValues("podGroup", klog.KRef(d.Metadata.Namespace, d.Metadata.Name), "subGroup", d.SubGroup, "workload", klog.KObj(d.Owner))
 	if m.DryRun {
-		admissions.WithLabelValues(ResultDryRun).Inc()
-		log.V(2).Info("Dry-run: the webhook would give the pod its PodGroup")
+		admittedDryRun.Inc()
+		if log := ctrl.LoggerFrom(ctx).V(2); log.Enabled() {
+			log.Info("Dry-run: the webhook would give the pod its PodGroup", decisionValues(req, pod, d)...)
+		}
 		return admission.Allowed("gangmap dry-run: unchanged")
 	}
-	mutated := pod.DeepCopy()
-	Label(mutated, d.Metadata.Name, d.SubGroup)
-	raw, err := json.Marshal(mutated)
+	patch, err := Patch(decoded, d.Metadata.Name, d.SubGroup)
 	if err != nil {
-		return m.admitUnchanged(ctx, "Encode", err)
+		return m.admitUnchanged(ctx, req, pod, "Encode", err)
 	}
-	admissions.WithLabelValues(ResultMutated).Inc()
-	log.V(1).Info("Pod given its PodGroup at creation")
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	admittedMutated.Inc()
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		log.Info("Pod given its PodGroup at creation", decisionValues(req, pod, d)...)
+	}
+	if patch == nil {
+		return admission.Allowed("the pod already carries its PodGroup")
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}}
 }
 
 // Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and
-// the sub-group label (removed when the pod has no sub-group).
+// the sub-group label (removed when the pod has no sub-group). Patch makes the same change as a
+// JSON patch.
 func Label(pod *corev1.Pod, podGroup, subGroup string) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
@@ -154,28 +164,37 @@ func Label(pod *corev1.Pod, podGroup, subGroup string) {
 }
 
 // admitUnchanged allows the pod as it is after an error: gangmap never blocks a pod creation.
-func (m *PodMutator) admitUnchanged(ctx context.Context, reason string, err error) admission.Response {
-	admissions.WithLabelValues(ResultError).Inc()
+// pod is the decoded pod, nil when decoding failed.
+func (m *PodMutator) admitUnchanged(ctx context.Context, req admission.Request, pod *corev1.Pod, reason string, err error) admission.Response {
+	admittedError.Inc()
 	admissionErrors.WithLabelValues(reason).Inc()
-	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod unchanged; the pod controller will group it", "reason", reason)
+	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod unchanged; the pod controller will group it",
+		"reason", reason, "pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
 	return admission.Allowed("gangmap could not decide; admitted unchanged")
 }
 
 func skipped(msg string) admission.Response {
-	admissions.WithLabelValues(ResultSkipped).Inc()
+	admittedSkipped.Inc()
 	return admission.Allowed(msg)
 }
 
-// podName is the pod's name for logs: its name, else its generateName.
-func podName(req admission.Request) string {
-	if req.Name != "" {
+// decisionValues are the structured-log values of an admission gangmap decided.
+func decisionValues(req admission.Request, pod *corev1.Pod, d *controller.Decision) []any {
+	return []any{"pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID,
+		"podGroup", klog.KRef(d.Metadata.Namespace, d.Metadata.Name), "subGroup", d.SubGroup, "workload", klog.KObj(d.Owner)}
+}
+
+// podName is the pod's name for logs: the request's name, else the decoded pod's name or
+// generateName (read from the pod decoded once, never parsed again for a log line).
+func podName(req admission.Request, pod *corev1.Pod) string {
+	switch {
+	case req.Name != "":
 		return req.Name
+	case pod == nil:
+		return ""
+	case pod.Name != "":
+		return pod.Name
+	default:
+		return pod.GenerateName
 	}
-	var meta struct {
-		Metadata struct {
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(req.Object.Raw, &meta)
-	return meta.Metadata.GenerateName
 }

@@ -51,7 +51,7 @@ func TestHandleAdmitsUnchanged(t *testing.T) {
 	if err := corev1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	m := &PodMutator{Decider: &controller.Decider{SchedulerName: "kai-scheduler"}, Decoder: admission.NewDecoder(s)}
+	m := &PodMutator{Decider: &controller.Decider{SchedulerName: "kai-scheduler"}}
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	tests := map[string]admissionv1.AdmissionRequest{
 		"update":        {Operation: admissionv1.Update, Resource: pods},

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -220,7 +219,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	if o.WebhookPort != 0 {
-		m := &gangmapwebhook.PodMutator{Decider: decider, Decoder: admission.NewDecoder(mgr.GetScheme()), Namespaces: mgr.GetClient(),
+		m := &gangmapwebhook.PodMutator{Decider: decider, Namespaces: mgr.GetClient(),
 			NamespaceSelector: nsSel, ObjectSelector: objSel, Timeout: o.WebhookTimeout, DryRun: o.DryRun}
 		if o.WebhookSelfSigned {
 			if err := addSelfSigned(mgr, o); err != nil {

@@ -1,0 +1,70 @@
+// Package podview is what gangmap keeps of a pod and of a workload: the fields its decisions
+// read. The grouper's cache stores pods and workloads through its transforms (TransformPod,
+// TransformWorkload), and the admission webhook decodes an admitted pod into the same view
+// (DecodePod), so the pod controller and the webhook decide on the same fields and the cache
+// holds nothing else.
+//
+// What each decision reads of a pod (so what Pod keeps):
+//   - selecting the pod and walking its owners (controller.Decider): metadata.namespace, name,
+//     generateName, uid, ownerReferences, deletionTimestamp; spec.schedulerName;
+//   - placing the pod in its component and gang (a definition's pod-side expressions,
+//     definitions.Compiled.PodInput): metadata.labels and annotations for every catalog
+//     definition; an expression that reads beyond .metadata sees this view, not the whole pod;
+//   - KAI's default PodGroup metadata (defaultgrouper): metadata.labels and annotations (queue,
+//     project, node pool, user, priority class, preemptibility) and spec.priorityClassName;
+//   - labelling the pod (controller.labelPod, a merge patch of gangmap's keys only): the
+//     pod-group-name and skip annotations and the sub-group label;
+//   - resource accounting (GPUs: whole devices, fractions, DRA claims) and the pod's place on a
+//     node: every container's and init container's name, resources and restart policy, spec.resources,
+//     spec.overhead, spec.resourceClaims, spec.nodeName, and status.phase;
+//   - the informer itself: metadata.resourceVersion and creationTimestamp.
+//
+// Dropped: managed fields, finalizers, every other spec field (images, commands, env, volumes,
+// probes, security contexts, affinity, tolerations) and the rest of the status. A decision that
+// needs another field must add it here, where the tests check the webhook and the cache agree.
+//
+// Workloads (top owners, read unstructured) keep everything but metadata.managedFields: a
+// definition's expressions may read any path of the live workload (spec, status, metadata), and
+// KAI's default metadata copies the top owner's labels and every annotation to the PodGroup.
+package podview
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Pod returns the view of pod: a new Pod holding only the fields gangmap reads (see the package
+// comment). Maps, slices and quantities are shared with pod, not copied.
+func Pod(pod *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, CreationTimestamp: pod.CreationTimestamp,
+			DeletionTimestamp: pod.DeletionTimestamp,
+			Labels:            pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{
+			SchedulerName: pod.Spec.SchedulerName, PriorityClassName: pod.Spec.PriorityClassName,
+			NodeName: pod.Spec.NodeName, Overhead: pod.Spec.Overhead, ResourceClaims: pod.Spec.ResourceClaims,
+			Resources:      pod.Spec.Resources,
+			Containers:     containers(pod.Spec.Containers),
+			InitContainers: containers(pod.Spec.InitContainers),
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	return out
+}
+
+// containers keeps each container's name, resources and restart policy (an init container with
+// restartPolicy Always is a sidecar: its resources add to the pod's for its whole life).
+func containers(in []corev1.Container) []corev1.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i := range in {
+		out[i] = corev1.Container{Name: in[i].Name, Resources: in[i].Resources, RestartPolicy: in[i].RestartPolicy}
+	}
+	return out
+}
