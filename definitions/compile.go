@@ -21,6 +21,11 @@ type Compiled struct {
 	byName     map[string]*Component
 	// PodBearing lists the components with a spec definition, in Components order.
 	PodBearing []*Component
+	// ScaledRoles lists the components with a scaleDefinition, no specDefinition and no
+	// pod-bearing descendant (upstream allows them; KAI's fallback forms their sub-groups from
+	// the pods its componentTypeSelector matches): gangmap makes them roles of their replica
+	// count with no pod template.
+	ScaledRoles []*Component
 	Variables  []CompiledVariable
 	Status     *CompiledStatus
 	// PerReplicaOf is the component whose every replica is its own gang, or nil.
@@ -32,6 +37,9 @@ type Compiled struct {
 	// AlphaFilters holds the compiled filters of each alpha pod group member, indexed
 	// [podGroup][member].
 	AlphaFilters [][][]expr.Program
+	// nullSafe holds, for each object-side jq program that has one, its expr.NullSafeJQ form:
+	// evaluated only when the program as written fails on null.
+	nullSafe map[expr.Program]expr.Program
 }
 
 // Component is one compiled component of the tree.
@@ -60,10 +68,27 @@ type Component struct {
 	MatchLabels map[string]string
 	InstanceKey expr.Program // pod side
 	ReplicaKey  expr.Program // pod side
+
+	// ScaledRole says the component is in Compiled.ScaledRoles.
+	ScaledRole bool
 }
 
 // HasPodSpec reports whether the component carries a pod template (a role).
 func (c *Component) HasPodSpec() bool { return c.Def.SpecDefinition != nil }
+
+// IsRole reports whether the component's instances are roles of the gang plan: it has a pod
+// template, or it is a scaled component without one (ScaledRole).
+func (c *Component) IsRole() bool { return c.HasPodSpec() || c.ScaledRole }
+
+// hasPodBearingDescendant reports whether a component below c carries a pod template.
+func (c *Component) hasPodBearingDescendant() bool {
+	for _, ch := range c.Children {
+		if ch.HasPodSpec() || ch.hasPodBearingDescendant() {
+			return true
+		}
+	}
+	return false
+}
 
 // HasTypeSelector reports whether the component can recognise its pods by itself.
 func (c *Component) HasTypeSelector() bool { return c.TypeKey != nil || len(c.MatchLabels) > 0 }
@@ -114,16 +139,20 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 	if len(errs) > 0 {
 		return nil, &DefinitionError{Name: k.Metadata.Name, Origin: l.Origin, Errs: errs}
 	}
-	cc := &compileCtx{compiler: compiler}
-	out := &Compiled{Loaded: l, byName: map[string]*Component{}}
+	cc := &compileCtx{compiler: compiler, nullSafe: map[expr.Program]expr.Program{}}
+	out := &Compiled{Loaded: l, byName: map[string]*Component{}, nullSafe: cc.nullSafe}
 	for _, r := range k.componentRefs() {
 		comp := cc.component(k, r)
 		out.byName[comp.Name] = comp
 	}
 	out.Components = orderComponents(k, out.byName)
 	for _, comp := range out.Components {
-		if comp.HasPodSpec() {
+		switch {
+		case comp.HasPodSpec():
 			out.PodBearing = append(out.PodBearing, comp)
+		case comp.Def.ScaleDefinition != nil && !comp.hasPodBearingDescendant():
+			comp.ScaledRole = true
+			out.ScaledRoles = append(out.ScaledRoles, comp)
 		}
 	}
 	for i, v := range k.Spec.Variables {
@@ -198,6 +227,7 @@ func (cc *compileCtx) onboardPaths(o *OnboardPaths, p *field.Path) map[string]ex
 type compileCtx struct {
 	compiler *expr.Compiler
 	errs     field.ErrorList
+	nullSafe map[expr.Program]expr.Program
 }
 
 // compile compiles e (nil for a zero Expr) and records an error at p.
@@ -227,6 +257,13 @@ func (cc *compileCtx) compileMode(e Expr, subject expr.Subject, mode expr.Mode, 
 		}
 		cc.errs = append(cc.errs, field.Invalid(p, e.String(), fmt.Sprintf("expected a valid %s expression: %s", lang, reason)))
 		return nil
+	}
+	if lang == expr.JQ && subject == expr.Object && mode == expr.Read {
+		if safe, ok := expr.NullSafeJQ(src); ok {
+			if sp, err := cc.compiler.Compile(expr.JQ, safe, subject, mode); err == nil {
+				cc.nullSafe[prog] = sp
+			}
+		}
 	}
 	return prog
 }

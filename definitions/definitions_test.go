@@ -113,7 +113,6 @@ spec:
 		paths = append(paths, e.Field)
 	}
 	for _, want := range []string{
-		"spec.structureDefinition.rootComponent.name",             // not a DNS label
 		"spec.structureDefinition.rootComponent.statusDefinition", // required upstream
 		"spec.structureDefinition.childComponents[0].ownerRef",    // names no component
 		"spec.structureDefinition.childComponents[0].instanceIdPath",
@@ -123,6 +122,9 @@ spec:
 	} {
 		assert.Contains(t, paths, want)
 	}
+	// Upper case and "_" in a component name are accepted as upstream accepts them: sub-group
+	// names are derived from them in lower case (gang.SanitizeLabel).
+	assert.NotContains(t, paths, "spec.structureDefinition.rootComponent.name")
 	_, err = definitions.Compile(l, compiler(t))
 	var de *definitions.DefinitionError
 	require.ErrorAs(t, err, &de)

@@ -29,17 +29,31 @@ type PodPlacement struct {
 // PlacePod finds the pod's component, instance and replica keys by the definition's pod
 // selectors. pod is the pod as normalized JSON (expr.FromObject).
 //
-// The component is the only pod-bearing one when there is just one (upstream's
-// InferPodComponent rule), else the first pod-bearing component in definition order whose
-// componentTypeSelector matches. Errors: no component matches; an instance or replica key
+// A scaled role without a pod template (Compiled.ScaledRoles) whose componentTypeSelector matches
+// comes first (KAI's fallback matches sub-group components by that selector). Otherwise the
+// component is the only pod-bearing one when there is just one (upstream's InferPodComponent
+// rule), else the first pod-bearing component in definition order whose componentTypeSelector
+// matches. Errors: no component matches; an instance or replica key
 // expression yields nothing or more than one value (each names the field path).
 func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacement, error) {
 	pod, _ = expr.Normalize(pod).(map[string]any) // a no-op copy-free walk for PodInput's maps
 	in := expr.Input{Pod: pod, Normalized: true}
 	var comp *Component
-	if len(c.PodBearing) == 1 {
+	for _, cand := range c.ScaledRoles {
+		ok, err := cand.MatchesType(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			comp = cand
+			break
+		}
+	}
+	switch {
+	case comp != nil:
+	case len(c.PodBearing) == 1:
 		comp = c.PodBearing[0]
-	} else {
+	default:
 		for _, cand := range c.PodBearing {
 			ok, err := cand.MatchesType(ctx, in)
 			if err != nil {

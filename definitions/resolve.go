@@ -23,6 +23,8 @@ type Workload struct {
 	// Misses lists expressions that resolved to nothing on this object (a framework renamed a
 	// field, or the definition has a typo). They are facts to report, not errors.
 	Misses []PathMiss
+	// Notes says which expressions failed on null and were read null-safe (expr.NullSafeJQ).
+	Notes []string
 }
 
 // ResolvedComponent is one component with its instances.
@@ -164,7 +166,7 @@ func (r *resolver) component(comp *Component) (*ResolvedComponent, error) {
 
 func (r *resolver) instanceIDs(comp *Component) ([]string, error) {
 	p := comp.Path.Child("instanceIdPath")
-	res, err := comp.InstanceIDs.Eval(r.ctx, r.in)
+	res, err := r.eval(comp.InstanceIDs, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
@@ -201,7 +203,7 @@ func (r *resolver) values(comp *Component, prog expr.Program, p *field.Path, n i
 	if prog == nil || n == 0 {
 		return out, nil
 	}
-	res, err := prog.Eval(r.ctx, r.in)
+	res, err := r.eval(prog, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
@@ -325,6 +327,27 @@ func instanceSuffix(i *Instance) string {
 		return ""
 	}
 	return fmt.Sprintf(" (instance %q)", i.ID)
+}
+
+// eval evaluates an object-side program. When it fails on null (a JobSet replicated job without
+// replicas, a RayCluster without workerGroupSpecs) and has a null-safe form, that form's result
+// is used and the fact is noted: an absent count is 1 in a product (the Kubernetes default of a
+// count field), an absent list has no entries. Any other failure is returned as it is.
+func (r *resolver) eval(prog expr.Program, p *field.Path) ([]any, error) {
+	res, err := prog.Eval(r.ctx, r.in)
+	if err == nil || !expr.IsNullError(err) {
+		return res, err
+	}
+	safe := r.w.Compiled.nullSafe[prog]
+	if safe == nil {
+		return nil, err
+	}
+	out, serr := safe.Eval(r.ctx, r.in)
+	if serr != nil {
+		return nil, err
+	}
+	r.w.Notes = append(r.w.Notes, fmt.Sprintf("%s (%s) met null (%v); read as %s: an absent count is 1 in a product, an absent list has no entries", p, prog.Source(), err, safe.Source()))
+	return out, nil
 }
 
 func (r *resolver) miss(p *field.Path, prog expr.Program) {

@@ -35,8 +35,7 @@ func (k *Karta) componentRefs() []componentRef {
 // rules (unique component names, a full root GVK with no ownerRef and a statusDefinition,
 // children owned by existing components without cycles, at most one pod-spec shape,
 // instanceIdPath together with componentInstanceSelector, alpha members that exist) and
-// gangmap's own (component names are DNS-1123 labels because they become sub-group names;
-// podGroup sub-groups and extensions name existing components; topology has a name and a
+// gangmap's own (podGroup sub-groups and extensions name existing components; topology has a name and a
 // level). Every error carries its field path; all errors are returned, not only the first.
 func ValidateStructure(k *Karta) field.ErrorList {
 	var errs field.ErrorList
@@ -56,9 +55,6 @@ func ValidateStructure(k *Karta) field.ErrorList {
 			continue
 		}
 		names[r.def.Name] = r.path
-		for _, msg := range validation.IsDNS1123Label(r.def.Name) {
-			errs = append(errs, field.Invalid(np, r.def.Name, "component names become KAI sub-group names and must be DNS-1123 labels: "+msg))
-		}
 	}
 	errs = append(errs, validateRoot(refs[0])...)
 	for _, r := range refs[1:] {

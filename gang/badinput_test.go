@@ -88,7 +88,6 @@ func TestBadWorkloadReplicas(t *testing.T) {
 		workers any
 		want    string
 	}{
-		{"negative", int64(-1), badReplicasPath + ": expected a count >= 0, got -1"},
 		{"a string that is not a number", "three", badReplicasPath + `: expected a number or a numeric string, got "three" (string)`},
 		{"beyond int32", int64(3_000_000_000), badReplicasPath + ": expected a count that fits a PodGroup's int32, got 3000000000"},
 		{"beyond int64", "99999999999999999999", badReplicasPath + `: number "99999999999999999999" is out of the int64 range`},
@@ -103,8 +102,14 @@ func TestBadWorkloadReplicas(t *testing.T) {
 		})
 	}
 
+	// A negative count (Milvus -1: HPA-managed) is 0, as KAI's fallback counts a scale not above
+	// 0, and the plan says so.
+	p, err := gang.Build(context.Background(), c, badWorkload("bj", "uid-1", int64(-1)))
+	require.NoError(t, err)
+	assert.Contains(t, p.Notes, "role worker: replicasPath gave -1; counted 0, as KAI's fallback counts a scale that is not above 0 (a framework's \"managed elsewhere\" value such as Milvus -1 for an HPA)")
+
 	// A numeric string is a number (as Kubernetes quantities and many CRDs write them).
-	p, err := gang.Build(context.Background(), c, badWorkload("bj", "uid-1", "3"))
+	p, err = gang.Build(context.Background(), c, badWorkload("bj", "uid-1", "3"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), p.PodGroups[0].Pods)
 }

@@ -54,7 +54,7 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 	if p.perReplica == nil {
 		p.perReplica = alphaReplicaComponent(c)
 	}
-	keys, err := p.replicaKeys(w)
+	keys, err := p.replicaKeys(w, c.PerReplicaOf == nil, specs)
 	if err != nil {
 		return err
 	}
@@ -173,32 +173,25 @@ func templatePod(r *Role) (map[string]any, error) {
 	return expr.FromObject(r.instance.Template)
 }
 
-// alphaReplicaComponent: in the alpha form, a member component with a replicaSelector and
-// grouping keys splits its gang per replica (upstream's LWS definition groups by group index).
-func alphaReplicaComponent(c *definitions.Compiled) *definitions.Component {
-	gs := c.Loaded.Karta.Spec.OptimizationInstructions.GangScheduling
-	if gs == nil || gs.PodGroup != nil {
-		return nil
-	}
-	for _, g := range gs.PodGroups {
-		for _, m := range g.Members {
-			if mc := c.Component(m.ComponentName); mc != nil && mc.ReplicaKey != nil && len(m.GroupByKeyPaths)+len(m.GroupByExpressions) > 0 {
-				return mc
-			}
-		}
-	}
-	return nil
-}
-
 // replicaKeys lists the gang keys: [""] for a whole-workload gang, or "0".."R-1" for the R
-// replicas of the per-replica component (its replicasPath; 1 without one).
-func (p *Plan) replicaKeys(w *definitions.Workload) ([]string, error) {
+// replicas of the per-replica component (its replicasPath; 1 without one). inferred says the
+// per-replica component comes from the alpha form's grouping keys (alphaReplicaComponent), not
+// from spec.gangmap.gang.perReplicaOf: then a component whose replicas cannot be counted gives
+// one gang for all replicas, and R may come from its roles (alphaReplicaCount), with a note.
+func (p *Plan) replicaKeys(w *definitions.Workload, inferred bool, specs []*gangSpec) ([]string, error) {
 	if p.perReplica == nil {
 		return []string{""}, nil
 	}
 	rc := w.Component(p.perReplica.Name)
+	if inferred {
+		if why := p.alphaUnsplittable(rc, specs); why != "" {
+			p.Notes = append(p.Notes, why)
+			p.perReplica = nil
+			return []string{""}, nil
+		}
+	}
 	if len(rc.Instances) != 1 {
-		return nil, fmt.Errorf("%s: a per-replica gang component must have exactly one instance, got %d", p.perReplica.Path, len(rc.Instances))
+		return nil, fmt.Errorf("spec.gangmap.gang.perReplicaOf: component %q has %d instances on this workload, so its replicas cannot be counted (KAI's fallback has no per-replica gangs: it would make one PodGroup of every pod); for gangmap, name a single-instance component that counts the replicas (a component without instanceIdPath whose replicasPath is the number of replicas, e.g. a kind-less \"replica\" component above the roles)", p.perReplica.Name, len(rc.Instances))
 	}
 	n := int64(1)
 	if p.perReplica.Replicas != nil {
@@ -209,6 +202,9 @@ func (p *Plan) replicaKeys(w *definitions.Workload) ([]string, error) {
 	}
 	if n < 0 {
 		return nil, fmt.Errorf("%s: expected a count >= 0, got %d", p.perReplica.Path.Child("scaleDefinition", "replicasPath"), n)
+	}
+	if inferred {
+		n = p.alphaReplicaCount(n)
 	}
 	if n > maxGangsPerWorkload {
 		return nil, fmt.Errorf("%s: %d replicas is more per-replica gangs than gangmap plans for one workload (%d)", p.perReplica.Path.Child("scaleDefinition", "replicasPath"), n, maxGangsPerWorkload)
@@ -231,11 +227,11 @@ func (p *Plan) share(r *Role, gangs int64) (*member, error) {
 		return &member{role: r, pods: r.Pods, gangPods: r.GangPods}, nil
 	}
 	if p.perReplica != r.component && !p.perReplica.IsAncestorOf(r.component) {
-		return nil, fmt.Errorf("role %s is not under per-replica gang component %q", roleLabel(r), p.perReplica.Name)
+		return nil, fmt.Errorf("spec.gangmap.gang.perReplicaOf: role %s is not under per-replica gang component %q (KAI's fallback has no per-replica gangs: it would make one PodGroup of every pod); for gangmap, name a component above every role of the gang, or move the role under it", roleLabel(r), p.perReplica.Name)
 	}
 	if r.Pods%gangs != 0 || r.GangPods%gangs != 0 {
-		return nil, fmt.Errorf("role %s: %d pods (gang %d) do not divide evenly among %d replicas of %q; its replicasPath must count pods across the whole workload",
-			roleLabel(r), r.Pods, r.GangPods, gangs, p.perReplica.Name)
+		return nil, fmt.Errorf("%s: role %s: %d pods (gang %d) do not divide evenly among %d replicas of %q (KAI's fallback would size one PodGroup at the product of the counts along the tree); for gangmap, make the role's replicasPath count its units across the whole workload (replicas × units per replica) and its pods per unit spec.gangmap.components[].podsPerReplicaPath",
+			r.component.Path.Child("scaleDefinition", "replicasPath"), roleLabel(r), r.Pods, r.GangPods, gangs, p.perReplica.Name)
 	}
 	return &member{role: r, pods: r.Pods / gangs, gangPods: r.GangPods / gangs}, nil
 }

@@ -176,6 +176,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 	for _, m := range w.Misses {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s) resolved to nothing on this workload", m.Path, m.Expression))
 	}
+	p.Notes = append(p.Notes, w.Notes...)
 	if err := p.buildRoles(w); err != nil {
 		return nil, err
 	}
@@ -195,6 +196,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		return nil, err
 	}
 	p.applyOverrides(obj.GetAnnotations())
+	p.explainNoPodGroup(c)
 	return p, nil
 }
 
@@ -203,7 +205,7 @@ func (p *Plan) buildRoles(w *definitions.Workload) error {
 	names := sets.New[string]()
 	for _, rc := range w.Components {
 		comp := rc.Component
-		if !comp.HasPodSpec() {
+		if !comp.IsRole() {
 			continue
 		}
 		for _, inst := range rc.Instances {
@@ -211,7 +213,11 @@ func (p *Plan) buildRoles(w *definitions.Workload) error {
 			if err != nil {
 				return err
 			}
-			if inst.Template == nil && r.Pods > 0 {
+			p.noteNegative(r, inst)
+			switch {
+			case comp.ScaledRole && r.Pods > 0:
+				p.Notes = append(p.Notes, fmt.Sprintf("role %s: component %q has a scaleDefinition but no specDefinition: gangmap counts its %d replicas as pods, as KAI's fallback does (its pods are those its podSelector matches; GPUs unknown, counted 0); if each replica runs several pods, the gang is smaller than the workload", roleLabel(r), comp.Name, r.Replicas))
+			case inst.Template == nil && r.Pods > 0:
 				p.Notes = append(p.Notes, fmt.Sprintf("role %s: no pod template resolved; counted as 0 pods rather than guessed", roleLabel(r)))
 				r.Pods, r.GangPods = 0, 0
 			}
@@ -238,12 +244,12 @@ func newRole(comp *definitions.Component, inst *definitions.Instance) (*Role, er
 	if comp.Replicas != nil {
 		replicas = 0
 		if inst.Replicas != nil {
-			replicas = *inst.Replicas
+			replicas = max(*inst.Replicas, 0) // negative (Milvus -1: HPA-managed): 0, as KAI counts it
 		}
 	}
 	minReplicas := replicas
 	if inst.MinReplicas != nil {
-		minReplicas = min(*inst.MinReplicas, replicas)
+		minReplicas = min(max(*inst.MinReplicas, 0), replicas)
 	}
 	checks := []struct {
 		v    int64
@@ -272,10 +278,48 @@ func newRole(comp *definitions.Component, inst *definitions.Instance) (*Role, er
 	return r, nil
 }
 
+// noteNegative says when a replica count was negative and counted 0 (KAI's CalculateSubtreeScale
+// takes a scale only when it is above 0; Milvus writes -1 for an HPA-managed component).
+func (p *Plan) noteNegative(r *Role, inst *definitions.Instance) {
+	for _, v := range []struct {
+		name string
+		n    *int64
+	}{{"replicasPath", inst.Replicas}, {"minReplicasPath", inst.MinReplicas}} {
+		if v.n != nil && *v.n < 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("role %s: %s gave %d; counted 0, as KAI's fallback counts a scale that is not above 0 (a framework's \"managed elsewhere\" value such as Milvus -1 for an HPA)", roleLabel(r), v.name, *v.n))
+		}
+	}
+}
+
+// explainNoPodGroup adds a note saying why when the plan has no PodGroup, so that no caller
+// ends with "nothing to do" without a reason.
+func (p *Plan) explainNoPodGroup(c *definitions.Compiled) {
+	if len(p.PodGroups) > 0 {
+		return
+	}
+	var why string
+	switch {
+	case len(p.Roles) == 0 && len(c.PodBearing)+len(c.ScaledRoles) == 0:
+		why = "the definition has no component with a specDefinition or a scaleDefinition, so it describes no pods"
+	case len(p.Roles) == 0:
+		why = "the definition's components have no instances on this workload (their instanceIdPath yielded none)"
+	default:
+		var zero []string
+		for _, r := range p.Roles {
+			if _, grouped := p.roleGang[r]; !grouped {
+				zero = append(zero, fmt.Sprintf("%s (%d pods)", roleLabel(r), r.Pods))
+			}
+		}
+		why = fmt.Sprintf("no role has pods in a gang: %s", strings.Join(zero, ", "))
+	}
+	p.Notes = append(p.Notes, "no PodGroup: "+why)
+}
+
 // roleName is the instance id for a multi-instance component, else the component name, as a
-// DNS label, qualified by the component on a clash with an earlier role.
+// DNS label (lower case: SanitizeLabel), qualified by the component on a clash with an earlier
+// role.
 func roleName(comp *definitions.Component, instance string, taken sets.Set[string]) string {
-	name := comp.Name
+	name := SanitizeLabel(comp.Name)
 	if comp.InstanceIDs != nil {
 		name = SanitizeLabel(instance)
 		if taken.Has(name) {

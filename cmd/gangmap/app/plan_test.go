@@ -378,7 +378,8 @@ func TestPlanWorkloadWithoutRoles(t *testing.T) {
 	assert.Equal(t, []any{}, p["podGroups"])
 	assert.Equal(t, []any{}, p["roles"], "roles is a list, never null")
 	assert.Equal(t, 0.0, p["totalGPUs"])
-	assert.Equal(t, []any{"spec.structureDefinition.childComponents[0].instanceIdPath (.spec.replicatedJobs[]?.name) resolved to nothing on this workload"}, p["notes"])
+	assert.Equal(t, []any{"spec.structureDefinition.childComponents[0].instanceIdPath (.spec.replicatedJobs[]?.name) resolved to nothing on this workload",
+		"no PodGroup: the definition's components have no instances on this workload (their instanceIdPath yielded none)"}, p["notes"], "a plan without a PodGroup says why")
 
 	table := gangmap(t, "plan", "-f", path)
 	assert.True(t, strings.HasPrefix(table.stdout, "JobSet/empty-*   definition: jobset-x-k8s-io-jobset-v1alpha2 (catalog)\n"), table.stdout)

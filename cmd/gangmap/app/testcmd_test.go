@@ -23,8 +23,10 @@ func TestCatalogSuitePasses(t *testing.T) {
 
 // TestBrokenDefinitionFailsNamingThePath: the catalog JobSet definition with a misspelt
 // instanceIdPath (.spec.replicatedJob, testdata/tests-broken/*/definition.yaml), tested with the
-// seed's expectations. With "[]?" the path resolves to nothing (a miss); with "[]" jq fails.
-// Either way the case fails and the output names the definition path and the expression.
+// seed's expectations. With "[]?" the path resolves to nothing (a miss); with "[]" jq fails on
+// null and gangmap reads it null-safe (an absent list has no entries, as for a RayCluster without
+// worker groups), so it is a miss too. Either way the case fails and the output names the
+// definition path and the expression.
 func TestBrokenDefinitionFailsNamingThePath(t *testing.T) {
 	r := gangmap(t, "test", "testdata/tests-broken")
 	assert.Equal(t, ExitProblems, r.code)
@@ -34,7 +36,7 @@ func TestBrokenDefinitionFailsNamingThePath(t *testing.T) {
 	assert.Contains(t, r.stdout, "podGroups (-want +got):")
 	assert.Contains(t, r.stdout, "      -  name: pg-train-llm-jobset\n", "the diff is YAML, as expect.yaml is")
 	assert.Contains(t, r.stdout, "--- FAIL: misspelt-strict\n")
-	assert.Contains(t, r.stdout, `spec.structureDefinition.childComponents[0].instanceIdPath: jq expression ".spec.replicatedJob[].name"`)
+	assert.Contains(t, r.stdout, "path resolved to nothing on the workload: spec.structureDefinition.childComponents[0].instanceIdPath (.spec.replicatedJob[].name)")
 	assert.Contains(t, r.stdout, "FAIL\t2 of 2 cases failed\n")
 }
 
