@@ -26,8 +26,8 @@ type Compiled struct {
 	// the pods its componentTypeSelector matches): gangmap makes them roles of their replica
 	// count with no pod template.
 	ScaledRoles []*Component
-	Variables  []CompiledVariable
-	Status     *CompiledStatus
+	Variables   []CompiledVariable
+	Status      *CompiledStatus
 	// PerReplicaOf is the component whose every replica is its own gang, or nil.
 	PerReplicaOf *Component
 	// Startup is the compiled startup policy, or nil.
