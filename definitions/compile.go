@@ -114,6 +114,7 @@ type CompiledStartup struct {
 	When           expr.Program // nil: always
 	First          map[string]bool
 	FirstInstances expr.Program // nil: none
+	Holds          expr.Program // nil: none
 }
 
 // Component returns the named component, or nil.
@@ -192,6 +193,7 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 				st := &CompiledStartup{First: map[string]bool{}}
 				st.When = cc.compile(g.Startup.When, expr.Object, gangmapPath.Child("gang", "startup", "when"))
 				st.FirstInstances = cc.compile(g.Startup.FirstInstances, expr.Object, gangmapPath.Child("gang", "startup", "firstInstances"))
+				st.Holds = cc.compile(g.Startup.Holds, expr.Object, gangmapPath.Child("gang", "startup", "holds"))
 				for _, n := range g.Startup.First {
 					st.First[n] = true
 				}

@@ -80,6 +80,7 @@ func ObjectExpressions(k *Karta) []FieldExpr {
 		if g := ext.Gang; g != nil && g.Startup != nil {
 			add(gangmapPath.Child("gang", "startup", "when"), g.Startup.When)
 			add(gangmapPath.Child("gang", "startup", "firstInstances"), g.Startup.FirstInstances)
+			add(gangmapPath.Child("gang", "startup", "holds"), g.Startup.Holds)
 		}
 	}
 	return out

@@ -50,27 +50,43 @@ type GangExtension struct {
 	// so each pod can say which replica it belongs to. Its descendants' pods are divided evenly
 	// among its replicas.
 	PerReplicaOf string `json:"perReplicaOf,omitempty"`
-	// Startup describes a workload that creates some roles only after others are ready (JobSet
-	// startupPolicyOrder InOrder, LWS LeaderReady, MPIJob WaitForWorkersReady). While it applies,
-	// the gang minimum counts only the roles that exist first, so the gang never waits for pods
-	// that cannot exist yet.
+	// Startup describes a workload that creates some roles only after others are Ready or
+	// Complete (JobSet dependsOn and InOrder, LWS LeaderReady, MPIJob WaitForWorkersReady): the
+	// gang minimum counts only the roles whose pods exist or can be created now, so the gang
+	// never waits for pods that cannot exist yet.
 	Startup *StartupPolicy `json:"startup,omitempty"`
 }
 
-// StartupPolicy says which components start first when a workload orders its startup.
+// StartupPolicy says which roles a workload's operator creates late (after others are Ready or
+// Complete) or has finished, so the gang minimum is satisfiable at every step of the start
+// sequence. A role the policy holds keeps its own sub-group and that sub-group's minimum (its
+// pods, once they exist, still start as one unit), but the PodGroup's minimum does not count it:
+// minSubGroup counts only the top-level sub-groups of roles not held, and a flat minMember only
+// their pods.
+//
+// Two forms, usable together:
+//   - static (first, firstInstances): while When holds, every role not named starts after the
+//     named ones (LWS LeaderReady, MPIJob WaitForWorkersReady);
+//   - from the workload's state (holds): the operator's own creation rule written over the
+//     workload's spec and status (JobSet dependsOn and InOrder: a replicated job is created only
+//     once the ones it depends on reached Ready or Complete).
 type StartupPolicy struct {
 	// When is an object-side boolean expression (jq or CEL); the policy applies when it is true.
 	// Absent means always.
 	When Expr `json:"when,omitzero"`
 	// First lists the components whose pods are created first. Only their roles (and those of
 	// FirstInstances) count towards the gang minimum while the policy applies; the other roles'
-	// pods still join the PodGroup, in their own sub-groups where there are sub-groups, with a
-	// minimum of zero.
+	// pods still join the PodGroup, in their own sub-groups where there are sub-groups.
 	First []string `json:"first,omitempty"`
 	// FirstInstances is an object-side expression yielding the instance ids that are created
-	// first, for workloads that order instances of one component (JobSet InOrder creates
-	// replicatedJobs[0] first: `.spec.replicatedJobs[0].name`).
+	// first, for workloads that order instances of one component.
 	FirstInstances Expr `json:"firstInstances,omitzero"`
+	// Holds is an object-side expression yielding an object that maps a role (an instance id, or
+	// a component name for all of its instances) to the reason the gang minimum leaves it out
+	// now: its pods cannot exist yet ("created when initializer is Complete") or have all run to
+	// completion (KAI counts only live pods towards a gang). It is evaluated on every plan, so
+	// the gang follows the workload's status; null or an empty object holds nothing.
+	Holds Expr `json:"holds,omitzero"`
 }
 
 // ComponentExtension returns the extension of the named component, or nil.

@@ -185,7 +185,7 @@ func normalizeForwardShape(v any) {
 	case map[string]any:
 		for k, val := range t {
 			normalizeForwardShape(val)
-			if m, ok := val.(map[string]any); ok && isAccessor(m) && !strings.HasSuffix(strings.ToLower(k), "path") && k != "byExpression" && k != "when" && k != "firstInstances" {
+			if m, ok := val.(map[string]any); ok && isAccessor(m) && !strings.HasSuffix(strings.ToLower(k), "path") && k != "byExpression" && k != "when" && k != "firstInstances" && k != "holds" {
 				if _, exists := t[k+"Path"]; !exists {
 					t[k+"Path"] = val
 					delete(t, k)

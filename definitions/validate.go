@@ -316,8 +316,8 @@ func validateExtensions(k *Karta, names map[string]*field.Path) field.ErrorList 
 			}
 		}
 		if g.Startup != nil {
-			if len(g.Startup.First) == 0 && g.Startup.FirstInstances.IsZero() {
-				errs = append(errs, field.Required(gp.Child("startup", "first"), "name the components (first) or instances (firstInstances) whose pods are created first"))
+			if len(g.Startup.First) == 0 && g.Startup.FirstInstances.IsZero() && g.Startup.Holds.IsZero() {
+				errs = append(errs, field.Required(gp.Child("startup", "first"), "name the components (first) or instances (firstInstances) whose pods are created first, or the roles the operator holds back (holds)"))
 			}
 			for i, n := range g.Startup.First {
 				if names[n] == nil {

@@ -224,14 +224,14 @@ const maxGangsPerWorkload = 100000
 // errors: the definition's scale convention disagrees with its gang shape.
 func (p *Plan) share(r *Role, gangs int64) (*member, error) {
 	if p.perReplica == nil {
-		return &member{role: r, pods: r.Pods, gangPods: r.GangPods}, nil
+		return &member{role: r, pods: r.Pods, gangPods: r.GangPods, heldPods: r.HeldPods}, nil
 	}
 	if p.perReplica != r.component && !p.perReplica.IsAncestorOf(r.component) {
 		return nil, fmt.Errorf("spec.gangmap.gang.perReplicaOf: role %s is not under per-replica gang component %q (KAI's fallback has no per-replica gangs: it would make one PodGroup of every pod); for gangmap, name a component above every role of the gang, or move the role under it", roleLabel(r), p.perReplica.Name)
 	}
-	if r.Pods%gangs != 0 || r.GangPods%gangs != 0 {
+	if r.Pods%gangs != 0 || r.GangPods%gangs != 0 || r.HeldPods%gangs != 0 {
 		return nil, fmt.Errorf("%s: role %s: %d pods (gang %d) do not divide evenly among %d replicas of %q (KAI's fallback would size one PodGroup at the product of the counts along the tree); for gangmap, make the role's replicasPath count its units across the whole workload (replicas × units per replica) and its pods per unit spec.gangmap.components[].podsPerReplicaPath",
 			r.component.Path.Child("scaleDefinition", "replicasPath"), roleLabel(r), r.Pods, r.GangPods, gangs, p.perReplica.Name)
 	}
-	return &member{role: r, pods: r.Pods / gangs, gangPods: r.GangPods / gangs}, nil
+	return &member{role: r, pods: r.Pods / gangs, gangPods: r.GangPods / gangs, heldPods: r.HeldPods / gangs}, nil
 }

@@ -3,6 +3,7 @@ package gang_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,30 @@ func variants(obj *unstructured.Unstructured) []variant {
 		o := obj.DeepCopy()
 		_ = unstructured.SetNestedField(o.Object, "InOrder", "spec", "startupPolicy", "startupPolicyOrder")
 		out = append(out, variant{"/InOrder", o})
+		// The start sequence as status.replicatedJobsStatus tells it: the first k replicated
+		// jobs succeeded, the next one ready, in both start orders.
+		rjobs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "replicatedJobs")
+		for k := range rjobs {
+			var st []any
+			for i, rj := range rjobs {
+				reps, found, _ := unstructured.NestedInt64(rj.(map[string]any), "replicas")
+				if !found {
+					reps = 1
+				}
+				name, _, _ := unstructured.NestedString(rj.(map[string]any), "name")
+				switch {
+				case i < k:
+					st = append(st, map[string]any{"name": name, "succeeded": reps})
+				case i == k:
+					st = append(st, map[string]any{"name": name, "ready": reps})
+				}
+			}
+			for suffix, base := range map[string]*unstructured.Unstructured{"": obj, "/InOrder": o} {
+				b := base.DeepCopy()
+				_ = unstructured.SetNestedSlice(b.Object, st, "status", "replicatedJobsStatus")
+				out = append(out, variant{fmt.Sprintf("/step%d%s", k, suffix), b})
+			}
+		}
 	case "LeaderWorkerSet":
 		o := obj.DeepCopy()
 		_ = unstructured.SetNestedField(o.Object, "LeaderReady", "spec", "startupPolicy")

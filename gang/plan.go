@@ -86,10 +86,15 @@ type Role struct {
 	MinReplicas int64  `json:"minReplicas"`
 	// PodsPerReplica is the pods each replica runs (1 unless the definition says otherwise).
 	PodsPerReplica int64 `json:"podsPerReplica"`
-	// Pods = Replicas × PodsPerReplica; GangPods = MinReplicas × PodsPerReplica (0 while a startup
-	// policy keeps the role out of the gang minimum).
+	// Pods = Replicas × PodsPerReplica; GangPods = MinReplicas × PodsPerReplica, or 0 while the
+	// definition's start rule keeps the role out of the gang minimum (StartupHold says why).
 	Pods     int64 `json:"pods"`
 	GangPods int64 `json:"gangPods"`
+	// StartupHold, when set, says why the start rule keeps the role out of the PodGroup's
+	// minimum now: its pods cannot exist yet, or have all finished. HeldPods is the role's own
+	// minimum, which its sub-group keeps, so its pods still start as one unit once they exist.
+	StartupHold string `json:"startupHold,omitempty"`
+	HeldPods    int64  `json:"heldPods,omitempty"`
 	// GPUsPerPod counts whole devices plus fractions, in devices; GangGPUs and GPUs multiply it by
 	// GangPods and Pods.
 	GPUsPerPod GPUs    `json:"gpusPerPod"`
@@ -135,6 +140,9 @@ type Override struct {
 	Annotation string `json:"annotation"`
 	Value      string `json:"value"`
 	Applied    bool   `json:"applied"`
+	// Effect says what an applied override set (minMember, or minSubGroup on a PodGroup with
+	// sub-groups).
+	Effect string `json:"effect,omitempty"`
 	// Reason says why an override was refused.
 	Reason string `json:"reason,omitempty"`
 }
@@ -144,6 +152,8 @@ type member struct {
 	role     *Role
 	pods     int64
 	gangPods int64
+	// heldPods is the role's own minimum while the start rule holds it (its sub-group keeps it).
+	heldPods int64
 	subGroup *SubGroup
 	// replicaLeaves are the per-replica leaves under subGroup, by replica index (or none).
 	replicaLeaves []*SubGroup
@@ -344,56 +354,4 @@ func instanceNote(id string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (instance %q)", id)
-}
-
-// applyStartup zeroes the gang pods of roles created later, while the definition's startup
-// policy applies (gangmap.gang.startup).
-func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, vars map[string]any) error {
-	st := c.Startup
-	if st == nil {
-		return nil
-	}
-	if st.When != nil {
-		res, err := st.When.Eval(ctx, expr.Input{Object: obj, Variables: vars})
-		if err != nil {
-			return fmt.Errorf("spec.gangmap.gang.startup.when: %w", err)
-		}
-		if !expr.Truthy(res) {
-			return nil
-		}
-	}
-	firstInstances := map[string]bool{}
-	if st.FirstInstances != nil {
-		res, err := st.FirstInstances.Eval(ctx, expr.Input{Object: obj, Variables: vars})
-		if err != nil {
-			return fmt.Errorf("spec.gangmap.gang.startup.firstInstances: %w", err)
-		}
-		for _, v := range res {
-			if l, ok := v.([]any); ok {
-				for _, e := range l {
-					firstInstances[fmt.Sprint(e)] = true
-				}
-			} else if v != nil {
-				firstInstances[fmt.Sprint(v)] = true
-			}
-		}
-	}
-	firstNames := append(sets.List(sets.KeySet(st.First)), sets.List(sets.KeySet(firstInstances))...)
-	for _, r := range p.Roles {
-		if startsFirst(r.component, st.First) || (r.Instance != "" && firstInstances[r.Instance]) || r.GangPods == 0 {
-			continue
-		}
-		r.GangPods = 0
-		p.Notes = append(p.Notes, fmt.Sprintf("role %s starts after %v are ready (startup policy): its pods join the PodGroup but the gang does not wait for them", roleLabel(r), firstNames))
-	}
-	return nil
-}
-
-func startsFirst(c *definitions.Component, first map[string]bool) bool {
-	for a := c; a != nil; a = a.Parent {
-		if first[a.Name] {
-			return true
-		}
-	}
-	return false
 }

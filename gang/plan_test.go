@@ -136,20 +136,27 @@ func TestLeaderReadyDoesNotWaitForWorkers(t *testing.T) {
 	require.NoError(t, unstructured.SetNestedField(obj.Object, "LeaderReady", "spec", "startupPolicy"))
 	p := plan(t, registry(t), obj)
 	for _, pg := range p.PodGroups {
-		assert.Equal(t, []wantSub{{"leader", 1}, {"worker", 0}}, subGroups(pg))
+		// The workers' sub-group keeps its size − 1 = 3 (they start together once the leader is
+		// ready), but only the leader's sub-group is required.
+		assert.Equal(t, []wantSub{{"leader", 1}, {"worker", 3}}, subGroups(pg))
 		assert.Equal(t, ptr.To[int32](1), pg.MinSubGroup)
 	}
-	assert.Contains(t, strings.Join(p.Notes, "\n"), "startup policy")
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "role worker is kept out of the gang minimum")
 }
 
-// JobSet startupPolicyOrder InOrder: replicated jobs are created in order, each after the previous
-// is ready, so only the first one counts towards the gang.
+// JobSet startupPolicyOrder InOrder: the controller creates a replicated job only after every one
+// before it has all Jobs started (ready + failed + succeeded == replicas), so before any status
+// only the first counts towards the gang; once the leader's Job is ready, both do.
 func TestJobSetInOrder(t *testing.T) {
 	obj := load(t, "jobset-leader-workers.yaml")
 	require.NoError(t, unstructured.SetNestedField(obj.Object, "InOrder", "spec", "startupPolicy", "startupPolicyOrder"))
 	p := plan(t, registry(t), obj)
-	assert.Equal(t, []wantSub{{"leader", 1}, {"workers", 0}}, subGroups(p.PodGroups[0]))
+	assert.Equal(t, []wantSub{{"leader", 1}, {"workers", 2}}, subGroups(p.PodGroups[0]))
 	assert.Equal(t, ptr.To[int32](1), p.PodGroups[0].MinSubGroup)
+	require.NoError(t, unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "leader", "ready": int64(1)}}, "status", "replicatedJobsStatus"))
+	p = plan(t, registry(t), obj)
+	assert.Equal(t, []wantSub{{"leader", 1}, {"workers", 2}}, subGroups(p.PodGroups[0]))
+	assert.Equal(t, ptr.To[int32](2), p.PodGroups[0].MinSubGroup)
 }
 
 func TestOverrides(t *testing.T) {
@@ -324,4 +331,44 @@ func TestFlatten(t *testing.T) {
 		assert.Equal(t, ptr.To[int32](1), pg.MinMember)
 	}
 	assert.Equal(t, 1, strings.Count(strings.Join(p.Notes, "\n"), "x"))
+}
+
+// The min-member annotations on a PodGroup with sub-groups (JobSet: leader 1 pod, workers 2):
+// kai.scheduler/batch-min-member counts sub-groups as KAI's JobSet plugin does
+// (computePodGroupMinSubGroup: minSubGroup = min(value, replicated jobs), leaf minima kept);
+// gangmap.io/min-member counts pods: a flat minMember, sub-groups kept for placement at 0.
+func TestOverridesOnSubGroups(t *testing.T) {
+	obj := load(t, "jobset-leader-workers.yaml")
+	cases := map[string]struct {
+		ann         map[string]string
+		minMember   *int32
+		minSubGroup *int32
+		subs        []wantSub
+		applied     bool
+	}{
+		"none":                     {nil, nil, ptr.To[int32](2), []wantSub{{"leader", 1}, {"workers", 2}}, false},
+		"KAI: one replicated job":  {map[string]string{gang.AnnotationKAIBatchMinMember: "1"}, nil, ptr.To[int32](1), []wantSub{{"leader", 1}, {"workers", 2}}, true},
+		"KAI: capped at the count": {map[string]string{gang.AnnotationKAIBatchMinMember: "5"}, nil, ptr.To[int32](2), []wantSub{{"leader", 1}, {"workers", 2}}, true},
+		"KAI: below 1 refused":     {map[string]string{gang.AnnotationKAIBatchMinMember: "0"}, nil, ptr.To[int32](2), []wantSub{{"leader", 1}, {"workers", 2}}, false},
+		"gangmap: 2 pods":          {map[string]string{gang.AnnotationMinMember: "2"}, ptr.To[int32](2), nil, []wantSub{{"leader", 0}, {"workers", 0}}, true},
+		"gangmap wins over KAI":    {map[string]string{gang.AnnotationMinMember: "3", gang.AnnotationKAIBatchMinMember: "1"}, ptr.To[int32](3), nil, []wantSub{{"leader", 0}, {"workers", 0}}, true},
+		"gangmap: above the pods":  {map[string]string{gang.AnnotationMinMember: "4"}, nil, ptr.To[int32](2), []wantSub{{"leader", 1}, {"workers", 2}}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := obj.DeepCopy()
+			o.SetAnnotations(tc.ann)
+			p := plan(t, registry(t), o)
+			require.Len(t, p.PodGroups, 1)
+			pg := p.PodGroups[0]
+			assert.Equal(t, tc.minMember, pg.MinMember)
+			assert.Equal(t, tc.minSubGroup, pg.MinSubGroup)
+			assert.Equal(t, tc.subs, subGroups(pg))
+			if tc.ann != nil {
+				require.Len(t, p.Overrides, 1)
+				assert.Equal(t, tc.applied, p.Overrides[0].Applied, p.Overrides[0].Reason)
+				assert.Equal(t, tc.applied, p.Overrides[0].Effect != "", "an applied override says what it set")
+			}
+		})
+	}
 }

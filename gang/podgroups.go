@@ -54,12 +54,14 @@ func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *de
 	}
 }
 
-// finish sets the counts. With sub-groups: each leaf's minMember is its gang pods, and
-// minSubGroup counts the leaves that require pods (at least 1). Without: minMember is the sum of
-// the gang pods over all members, and at least 1, because minMember 0 would mean "no gang" for
-// pods that exist.
+// finish sets the counts. With sub-groups: each leaf's minMember is its role's minimum (the
+// gang pods, or the held pods of a role the start rule holds), and minSubGroup counts the
+// top-level sub-groups that require pods and are not held (at least 1). Without: minMember is
+// the sum of the gang pods over all members, and at least 1, because minMember 0 would mean
+// "no gang" for pods that exist.
 func (pg *PodGroup) finish() error {
 	var gangPods int64
+	held := map[*SubGroup]bool{}
 	for _, m := range pg.members {
 		pg.Pods += m.pods
 		pg.GPUs += m.role.GPUsPerPod.Times(m.pods)
@@ -68,12 +70,16 @@ func (pg *PodGroup) finish() error {
 			sg.Pods = m.pods
 			sg.GPUsPerPod = m.role.GPUsPerPod
 			sg.GPUs = m.role.GPUsPerPod.Times(m.pods)
+			roleMin := m.gangPods
+			if m.role.StartupHold != "" {
+				roleMin, held[sg] = m.heldPods, true
+			}
 			if len(m.replicaLeaves) == 0 {
-				sg.MinMember = ptr.To(int32(m.gangPods))
+				sg.MinMember = ptr.To(int32(roleMin))
 				continue
 			}
 			ppr := m.role.PodsPerReplica
-			sg.MinSubGroup = ptr.To(int32(m.gangPods / ppr))
+			sg.MinSubGroup = ptr.To(int32(roleMin / ppr))
 			for _, leaf := range m.replicaLeaves {
 				leaf.MinMember, leaf.Pods = ptr.To(int32(ppr)), ppr
 				leaf.GPUsPerPod, leaf.GPUs = m.role.GPUsPerPod, m.role.GPUsPerPod.Times(ppr)
@@ -86,7 +92,7 @@ func (pg *PodGroup) finish() error {
 	if len(pg.SubGroups) > 0 {
 		required := int32(0)
 		for _, sg := range pg.SubGroups {
-			if sg.Parent == nil && (sg.MinMember != nil && *sg.MinMember > 0 || sg.MinSubGroup != nil && *sg.MinSubGroup > 0) {
+			if sg.Parent == nil && !held[sg] && (sg.MinMember != nil && *sg.MinMember > 0 || sg.MinSubGroup != nil && *sg.MinSubGroup > 0) {
 				required++
 			}
 		}
@@ -98,9 +104,17 @@ func (pg *PodGroup) finish() error {
 }
 
 // applyOverrides applies the first min-member annotation present on the top owner
-// (AnnotationMinMember, then AnnotationKAIBatchMinMember) to every PodGroup. It is refused, not
-// applied, when it is not a whole number, is below 1 or above a PodGroup's pods, or the PodGroup
-// has sub-groups (minMember and minSubGroup are never both set).
+// (AnnotationMinMember, then AnnotationKAIBatchMinMember) to every PodGroup. A value that is not
+// a whole number, is below 1, or (for AnnotationMinMember) is above a PodGroup's pods is refused,
+// not applied. What a value means follows KAI's native plugins:
+//   - on a PodGroup without sub-groups both set minMember, in pods (KAI's Job plugin);
+//   - on a PodGroup with sub-groups, AnnotationKAIBatchMinMember counts sub-groups, as KAI's
+//     JobSet plugin (computePodGroupMinSubGroup) does: minSubGroup = min(value, top-level
+//     sub-groups), each sub-group keeping its own minimum;
+//   - on a PodGroup with sub-groups, AnnotationMinMember counts pods: the PodGroup gets a flat
+//     minMember of that many pods and its sub-groups require nothing of their own (leaves
+//     minMember 0, parents minSubGroup 0), kept for placement and topology only. KAI's webhook
+//     accepts it: minMember without minSubGroup at the root, a minMember on every leaf.
 func (p *Plan) applyOverrides(annotations map[string]string) {
 	for _, key := range []string{AnnotationMinMember, AnnotationKAIBatchMinMember} {
 		v, ok := annotations[key]
@@ -113,11 +127,11 @@ func (p *Plan) applyOverrides(annotations map[string]string) {
 		case err != nil:
 			o.Reason = fmt.Sprintf("expected a whole number, got %q", v)
 		default:
-			o.Reason = p.checkOverride(int32(n))
+			o.Reason = p.checkOverride(key, int32(n))
 		}
 		if o.Reason == "" {
 			for _, pg := range p.PodGroups {
-				pg.MinMember = ptr.To(int32(n))
+				o.Effect = pg.override(key, int32(n))
 			}
 			o.Applied = true
 		}
@@ -126,19 +140,45 @@ func (p *Plan) applyOverrides(annotations map[string]string) {
 	}
 }
 
-func (p *Plan) checkOverride(n int32) string {
+func (p *Plan) checkOverride(key string, n int32) string {
 	if n < 1 {
 		return fmt.Sprintf("%d is below 1", n)
 	}
 	for _, pg := range p.PodGroups {
-		if len(pg.SubGroups) > 0 {
-			return fmt.Sprintf("PodGroup %s has sub-groups, and KAI rejects minMember with minSubGroup", pg.Name)
-		}
-		if int64(n) > pg.Pods {
+		if (key == AnnotationMinMember || len(pg.SubGroups) == 0) && int64(n) > pg.Pods {
 			return fmt.Sprintf("%d is above the %d pods of PodGroup %s", n, pg.Pods, pg.Name)
 		}
 	}
 	return ""
+}
+
+// override applies one accepted annotation value to the PodGroup (see applyOverrides) and says
+// what it set.
+func (pg *PodGroup) override(key string, n int32) string {
+	switch {
+	case len(pg.SubGroups) == 0:
+		pg.MinMember = ptr.To(n)
+		return fmt.Sprintf("minMember %d", n)
+	case key == AnnotationKAIBatchMinMember:
+		top := int32(0)
+		for _, sg := range pg.SubGroups {
+			if sg.Parent == nil {
+				top++
+			}
+		}
+		pg.MinSubGroup = ptr.To(min(n, top))
+		return fmt.Sprintf("minSubGroup %d of %d sub-groups (counted in sub-groups, as KAI's JobSet plugin does)", min(n, top), top)
+	default:
+		pg.MinMember, pg.MinSubGroup = ptr.To(n), nil
+		for _, sg := range pg.SubGroups {
+			if sg.MinSubGroup != nil {
+				sg.MinSubGroup = ptr.To[int32](0)
+			} else {
+				sg.MinMember = ptr.To[int32](0)
+			}
+		}
+		return fmt.Sprintf("flat minMember %d pods; sub-groups kept for placement with no minimum of their own", n)
+	}
 }
 
 // ErrNotGrouped says the pod's role is in no gang of the definition: gangmap leaves the pod to KAI.
@@ -238,7 +278,9 @@ func (p *Plan) Flatten(reason string) {
 			m.subGroup, m.replicaLeaves = nil, nil
 		}
 		pg.SubGroups, pg.MinSubGroup = []*SubGroup{}, nil
-		pg.MinMember = ptr.To(int32(max(gangPods, 1)))
+		if pg.MinMember == nil { // set already by a gangmap.io/min-member override: kept
+			pg.MinMember = ptr.To(int32(max(gangPods, 1)))
+		}
 		flattened = true
 	}
 	if flattened && reason != "" {

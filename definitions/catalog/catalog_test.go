@@ -732,14 +732,14 @@ func TestVolcanoJob(t *testing.T) {
 // max(initialExecutors, minExecutors, instances), floor minExecutors); the driver creates the
 // executors, so only the driver is required.
 func TestSparkApplication(t *testing.T) {
-	executorsLater := []string{"role executor starts after [driver] are ready (startup policy)"}
+	executorsLater := []string{"role executor is kept out of the gang minimum (its pods are created only after those of driver start)"}
 	cases := map[string]planWant{
 		// GPU as {name, quantity}: the driver asks amd.com/gpu (not an NVIDIA GPU), the executor
 		// nvidia.com/gpu 1.
 		"sparkapplication-docs-gpu-struct-fragment.yaml": {
 			podGroups: []podGroupWant{{
 				name: "pg-docs-gpu-fragment-sparkapplication", minSubGroup: 1, pods: 2,
-				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 0, 1}},
+				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 1, 1}}, // executor keeps its own minimum
 			}},
 			roles: []roleWant{
 				{"driver", 1, 1, 1, 1, 0},   // amd.com/gpu counts no NVIDIA GPU
@@ -752,7 +752,7 @@ func TestSparkApplication(t *testing.T) {
 		"sparkapplication-dynamic-allocation-min1-max5.yaml": {
 			podGroups: []podGroupWant{{
 				name: "pg-spark-pi-dynamic-allocation-sparkapplication", minSubGroup: 1, pods: 3,
-				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 0, 2}},
+				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 1, 2}}, // minExecutors 1
 			}},
 			roles: []roleWant{
 				{"driver", 1, 1, 1, 1, 0},
@@ -764,7 +764,7 @@ func TestSparkApplication(t *testing.T) {
 		"sparkapplication-volcano-batchscheduler.yaml": {
 			podGroups: []podGroupWant{{
 				name: "pg-spark-pi-volcano-sparkapplication", minSubGroup: 1, pods: 3,
-				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 0, 2}},
+				subGroups: []subGroupWant{{"driver", 1, 1}, {"executor", 2, 2}},
 			}},
 			roles: []roleWant{
 				{"driver", 1, 1, 1, 1, 0},

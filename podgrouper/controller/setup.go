@@ -54,7 +54,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
-	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index}
+	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus}
 	return nil
 }
 
@@ -130,3 +130,14 @@ func (g *regrouper) Start(ctx context.Context) error {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows
+// the workload's state (spec.gangmap.gang.startup.holds), so that its pods are regrouped when the
+// operator records progress in the status (a dependency Complete, a replicated job Ready).
+func (r *PodReconciler) startRuleReadsStatus(gvk schema.GroupVersionKind) bool {
+	if r.Decider.Hub == nil || r.Decider.Hub.Registry == nil {
+		return false
+	}
+	c := r.Decider.Hub.Registry.Lookup(gvk)
+	return c != nil && c.Startup != nil && c.Startup.Holds != nil
+}

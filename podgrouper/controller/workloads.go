@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +90,10 @@ type workloadWatcher struct {
 	ctrl  controller.Controller
 	cache cache.Cache
 	index *ownerIndex
+	// statusMatters says whether a kind's plan reads the workload's status (a start rule that
+	// follows the operator's progress, such as JobSet dependsOn); nil means never. For those
+	// kinds a status-only update regroups too.
+	statusMatters func(schema.GroupVersionKind) bool
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -137,15 +142,16 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 }
 
 // handler maps a workload update to its indexed pods. Only changes that can change a plan or the
-// default metadata count: the spec (generation), labels, annotations; status-only updates do not
-// regroup. A deleted workload's pods are forgotten: garbage collection removes them and their
+// default metadata count: the spec (generation), labels, annotations, and the status for kinds
+// whose start rule reads it (statusMatters); other status-only updates do not regroup. A deleted workload's pods are forgotten: garbage collection removes them and their
 // PodGroup.
 func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew
-			if o.GetGeneration() == n.GetGeneration() && equalMaps(o.GetLabels(), n.GetLabels()) && equalMaps(o.GetAnnotations(), n.GetAnnotations()) {
+			if o.GetGeneration() == n.GetGeneration() && equalMaps(o.GetLabels(), n.GetLabels()) && equalMaps(o.GetAnnotations(), n.GetAnnotations()) &&
+				(w.statusMatters == nil || !w.statusMatters(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
 				return
 			}
 			reqs := w.index.requests(n.GetUID())

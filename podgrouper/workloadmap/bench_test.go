@@ -124,9 +124,9 @@ func TestRefusedOverrideEvent(t *testing.T) {
 	g := newGrouper(t)
 	rec := record.NewFakeRecorder(10)
 	g.Recorder = rec
-	// The LWS gang has sub-groups, and KAI rejects minMember with minSubGroup.
+	// Each LWS group's PodGroup has 4 pods: a minimum of 5 pods cannot be met.
 	lws := workload(t, "lws-replicas2-size4-8gpu-limits.yaml", func(u *unstructured.Unstructured) {
-		u.SetAnnotations(map[string]string{"gangmap.io/min-member": "3"})
+		u.SetAnnotations(map[string]string{"gangmap.io/min-member": "5"})
 	})
 	_, _, err := g.Plan(context.Background(), lws)
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestRefusedOverrideEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rec.Events, 1, "once per plan build, not per pod")
 	ev := <-rec.Events
-	require.Contains(t, ev, "Warning MinMemberOverrideRefused annotation gangmap.io/min-member=\"3\" not applied: PodGroup pg-11111111-2222-3333-4444-555555555555-group-0 has sub-groups")
+	require.Contains(t, ev, "Warning MinMemberOverrideRefused annotation gangmap.io/min-member=\"5\" not applied: 5 is above the 4 pods of PodGroup pg-11111111-2222-3333-4444-555555555555-group-0")
 }
 
 // BenchmarkPlanLinearity plans LeaderWorkerSets of 100 and 10,000 pods (size 4: 25 and 2,500

@@ -152,8 +152,7 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 }
 
 // ReasonOverrideRefused is the Warning Event reason on a workload whose min-member annotation
-// gangmap refused (not a whole number, below 1, above a PodGroup's pods, or on a PodGroup with
-// sub-groups).
+// gangmap refused (not a whole number, below 1, or a pod count above a PodGroup's pods).
 const ReasonOverrideRefused = "MinMemberOverrideRefused"
 
 // reportOverrides emits, once per plan build, a Warning Event on the workload for each refused

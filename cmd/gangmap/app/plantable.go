@@ -87,7 +87,7 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	for _, o := range p.Overrides {
-		status := "applied"
+		status := "applied: " + o.Effect
 		if !o.Applied {
 			status = "refused: " + o.Reason
 		}
