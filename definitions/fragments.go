@@ -56,9 +56,12 @@ func (r *resolver) fragments(comp *Component, rc *ResolvedComponent) error {
 				return err
 			}
 		}
-		if !found {
+		if !found && inst.Replicas == nil {
 			continue
 		}
+		// No fragment resolved but the replicasPath did: the component is in the object with
+		// every pod field left to the operator's defaults (a Milvus component with only
+		// replicas), so its pods are a template of defaults, not an absent role.
 		if vals["containerPath"] != nil && vals["containerPath"][i] != nil {
 			containers = append(containers, one)
 		}

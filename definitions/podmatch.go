@@ -24,6 +24,11 @@ type PodPlacement struct {
 	// ReplicaKeyErrors holds, by component name, why a replica key could not be read; it is an
 	// error only where the plan needs that key.
 	ReplicaKeyErrors map[string]error
+	// AlphaJudged says the definition has alpha podGroups filters and AlphaGroup is the index of
+	// the alpha pod group the pod's own labels and spec put it in (-1: none), as KAI's fallback
+	// judges them on the pod.
+	AlphaJudged bool
+	AlphaGroup  int
 }
 
 // PlacePod finds the pod's component, instance and replica keys by the definition's pod
@@ -69,6 +74,13 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 		return nil, ErrNoComponent
 	}
 	pl := &PodPlacement{Component: comp}
+	if c.HasAlphaFilters() {
+		g, err := c.AlphaGroupOfPod(ctx, comp, pod)
+		if err != nil {
+			return nil, err
+		}
+		pl.AlphaJudged, pl.AlphaGroup = true, g
+	}
 	if comp.InstanceKey != nil {
 		id, err := singleKey(ctx, comp.InstanceKey, in)
 		if err != nil {

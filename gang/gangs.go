@@ -108,6 +108,9 @@ func (p *Plan) gangSpecs(ctx context.Context, c *definitions.Compiled) ([]*gangS
 		}
 		return []*gangSpec{spec}, nil
 	case gs != nil && len(gs.PodGroups) > 0:
+		for _, g := range gs.PodGroups {
+			p.alphaNames = append(p.alphaNames, SanitizeLabel(g.Name))
+		}
 		return p.alphaGangs(ctx, c, gs.PodGroups)
 	default:
 		return []*gangSpec{{name: SanitizeLabel(c.Root().Name), roles: p.Roles}}, nil
@@ -116,14 +119,15 @@ func (p *Plan) gangSpecs(ctx context.Context, c *definitions.Compiled) ([]*gangS
 
 // alphaGangs places each role in the first alpha pod group whose member is the role's own
 // component (direct mentions first) or an ancestor of it, and whose filters hold on the role's
-// pod template. Roles in no gang are noted and left to KAI.
+// pod template, or read pod labels or annotations the template lacks (then each pod is judged
+// on itself in Assign). Roles in no gang are noted and left to KAI.
 func (p *Plan) alphaGangs(ctx context.Context, c *definitions.Compiled, groups []definitions.PodGroupDefinition) ([]*gangSpec, error) {
 	specs := make([]*gangSpec, len(groups))
 	for i, g := range groups {
 		specs[i] = &gangSpec{name: SanitizeLabel(g.Name), alpha: true}
 	}
 	for _, r := range p.Roles {
-		g, err := alphaGroupOf(ctx, c, groups, r)
+		g, err := p.alphaGroupOf(ctx, c, r)
 		if err != nil {
 			return nil, err
 		}
@@ -136,29 +140,29 @@ func (p *Plan) alphaGangs(ctx context.Context, c *definitions.Compiled, groups [
 	return specs, nil
 }
 
-func alphaGroupOf(ctx context.Context, c *definitions.Compiled, groups []definitions.PodGroupDefinition, r *Role) (int, error) {
+func (p *Plan) alphaGroupOf(ctx context.Context, c *definitions.Compiled, r *Role) (int, error) {
 	var tplPod map[string]any
-	for _, direct := range []bool{true, false} {
-		for gi, g := range groups {
-			for mi, m := range g.Members {
-				mc := c.Component(m.ComponentName)
-				if direct && mc != r.component || !direct && !mc.IsAncestorOf(r.component) {
-					continue
-				}
-				if len(c.AlphaFilters[gi][mi]) > 0 && tplPod == nil {
-					var err error
-					if tplPod, err = templatePod(r); err != nil {
-						return -1, err
-					}
-				}
-				ok, err := c.PassesAlphaFilters(ctx, gi, mi, tplPod)
-				if err != nil {
-					return -1, err
-				}
-				if ok {
-					return gi, nil
-				}
+	for _, cand := range c.AlphaCandidates(r.component) {
+		if len(c.AlphaFilters[cand.Group][cand.Member]) > 0 && tplPod == nil {
+			var err error
+			if tplPod, err = templatePod(r); err != nil {
+				return -1, err
 			}
+		}
+		ok, err := c.PassesAlphaFilters(ctx, cand.Group, cand.Member, tplPod)
+		if err != nil {
+			return -1, err
+		}
+		if ok {
+			return cand.Group, nil
+		}
+		var labels, annotations map[string]string
+		if r.instance != nil && r.instance.Template != nil {
+			labels, annotations = r.instance.Template.Labels, r.instance.Template.Annotations
+		}
+		if c.AlphaFiltersReadAbsentMetadata(cand, labels, annotations) {
+			p.Notes = append(p.Notes, fmt.Sprintf("role %s: the filters of podGroups[%d].members[%d] read pod labels or annotations its template does not set (the operator sets them): the plan counts the role in pod group %q, and each pod joins it only if the filters hold on the pod itself (as KAI's fallback judges them); a pod they reject is left to KAI", roleLabel(r), cand.Group, cand.Member, c.Loaded.Karta.Spec.OptimizationInstructions.GangScheduling.PodGroups[cand.Group].Name))
+			return cand.Group, nil
 		}
 	}
 	return -1, nil

@@ -55,6 +55,8 @@ type Plan struct {
 	Misses []definitions.PathMiss `json:"misses,omitempty"`
 
 	perReplica *definitions.Component
+	// alphaNames are the gang names of the alpha pod groups, by index (alpha form only).
+	alphaNames []string
 	roleIndex  map[roleKey]*Role
 	gangIndex  map[gangKey]*PodGroup
 	roleGang   map[*Role]string

@@ -208,6 +208,14 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 		}
 		return nil, fmt.Errorf("role %s: %w", roleLabel(r), ErrNotGrouped)
 	}
+	if pl.AlphaJudged && pl.AlphaGroup < len(p.alphaNames) {
+		if pl.AlphaGroup < 0 {
+			return nil, fmt.Errorf("role %s: the alpha podGroups filters reject this pod: %w", roleLabel(r), ErrNotGrouped)
+		}
+		if got := p.alphaNames[pl.AlphaGroup]; got != gang {
+			return nil, fmt.Errorf("role %s: the alpha podGroups filters put this pod in pod group %q, but the plan counts the role in %q (filters that split one role between pod groups cannot be sized): %w", roleLabel(r), got, gang, ErrNotGrouped)
+		}
+	}
 	key := ""
 	if p.perReplica != nil {
 		key, ok = pl.ReplicaKeys[p.perReplica.Name]
