@@ -313,7 +313,9 @@ func TestAlphaFiltersJudgedOnThePod(t *testing.T) {
 	assert.Equal(t, []wantPG{{3, 3}}, gangs(p), "the template lacks the operator's label: the roles stay in the gang")
 	assert.True(t, hasNote(p, "each pod joins it only if the filters hold on the pod itself"), "%v", p.Notes)
 
-	pod := func(labels map[string]any) map[string]any { return map[string]any{"metadata": map[string]any{"labels": labels}} }
+	pod := func(labels map[string]any) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": labels}}
+	}
 	pl, err := c.PlacePod(context.Background(), pod(map[string]any{"role": "worker", "job-name": "pyflow-example", "pyflow.example.com/rank": "1"}))
 	require.NoError(t, err)
 	a, err := p.Assign(pl)
