@@ -1,0 +1,107 @@
+package onboarding
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var customJob = schema.GroupKind{Group: "e2e.example.com", Kind: "CustomJob"}
+
+func knownCustomJob(gk schema.GroupKind) bool { return gk == customJob }
+
+const goodPolicy = `
+rules:
+  - name: ml
+    kinds: [{group: e2e.example.com, kind: CustomJob}]
+    namespaceSelector: {matchLabels: {onboard: "yes"}}
+    queue: {fromNamespaceLabel: team-queue}
+    labels: {platform: ml}
+  - name: fallback
+    kinds: [{group: e2e.example.com, kind: CustomJob}]
+    schedulerName: other-kai
+    overrideScheduler: true
+    queue: {value: default-queue}
+`
+
+func TestParseAndMatch(t *testing.T) {
+	c, err := Parse([]byte(goodPolicy), "policy.yaml", knownCustomJob)
+	require.NoError(t, err)
+	assert.True(t, c.NeedsNamespaces())
+	assert.Equal(t, []schema.GroupKind{customJob}, c.Kinds())
+
+	m := c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{"onboard": "yes", "team-queue": "team-a"}}, "kai-scheduler", "kai.scheduler/queue")
+	require.NotNil(t, m)
+	assert.Equal(t, "ml", m.Rule)
+	assert.Equal(t, "kai-scheduler", m.Settings.SchedulerName)
+	assert.False(t, m.Settings.OverrideScheduler)
+	assert.Equal(t, map[string]string{"kai.scheduler/queue": "team-a"}, m.Settings.DefaultLabels)
+	assert.Equal(t, map[string]string{"platform": "ml"}, m.Settings.Labels)
+	assert.Empty(t, m.Problem)
+
+	// the namespace lacks the queue label: onboarded without a queue, and the problem said
+	m = c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{"onboard": "yes"}}, "kai-scheduler", "kai.scheduler/queue")
+	require.NotNil(t, m)
+	assert.Nil(t, m.Settings.DefaultLabels)
+	assert.Contains(t, m.Problem, "no label team-queue")
+
+	// another namespace falls to the second rule
+	m = c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{}}, "kai-scheduler", "kai.scheduler/queue")
+	require.NotNil(t, m)
+	assert.Equal(t, "fallback", m.Rule)
+	assert.Equal(t, "other-kai", m.Settings.SchedulerName)
+	assert.True(t, m.Settings.OverrideScheduler)
+
+	// another kind: no rule
+	assert.Nil(t, c.Match(Target{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}}, "kai-scheduler", "q"))
+}
+
+// TestParseRefusesBadPolicies: each bad policy is refused with the field path of its problem.
+func TestParseRefusesBadPolicies(t *testing.T) {
+	for _, tc := range []struct{ policy, want string }{
+		{`rules: [{name: a, kinds: [{group: x.io, kind: Unknown}]}]`, `rules[0].kinds[0]: Not found: "Unknown.x.io (no gangmap definition`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], namespaceSelector: {matchExpressions: [{key: a, operator: Bogus}]}}]`, `rules[0].namespaceSelector: Invalid value`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {}}]`, `rules[0].queue: Invalid value`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {value: q, fromOwnerLabel: k}}]`, `set exactly one of value, fromNamespaceLabel, fromOwnerLabel`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {fromNamespaceLabel: "bad key!"}}]`, `rules[0].queue.fromNamespaceLabel: Invalid value`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], labels: {"a": "bad value!"}}]`, `rules[0].labels[a]: Invalid value`},
+		{`rules: [{name: a, kinds: []}]`, `rules[0].kinds: Required value`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}]}, {name: a, kinds: [{group: e2e.example.com, kind: CustomJob}]}]`, `rules[1].name: Duplicate value`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], queu: {value: q}}]`, `unknown field "rules[0].queu"`},
+		{"rules:\n- name: a\n  name: b\n  kinds: [{group: e2e.example.com, kind: CustomJob}]\n", `already set`},
+	} {
+		_, err := Parse([]byte(tc.policy), "p.yaml", knownCustomJob)
+		require.Error(t, err, tc.policy)
+		assert.Contains(t, err.Error(), tc.want, tc.policy)
+		assert.True(t, strings.Contains(err.Error(), "p.yaml"), "names the file: %v", err)
+	}
+}
+
+// TestSourceKeepsLastValidPolicy: a bad file is refused and the previous policy stays in force;
+// a refused file naming a kind without a definition takes effect once the definition exists.
+func TestSourceKeepsLastValidPolicy(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "policy.yaml")
+	known := false
+	s := &Source{Path: p, Known: func(gk schema.GroupKind) bool { return known && gk == customJob }}
+
+	require.NoError(t, s.Sync(ctx), "a missing file is an empty policy")
+	assert.True(t, s.Current().Empty())
+
+	require.NoError(t, os.WriteFile(p, []byte(goodPolicy), 0o600))
+	require.Error(t, s.Sync(ctx), "CustomJob has no definition yet")
+	assert.True(t, s.Current().Empty())
+	known = true
+	require.NoError(t, s.Sync(ctx), "the same file, read again once the definition exists")
+	require.False(t, s.Current().Empty())
+
+	require.NoError(t, os.WriteFile(p, []byte("rules: [{name: x}]"), 0o600))
+	require.Error(t, s.Sync(ctx))
+	assert.Equal(t, []schema.GroupKind{customJob}, s.Current().Kinds(), "the previous policy stays")
+}
