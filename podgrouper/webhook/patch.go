@@ -24,6 +24,15 @@ type patchOp struct {
 // `remove` of a stale sub-group label. Keys are escaped as JSON pointers ("~" as "~0", "/" as
 // "~1"). It returns nil when the pod already carries every key. Error: an empty podGroup.
 func Patch(pod *podview.Decoded, podGroup, subGroup string) ([]byte, error) {
+	ops, err := groupOps(pod, podGroup, subGroup)
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return json.Marshal(ops)
+}
+
+// groupOps are Patch's operations.
+func groupOps(pod *podview.Decoded, podGroup, subGroup string) ([]patchOp, error) {
 	if podGroup == "" {
 		return nil, errors.New("no PodGroup name to set")
 	}
@@ -37,7 +46,7 @@ func Patch(pod *podview.Decoded, podGroup, subGroup string) ([]byte, error) {
 		if lbl != nil {
 			md["labels"] = lbl
 		}
-		return json.Marshal([]patchOp{{Op: "add", Path: "/metadata", Value: md}})
+		return []patchOp{{Op: "add", Path: "/metadata", Value: md}}, nil
 	}
 	ops := make([]patchOp, 0, 3)
 	ops = setKeys(ops, "/metadata/annotations", pod.Pod.Annotations, ann, kaikeys.SkipPodGrouper, kaikeys.PodGroupName)
@@ -48,10 +57,7 @@ func Patch(pod *podview.Decoded, podGroup, subGroup string) ([]byte, error) {
 	case has:
 		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(kaikeys.SubGroupName)})
 	}
-	if len(ops) == 0 {
-		return nil, nil
-	}
-	return json.Marshal(ops)
+	return ops, nil
 }
 
 // setKeys appends the operations that give the map at path (cur, nil when the object has none)

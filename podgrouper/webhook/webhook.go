@@ -10,11 +10,13 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -59,6 +61,8 @@ type PodMutator struct {
 	// Timeout bounds one decision (owner walk, plan), below the configuration's timeoutSeconds so
 	// that a slow decision admits the pod unchanged instead of timing out the API server's call.
 	Timeout time.Duration
+	// Onboarding, when set, applies the onboarding policy to pods before the decision.
+	Onboarding *Onboarder
 	// DryRun: decide and count, but never change a pod.
 	DryRun bool
 }
@@ -95,7 +99,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
+	if pod.Spec.SchedulerName != m.Decider.SchedulerName && !m.Onboarding.mayOnboard(pod, decoded.HasMetadata) {
 		return skipped("not a pod of gangmap's scheduler")
 	}
 	if m.ObjectSelector != nil && !m.ObjectSelector.Empty() && !m.ObjectSelector.Matches(labels.Set(pod.Labels)) {
@@ -115,11 +119,25 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		ctx, cancel = context.WithTimeout(ctx, m.Timeout)
 		defer cancel()
 	}
+	pre, err := m.onboardPod(ctx, pod, decoded.HasMetadata)
+	if err != nil {
+		return m.admitUnchanged(ctx, req, pod, "Onboard", err)
+	}
+	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
+		return skipped("not a pod of gangmap's scheduler")
+	}
 	d, err := m.Decider.Decide(ctx, pod)
 	if err != nil {
+		if pre != nil {
+			// onboarded, not grouped: the pod controller groups the (now KAI) pod moments later
+			return m.admitWith(ctx, req, pod, pre, "Decide", err)
+		}
 		return m.admitUnchanged(ctx, req, pod, "Decide", err)
 	}
 	if d == nil {
+		if pre != nil {
+			return patched(pre, "onboarded; not a pod gangmap groups")
+		}
 		return skipped("not a pod gangmap groups")
 	}
 	if m.DryRun {
@@ -129,19 +147,42 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		}
 		return admission.Allowed("gangmap dry-run: unchanged")
 	}
-	patch, err := Patch(decoded, d.Metadata.Name, d.SubGroup)
+	ops, err := groupOps(decoded, d.Metadata.Name, d.SubGroup)
 	if err != nil {
-		return m.admitUnchanged(ctx, req, pod, "Encode", err)
+		return m.admitWith(ctx, req, pod, pre, "Encode", err)
 	}
 	admittedMutated.Inc()
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 		log.Info("Pod given its PodGroup at creation", decisionValues(req, pod, d)...)
 	}
-	if patch == nil {
+	if len(pre)+len(ops) == 0 {
 		return admission.Allowed("the pod already carries its PodGroup")
 	}
+	return patched(append(pre, ops...), "")
+}
+
+// patched allows the pod with the JSON patch of ops (onboarding's first, then gangmap's group keys).
+func patched(ops []patchOp, msg string) admission.Response {
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return admission.Allowed("gangmap could not encode its patch; admitted unchanged")
+	}
 	pt := admissionv1.PatchTypeJSONPatch
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}}
+	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}}
+	if msg != "" {
+		resp.Result = &metav1.Status{Message: msg}
+	}
+	return resp
+}
+
+// admitWith is admitUnchanged for a pod the onboarding policy already changed: the onboarding
+// patch is kept (the pod controller groups the pod later), the error counted and logged.
+func (m *PodMutator) admitWith(ctx context.Context, req admission.Request, pod *corev1.Pod, pre []patchOp, reason string, err error) admission.Response {
+	resp := m.admitUnchanged(ctx, req, pod, reason, err)
+	if len(pre) == 0 {
+		return resp
+	}
+	return patched(pre, "onboarded; gangmap could not decide its PodGroup (the pod controller groups it)")
 }
 
 // Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and

@@ -1,0 +1,169 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/onboarding"
+)
+
+const onboardPolicy = `
+rules:
+  - name: jobsets
+    kinds: [{group: jobset.x-k8s.io, kind: JobSet}]
+    namespaceSelector: {matchLabels: {onboard: "yes"}}
+    queue: {fromNamespaceLabel: team-queue}
+    labels: {platform: ml}
+`
+
+// onboardFixture is the warm webhook of BenchmarkAdmit with the onboarding policy above and the
+// pod's namespace labelled as given.
+func onboardFixture(t *testing.T, nsLabels map[string]string, dryRun bool) (*admissionFixture, *record.FakeRecorder) {
+	f := newAdmissionFixture(t)
+	policy, err := onboarding.Parse([]byte(onboardPolicy), "policy.yaml", func(gk schema.GroupKind) bool { return gk.Kind == "JobSet" })
+	require.NoError(t, err)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: nsLabels}}
+	rec := record.NewFakeRecorder(10)
+	m := f.webhook.Handler.(*PodMutator)
+	m.DryRun = dryRun
+	m.Onboarding = &Onboarder{Policy: func() *onboarding.Compiled { return policy }, Namespaces: namespaceReader{ns},
+		SchedulerName: "kai-scheduler", QueueLabelKey: "kai.scheduler/queue", Recorder: rec}
+	return f, rec
+}
+
+// namespaceReader reads one namespace, as the manager's cache does (a deep copy).
+type namespaceReader struct{ ns *corev1.Namespace }
+
+func (r namespaceReader) Get(_ context.Context, key client.ObjectKey, out client.Object, _ ...client.GetOption) error {
+	if key.Name != r.ns.Name {
+		return apierrors.NewNotFound(corev1.Resource("namespaces"), key.Name)
+	}
+	r.ns.DeepCopyInto(out.(*corev1.Namespace))
+	return nil
+}
+
+func (r namespaceReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return nil
+}
+
+// unonboardedPod is the fixture's JobSet worker pod as its Job creates it without a scheduler name
+// (the API server defaults it to default-scheduler) and without labels of gangmap's.
+func unonboardedPod(t *testing.T, f *admissionFixture) []byte {
+	return f.variant(t, func(pod map[string]any) {
+		pod["spec"].(map[string]any)["schedulerName"] = "default-scheduler"
+		md := pod["metadata"].(map[string]any)
+		delete(md["labels"].(map[string]any), "kai.scheduler/queue")
+	})
+}
+
+// TestOnboardingPolicyOnAdmission: a JobSet pod created without the KAI scheduler in a selected
+// namespace gets kai-scheduler, the namespace's queue, the rule's label and, in the same patch,
+// its PodGroup; nothing else of the pod changes; an Event on the JobSet says so.
+func TestOnboardingPolicyOnAdmission(t *testing.T) {
+	f, rec := onboardFixture(t, map[string]string{"onboard": "yes", "team-queue": "team-a"}, false)
+	raw := unonboardedPod(t, f)
+	var out bytes.Buffer
+	resp, err := f.admit(context.Background(), request(raw), &out)
+	require.NoError(t, err)
+	require.True(t, resp.Allowed)
+	require.NotEmpty(t, resp.Patch, resp.Result)
+	p, err := jsonpatch.DecodePatch(resp.Patch)
+	require.NoError(t, err)
+	patched, err := p.Apply(raw)
+	require.NoError(t, err)
+	var before, after map[string]any
+	require.NoError(t, json.Unmarshal(raw, &before))
+	require.NoError(t, json.Unmarshal(patched, &after))
+
+	spec := after["spec"].(map[string]any)
+	assert.Equal(t, "kai-scheduler", spec["schedulerName"])
+	lbl := after["metadata"].(map[string]any)["labels"].(map[string]any)
+	assert.Equal(t, "team-a", lbl["kai.scheduler/queue"])
+	assert.Equal(t, "ml", lbl["platform"])
+	ann := after["metadata"].(map[string]any)["annotations"].(map[string]any)
+	assert.Equal(t, "true", ann["kai.scheduler/skip-podgrouper"])
+	assert.Contains(t, ann["pod-group-name"], "pg-")
+
+	// nothing else changed: take out exactly what onboarding and grouping set
+	spec["schedulerName"] = "default-scheduler"
+	delete(lbl, "kai.scheduler/queue")
+	delete(lbl, "platform")
+	delete(lbl, "kai.scheduler/subgroup-name")
+	for _, k := range []string{"kai.scheduler/skip-podgrouper", "pod-group-name"} {
+		delete(ann, k)
+	}
+	bmd := before["metadata"].(map[string]any)
+	delete(bmd["labels"].(map[string]any), "kai.scheduler/subgroup-name")
+	if a, ok := bmd["annotations"].(map[string]any); ok {
+		delete(a, "kai.scheduler/skip-podgrouper")
+		delete(a, "pod-group-name")
+	}
+	assert.Equal(t, before, after)
+	select {
+	case e := <-rec.Events:
+		assert.Contains(t, e, "Normal GangmapOnboarded Pods onboarded to kai-scheduler by onboarding rule jobsets")
+	default:
+		t.Fatal("no Event")
+	}
+}
+
+// TestOnboardingPolicyLeavesOthersAlone: a namespace outside the selector, a pod naming another
+// scheduler, and shadow mode all leave the pod unchanged.
+func TestOnboardingPolicyLeavesOthersAlone(t *testing.T) {
+	for name, tc := range map[string]struct {
+		ns     map[string]string
+		dryRun bool
+		sched  string
+	}{
+		"namespace not selected": {ns: map[string]string{"team-queue": "team-a"}},
+		"dry run":                {ns: map[string]string{"onboard": "yes"}, dryRun: true},
+		"another scheduler":      {ns: map[string]string{"onboard": "yes"}, sched: "volcano"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, _ := onboardFixture(t, tc.ns, tc.dryRun)
+			raw := unonboardedPod(t, f)
+			if tc.sched != "" {
+				var pod map[string]any
+				require.NoError(t, json.Unmarshal(raw, &pod))
+				pod["spec"].(map[string]any)["schedulerName"] = tc.sched
+				raw, _ = json.Marshal(pod)
+			}
+			var out bytes.Buffer
+			resp, err := f.admit(context.Background(), request(raw), &out)
+			require.NoError(t, err)
+			assert.True(t, resp.Allowed)
+			assert.Empty(t, resp.Patch)
+		})
+	}
+}
+
+// TestOnboardingWithoutQueueLabel: the namespace lacks the queue source label: the pod is still
+// onboarded (scheduler, labels, PodGroup), without a queue label, and a Warning Event says why.
+func TestOnboardingWithoutQueueLabel(t *testing.T) {
+	f, rec := onboardFixture(t, map[string]string{"onboard": "yes"}, false)
+	raw := unonboardedPod(t, f)
+	var out bytes.Buffer
+	resp, err := f.admit(context.Background(), request(raw), &out)
+	require.NoError(t, err)
+	p, err := jsonpatch.DecodePatch(resp.Patch)
+	require.NoError(t, err)
+	patched, err := p.Apply(raw)
+	require.NoError(t, err)
+	var after corev1.Pod
+	require.NoError(t, json.Unmarshal(patched, &after))
+	assert.Equal(t, "kai-scheduler", after.Spec.SchedulerName)
+	assert.NotContains(t, after.Labels, "kai.scheduler/queue")
+	assert.Contains(t, <-rec.Events, "Warning GangmapOnboarded")
+}
