@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -60,6 +61,11 @@ func run(m *testing.M) int {
 	o.NativeKindsRemove = nativeKindsRemoved
 	cp.ServeWebhook(o)
 	o.WebhookNamespaceSelector = webhookLabel + "!=disabled"
+	if o.OnboardingPolicy, err = writeOnboardingPolicy(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: onboarding policy:", err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(filepath.Dir(o.OnboardingPolicy)) }()
 	grouper, err = cp.RunGrouper(ctx, o, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: grouper:", err)

@@ -221,6 +221,9 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if o.WebhookPort != 0 {
 		m := &gangmapwebhook.PodMutator{Decider: decider, Namespaces: mgr.GetClient(),
 			NamespaceSelector: nsSel, ObjectSelector: objSel, Timeout: o.WebhookTimeout, DryRun: o.DryRun}
+		if err := addOnboarding(mgr, o, registry, m); err != nil {
+			return nil, nil, err
+		}
 		if o.WebhookSelfSigned {
 			if err := addSelfSigned(mgr, o); err != nil {
 				return nil, nil, err

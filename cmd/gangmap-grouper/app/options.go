@@ -26,6 +26,8 @@ type Options struct {
 	DefinitionsPoll         time.Duration
 	ClusterDefinitions      bool
 	StrictDefinitions       bool
+	// OnboardingPolicy is the onboarding policy file (polled every DefinitionsPoll); "" is off.
+	OnboardingPolicy string
 	QueueLabelKey           string
 	NodePoolLabelKey        string
 	DryRun                  bool
@@ -107,6 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.DefinitionPaths, "definitions", nil, "Definition files or directories (e.g. a mounted ConfigMap), polled for changes; each must exist at start. (default none: cluster Kartas and the built-in catalog only)")
 	fs.DurationVar(&o.DefinitionsPoll, "definitions-poll", o.DefinitionsPoll, "How often definition files are checked for changes; must be positive.")
 	fs.BoolVar(&o.ClusterDefinitions, "cluster-definitions", o.ClusterDefinitions, "Watch Karta (run.ai/v1alpha1) objects in the cluster; they win over files and the built-in catalog.")
+	fs.StringVar(&o.OnboardingPolicy, "onboarding-policy", o.OnboardingPolicy, "Onboarding policy file (e.g. a mounted ConfigMap key), polled like --definitions: the webhook gives pods of the kinds it names the KAI scheduler name, a queue label and labels at creation. Needs the webhook. (default none: off)")
 	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definition files with unknown fields instead of warning. (default false)")
 	fs.StringVar(&o.QueueLabelKey, "queue-label-key", o.QueueLabelKey, "Label on the workload or pod naming the KAI queue (KAI's --queue-label-key).")
 	fs.StringVar(&o.NodePoolLabelKey, "nodepool-label-key", o.NodePoolLabelKey, "Pod label naming the node pool (KAI's --nodepool-label-key).")

@@ -126,7 +126,10 @@ func (o *Options) validateWebhook() []error {
 		return errs
 	}
 	if o.WebhookPort == 0 {
-		return nil
+		if o.OnboardingPolicy != "" {
+			add("--onboarding-policy: needs the webhook (--webhook-port above 0): pods are onboarded at creation")
+		}
+		return errs
 	}
 	if o.WebhookTimeout <= 0 || o.WebhookTimeout > maxWebhookTimeout {
 		add("--webhook-timeout: must be above 0 and at most %v (the longest timeoutSeconds of a webhook configuration), got %v", maxWebhookTimeout, o.WebhookTimeout)

@@ -57,6 +57,8 @@ func TestValidateRefusesEachBadValue(t *testing.T) {
 		{"metrics address", func(o *Options) { o.MetricsAddr = "8080" }, `--metrics-bind-address: want host:port (e.g. :8080) or 0 to disable, got "8080"`},
 		{"probe address", func(o *Options) { o.ProbeAddr = "" }, `--health-probe-bind-address: want host:port (e.g. :8080) or 0 to disable, got ""`},
 		{"lease", func(o *Options) { o.LeaderElect, o.LeaderElectionID = true, "" }, "--leader-election-id: must not be empty with --leader-elect"},
+		{"onboarding without webhook", func(o *Options) { o.WebhookPort, o.OnboardingPolicy = 0, "/etc/gangmap/onboarding.yaml" },
+			"--onboarding-policy: needs the webhook (--webhook-port above 0): pods are onboarded at creation"},
 		{"port", func(o *Options) { o.WebhookPort = -1 }, "--webhook-port: must be a TCP port (1-65535), or 0 to disable the webhook, got -1"},
 		{"port too big", func(o *Options) { o.WebhookPort = 70000 }, "--webhook-port: must be a TCP port (1-65535), or 0 to disable the webhook, got 70000"},
 		{"negative webhook timeout", func(o *Options) { o.WebhookPort, o.WebhookSelfSigned, o.WebhookTimeout = 9443, true, -2*time.Second },

@@ -1,0 +1,44 @@
+package app
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/onboarding"
+	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
+)
+
+// addOnboarding runs the onboarding policy's file source and gives the webhook its Onboarder,
+// when --onboarding-policy is set. A policy kind is known when the registry has an active
+// definition for it (any version).
+func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Registry, m *gangmapwebhook.PodMutator) error {
+	if o.OnboardingPolicy == "" {
+		return nil
+	}
+	if _, err := os.Stat(o.OnboardingPolicy); err != nil {
+		return fmt.Errorf("--onboarding-policy: %w", err)
+	}
+	src := &onboarding.Source{Path: o.OnboardingPolicy, Interval: o.DefinitionsPoll, Known: knownKind(registry)}
+	if err := mgr.Add(src); err != nil {
+		return err
+	}
+	m.Onboarding = &gangmapwebhook.Onboarder{Policy: src.Current, Namespaces: mgr.GetClient(),
+		SchedulerName: o.SchedulerName, QueueLabelKey: o.QueueLabelKey, Recorder: mgr.GetEventRecorderFor("gangmap-onboarding")}
+	return nil
+}
+
+// knownKind says whether the registry has an active definition for a kind, in any version.
+func knownKind(registry *definitions.Registry) func(schema.GroupKind) bool {
+	return func(gk schema.GroupKind) bool {
+		for _, e := range registry.Entries() {
+			if e.Active && e.Kind.Group == gk.Group && e.Kind.Kind == gk.Kind {
+				return true
+			}
+		}
+		return false
+	}
+}
