@@ -32,6 +32,7 @@ var valuesFiles = []string{
 	"testdata/ha-certmanager-servicemonitor.yaml",
 	"testdata/dryrun-custom-kinds-definitions.yaml",
 	"testdata/webhook-disabled.yaml",
+	"testdata/onboarding.yaml",
 	// The values `make e2e-kind` installs the chart with.
 	"../../../e2e/kind/testdata/gangmap-values.yaml",
 }
@@ -134,6 +135,10 @@ type chartValues struct {
 	ClusterDefs      bool           `json:"clusterDefinitions"`
 	StrictDefs       bool           `json:"strictDefinitions"`
 	Definitions      map[string]any `json:"definitions"`
+	Onboarding       struct {
+		Enabled bool             `json:"enabled"`
+		Rules   []map[string]any `json:"rules"`
+	} `json:"onboarding"`
 	DefinitionsPoll  string         `json:"definitionsPoll"`
 	WorkloadKinds    []kindRule     `json:"workloadKinds"`
 	OwnerKinds       []kindRule     `json:"ownerKinds"`

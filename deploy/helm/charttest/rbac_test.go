@@ -378,6 +378,9 @@ var builtinChains = map[schema.GroupKind][]schema.GroupResource{
 
 // expectedClusterPerms is every cluster-wide API call the grouper makes with the rendering's
 // values, and only those.
+//
+// The onboarding policy (webhook.Onboarder) reads the pod's namespace through the cached client
+// when a rule has a namespace selector or a queue from a namespace label.
 func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	t.Helper()
 	v := &r.values
@@ -405,7 +408,7 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	}
 	// The webhook applies --webhook-namespace-selector by reading the pod's namespace through the
 	// cached client.
-	if v.Webhook.Enabled && len(v.Webhook.NamespaceSelector) > 0 {
+	if v.Webhook.Enabled && (len(v.Webhook.NamespaceSelector) > 0 || onboardingReadsNamespaces(v)) {
 		want.add("", "namespaces", "get", "list", "watch")
 	}
 	// Workload kinds: read in full through the cache and watched; intermediate owners: metadata Get.

@@ -111,11 +111,20 @@ Exists as "k", DoesNotExist as "!k"; requirements joined by ",".
 
 {{/* "true" when the grouper reads namespaces: the webhook is on with a namespace selector. */}}
 {{- define "gangmap.readsNamespaces" -}}
-{{- if and .Values.webhook.enabled (include "gangmap.selectorString" .Values.webhook.namespaceSelector) -}}true{{- end -}}
+{{- if and .Values.webhook.enabled (include "gangmap.selectorString" .Values.webhook.namespaceSelector) -}}true
+{{- else if and .Values.webhook.enabled .Values.onboarding.enabled (include "gangmap.onboardingReadsNamespaces" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when an onboarding rule selects namespaces or takes its queue from a namespace label. */}}
+{{- define "gangmap.onboardingReadsNamespaces" -}}
+{{- range .Values.onboarding.rules }}{{ if or .namespaceSelector (and .queue .queue.fromNamespaceLabel) }}true{{ end }}{{ end -}}
 {{- end -}}
 
 {{/* Checks on values that would otherwise fail at runtime. */}}
 {{- define "gangmap.validate" -}}
+{{- if and .Values.onboarding.enabled (not .Values.webhook.enabled) -}}
+{{- fail "onboarding.enabled needs webhook.enabled: pods are onboarded at creation by the webhook" -}}
+{{- end -}}
 {{- if not (has .Values.webhook.failurePolicy (list "Ignore" "Fail")) -}}
 {{- fail (printf "webhook.failurePolicy must be Ignore or Fail, not %q" (toString .Values.webhook.failurePolicy)) -}}
 {{- end -}}
