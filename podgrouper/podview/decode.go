@@ -1,12 +1,12 @@
 package podview
 
 import (
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Decoded is an admitted pod decoded into the view.
@@ -21,10 +21,11 @@ type Decoded struct {
 // DecodePod decodes a pod's JSON (an admission request's object) into the view: only the fields
 // Pod keeps are decoded, every other field is skipped unread, whatever it holds (a field the
 // compiled k8s.io/api does not know is neither an error nor lost, since nothing is re-encoded).
+// Keys are matched case-sensitively, as the API server does (sigs.k8s.io/json).
 // Errors: the JSON is malformed, or a kept field has the wrong type.
 func DecodePod(raw []byte) (*Decoded, error) {
 	var in podJSON
-	if err := json.Unmarshal(raw, &in); err != nil {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &in); err != nil {
 		return nil, fmt.Errorf("decoding the pod: %w", err)
 	}
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}}

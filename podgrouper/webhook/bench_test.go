@@ -150,7 +150,7 @@ func newAdmissionFixture(tb testing.TB) *admissionFixture {
 	if err := json.Compact(&compact, raw); err != nil {
 		tb.Fatal(err)
 	}
-	return &admissionFixture{webhook: &admission.Webhook{Handler: m}, decider: decider, jobSet: js, podJSON: compact.Bytes()}
+	return &admissionFixture{webhook: &admission.Webhook{Handler: m, LogConstructor: requestLogger}, decider: decider, jobSet: js, podJSON: compact.Bytes()}
 }
 
 // request is the AdmissionRequest the API server sends for a pod CREATE with the given object.
