@@ -29,14 +29,17 @@
 package podview
 
 import (
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Pod returns the view of pod: a new Pod holding only the fields gangmap reads (see the package
-// comment). Maps, slices and quantities are shared with pod, not copied.
+// comment). Quantities and other values are shared with pod, not copied.
 func Pod(pod *corev1.Pod) *corev1.Pod {
-	out := &corev1.Pod{
+	return &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace, UID: pod.UID,
@@ -53,7 +56,6 @@ func Pod(pod *corev1.Pod) *corev1.Pod {
 		},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase},
 	}
-	return out
 }
 
 // containers keeps each container's name, resources and restart policy (an init container with
@@ -67,4 +69,69 @@ func containers(in []corev1.Container) []corev1.Container {
 		out[i] = corev1.Container{Name: in[i].Name, Resources: in[i].Resources, RestartPolicy: in[i].RestartPolicy}
 	}
 	return out
+}
+
+// compact makes the view's strings canonical (unique.Make): the label and annotation keys, most
+// of their values, owner kinds, scheduler and container names are the same on thousands of pods,
+// and a cache holding one copy of each instead of one per pod saves about half of a view's
+// memory. Maps are rebuilt at their exact size.
+func compact(pod *corev1.Pod) {
+	pod.Labels = internMap(pod.Labels)
+	pod.Annotations = internMap(pod.Annotations)
+	for i := range pod.OwnerReferences {
+		r := &pod.OwnerReferences[i]
+		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+	}
+	pod.Namespace, pod.GenerateName = intern(pod.Namespace), intern(pod.GenerateName)
+	pod.Spec.SchedulerName, pod.Spec.PriorityClassName, pod.Spec.NodeName = intern(pod.Spec.SchedulerName), intern(pod.Spec.PriorityClassName), intern(pod.Spec.NodeName)
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			cs[i].Name = intern(cs[i].Name)
+		}
+	}
+}
+
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+func internMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// TransformPod is the pod cache's transform (controller-runtime cache.ByObject.Transform): it
+// stores Pod(pod), its strings made canonical (see compact), instead of the pod. Other objects
+// pass unchanged. It is idempotent, as
+// client-go asks of a transform.
+func TransformPod(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		v := Pod(p)
+		compact(v)
+		return v, nil
+	}
+	return obj, nil
+}
+
+// TransformWorkload is the transform of every other cached object (controller-runtime
+// cache.Options.DefaultTransform: workloads read unstructured, PodGroups, namespaces, priority
+// classes): it drops metadata.managedFields, which nothing in gangmap reads and which is often
+// the largest part of an object's metadata. Everything else is kept (see the package comment).
+func TransformWorkload(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
+	case metav1.Object:
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/native"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/podview"
 	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
 	"github.com/gangmap/gangmap/podgrouper/workloadmap"
 )
@@ -164,10 +165,16 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// The process exits when the manager stops, so the Lease can be handed over at once.
 		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only pods of our scheduler are cached, as KAI's pod-grouper does.
-			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName)},
-		}},
+		Cache: cache.Options{
+			// Every cached object but pods (workloads, PodGroups, namespaces, priority classes)
+			// is kept without its managed fields; see podview for what each decision reads.
+			DefaultTransform: podview.TransformWorkload,
+			ByObject: map[client.Object]cache.ByObject{
+				// Only pods of our scheduler are cached, as KAI's pod-grouper does, and only the
+				// fields gangmap reads of them (podview.Pod, the same view the webhook decodes).
+				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName), Transform: podview.TransformPod},
+			},
+		},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
 	}

@@ -1,0 +1,166 @@
+package podview
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+)
+
+// runningPodJSON is the JobSet worker pod of the webhook's benchmark as the informer sees it once
+// running: with the kubelet's status (conditions, container status, IPs) and a second managed
+// fields entry (the kubelet's status updates).
+func runningPodJSON(tb testing.TB) []byte {
+	tb.Helper()
+	raw, err := os.ReadFile("../webhook/testdata/jobset-worker-pod.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		tb.Fatal(err)
+	}
+	now := metav1.Unix(1764590000, 0)
+	pod.Spec.NodeName = "gpu-node-0017"
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, HostIP: "10.0.3.17", PodIP: "10.244.17.23", StartTime: &now, QOSClass: corev1.PodQOSBestEffort,
+		HostIPs: []corev1.HostIP{{IP: "10.0.3.17"}}, PodIPs: []corev1.PodIP{{IP: "10.244.17.23"}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "trainer", Ready: true, Started: new(bool), Image: "registry.example/trainer:1.0",
+			ImageID:     "registry.example/trainer@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+			ContainerID: "containerd://4b227777d4dd1fc61c6f884f48641d02b4d121d3fd328cb08b5531fcacdabf8a",
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+	}
+	for _, t := range []corev1.PodConditionType{"PodReadyToStartContainers", corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+		pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	pod.ManagedFields = append(pod.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
+		APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", Subresource: "status",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"PodReadyToStartContainers\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:hostIPs":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.244.17.23\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)}})
+	out, err := json.Marshal(&pod)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// heapPerObject stores n objects made by mk in an informer's store (client-go's thread-safe
+// indexer with the namespace index, as controller-runtime's cache has) and returns the live heap
+// the store holds per object, from runtime.MemStats after a GC.
+func heapPerObject(tb testing.TB, n int, mk func(i int) any) float64 {
+	tb.Helper()
+	store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	before := liveHeap()
+	for i := 0; i < n; i++ {
+		if err := store.Add(mk(i)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	after := liveHeap()
+	runtime.KeepAlive(store)
+	return float64(after-before) / float64(n)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// decodedPod decodes the pod JSON with a distinct name and UID, as each pod of an informer is
+// decoded from its own bytes (no strings shared between pods).
+func decodedPod(tb testing.TB, raw []byte, i int) *corev1.Pod {
+	var pod corev1.Pod
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		tb.Fatal(err)
+	}
+	pod.Name = fmt.Sprintf("train-llm-workers-1-0-%06d", i)
+	pod.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+	return &pod
+}
+
+// BenchmarkCachedPodBytes reports the live heap one cached pod costs, as the grouper's informer
+// holds it: the whole pod (no transform) and the view TransformPod keeps. Goal (issue 19): the
+// grouper within 256 MiB resident with 100,000 cached pods and 10,000 workloads.
+func BenchmarkCachedPodBytes(b *testing.B) {
+	raw := runningPodJSON(b)
+	const n = 20000
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{{"whole-pod", nil}, {"view", TransformPod}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var per float64
+			for i := 0; i < b.N; i++ {
+				per = heapPerObject(b, n, func(i int) any {
+					var obj any = decodedPod(b, raw, i)
+					if tc.transform != nil {
+						obj, _ = tc.transform(obj)
+					}
+					return obj
+				})
+			}
+			b.ReportMetric(per, "bytes/pod")
+			b.ReportMetric(per*100000/(1<<20), "MiB/100k-pods")
+		})
+	}
+}
+
+// BenchmarkCachedWorkloadBytes reports the live heap one cached workload costs (the seed JobSet
+// with a controller's managed fields, read unstructured as the grouper's cache does), with and
+// without TransformWorkload.
+func BenchmarkCachedWorkloadBytes(b *testing.B) {
+	raw, err := os.ReadFile("../../gang/testdata/jobset-leader-workers.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 10000
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{{"whole-workload", nil}, {"transformed", TransformWorkload}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var per float64
+			for i := 0; i < b.N; i++ {
+				per = heapPerObject(b, n, func(i int) any {
+					u := &unstructured.Unstructured{}
+					if err := u.UnmarshalJSON(js); err != nil {
+						b.Fatal(err)
+					}
+					u.SetNamespace("bench")
+					u.SetName(fmt.Sprintf("train-llm-%06d", i))
+					u.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)))
+					u.SetManagedFields(jobSetManagedFields)
+					var obj any = u
+					if tc.transform != nil {
+						obj, _ = tc.transform(obj)
+					}
+					return obj
+				})
+			}
+			b.ReportMetric(per, "bytes/workload")
+			b.ReportMetric(per*10000/(1<<20), "MiB/10k-workloads")
+		})
+	}
+}
+
+// jobSetManagedFields is what kubectl apply and the JobSet controller's status updates leave.
+var jobSetManagedFields = []metav1.ManagedFieldsEntry{
+	{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "jobset.x-k8s.io/v1alpha2", FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}},"f:spec":{".":{},"f:replicatedJobs":{},"f:network":{".":{},"f:enableDNSHostnames":{},"f:publishNotReadyAddresses":{}},"f:startupPolicy":{".":{},"f:startupPolicyOrder":{}},"f:successPolicy":{".":{},"f:operator":{}},"f:suspend":{}}}`)}},
+	{Manager: "jobset-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "jobset.x-k8s.io/v1alpha2", FieldsType: "FieldsV1", Subresource: "status",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:replicatedJobsStatus":{".":{},"k:{\"name\":\"leader\"}":{".":{},"f:active":{},"f:failed":{},"f:name":{},"f:ready":{},"f:succeeded":{},"f:suspended":{}},"k:{\"name\":\"workers\"}":{".":{},"f:active":{},"f:failed":{},"f:name":{},"f:ready":{},"f:succeeded":{},"f:suspended":{}}},"f:restarts":{},"f:terminalState":{}}}`)}},
+}
