@@ -327,3 +327,39 @@ func TestAlphaFiltersJudgedOnThePod(t *testing.T) {
 	_, err = p.Assign(pl)
 	assert.ErrorIs(t, err, gang.ErrNotGrouped, "a pod the filter rejects is left to KAI")
 }
+
+// TestMinimumWithoutReplicas: a component with only a minReplicasPath (upstream Knative
+// min-scale) runs at least that many pods, and the gang requires them, as KAI's
+// CalculateSubtreeScale takes the minimum first. The real manifest writes the older minScale
+// spelling, which upstream's path does not read (gang of 1, the default); with min-scale 3 the
+// gang is 3.
+func TestMinimumWithoutReplicas(t *testing.T) {
+	c := compile(t, "testdata/upstream/serving-knative-dev-service-v1.yaml")
+	ks := workload(t, "testdata/manifests/knativeservice-minscale50-maxscale100-annotations.yaml")
+	assert.Equal(t, []wantPG{{1, 1}}, gangs(plan(t, c, ks)))
+	require.NoError(t, unstructured.SetNestedField(ks.Object, "3", "spec", "template", "metadata", "annotations", "autoscaling.knative.dev/min-scale"))
+	assert.Equal(t, []wantPG{{3, 3}}, gangs(plan(t, c, ks)))
+}
+
+// TestUpperCaseComponentNames: upstream accepts any component name; gangmap accepts upper case
+// and derives sub-group names in lower case (gang.SanitizeLabel), as KAI's PodGroup CRD needs
+// DNS labels there.
+func TestUpperCaseComponentNames(t *testing.T) {
+	src, err := os.ReadFile("testdata/kai/kai-pyflow-podgroup-v2.yaml")
+	require.NoError(t, err)
+	doc := strings.NewReplacer("name: master", "name: Master", "componentName: master", "componentName: Master",
+		"name: worker", "name: Worker_Group", "componentName: worker", "componentName: Worker_Group").Replace(string(src))
+	loaded, err := definitions.Decode(strings.NewReader(doc), "upper", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+	require.NoError(t, err)
+	compiler, err := expr.NewCompiler(expr.Limits{})
+	require.NoError(t, err)
+	c, err := definitions.Compile(loaded[0], compiler)
+	require.NoError(t, err)
+	p := plan(t, c, workload(t, "testdata/kai/pyflow-with-templates.yaml"))
+	require.Len(t, p.PodGroups, 1)
+	var names []string
+	for _, sg := range p.PodGroups[0].SubGroups {
+		names = append(names, sg.Name)
+	}
+	assert.Equal(t, []string{"master", "worker-group"}, names)
+}

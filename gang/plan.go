@@ -253,6 +253,11 @@ func (p *Plan) buildRoles(w *definitions.Workload) error {
 func newRole(comp *definitions.Component, inst *definitions.Instance) (*Role, error) {
 	sp := comp.Path.Child("scaleDefinition")
 	replicas := int64(1)
+	if comp.Replicas == nil && inst.MinReplicas != nil && *inst.MinReplicas > 1 {
+		// Only a minimum (Knative min-scale, a KServe predictor's minReplicas): at least that
+		// many pods run, as KAI's CalculateSubtreeScale takes the minimum first.
+		replicas = *inst.MinReplicas
+	}
 	if comp.Replicas != nil {
 		replicas = 0
 		if inst.Replicas != nil {
