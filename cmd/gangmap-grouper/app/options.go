@@ -18,16 +18,16 @@ import (
 
 // Options are the grouper's settings, one flag each.
 type Options struct {
-	SchedulerName           string
-	KAIVersion              string
-	NativeKindsAdd          []string
-	NativeKindsRemove       []string
-	DefinitionPaths         []string
-	DefinitionsPoll         time.Duration
-	ClusterDefinitions      bool
-	StrictDefinitions       bool
+	SchedulerName      string
+	KAIVersion         string
+	NativeKindsAdd     []string
+	NativeKindsRemove  []string
+	DefinitionPaths    []string
+	DefinitionsPoll    time.Duration
+	ClusterDefinitions bool
+	StrictDefinitions  bool
 	// OnboardingPolicy is the onboarding policy file (polled every DefinitionsPoll); "" is off.
-	OnboardingPolicy string
+	OnboardingPolicy        string
 	QueueLabelKey           string
 	NodePoolLabelKey        string
 	DryRun                  bool

@@ -139,11 +139,11 @@ type chartValues struct {
 		Enabled bool             `json:"enabled"`
 		Rules   []map[string]any `json:"rules"`
 	} `json:"onboarding"`
-	DefinitionsPoll  string         `json:"definitionsPoll"`
-	WorkloadKinds    []kindRule     `json:"workloadKinds"`
-	OwnerKinds       []kindRule     `json:"ownerKinds"`
-	InstallKartaCRD  bool           `json:"installKartaCRD"`
-	LeaderElection   struct {
+	DefinitionsPoll string     `json:"definitionsPoll"`
+	WorkloadKinds   []kindRule `json:"workloadKinds"`
+	OwnerKinds      []kindRule `json:"ownerKinds"`
+	InstallKartaCRD bool       `json:"installKartaCRD"`
+	LeaderElection  struct {
 		Enabled   bool   `json:"enabled"`
 		LeaseName string `json:"leaseName"`
 	} `json:"leaderElection"`
