@@ -63,8 +63,9 @@ type PodGPUs struct {
 	MIG map[string]int64 `json:"mig,omitempty"`
 	// MemoryMiB is KAI's gpu-memory request, in MiB, for GPU sharing by memory.
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
-	// DRAClaims names the pod's resource claims: GPUs given through DRA are reported by claim,
-	// never as zero devices.
+	// DRAClaims names the pod's resource claims, each with the ResourceClaimTemplate or
+	// ResourceClaim it comes from ("gpu (template gpu-claim-template)"): GPUs given through DRA
+	// are reported by claim, never as zero devices.
 	DRAClaims []string `json:"draClaims,omitempty"`
 	// OtherAccelerators are accelerator resources of other vendors (names ending in /gpu or /tpu,
 	// such as amd.com/gpu or google.com/tpu) by resource name, reported but not counted in
@@ -129,7 +130,14 @@ func podGPUs(spec *corev1.PodSpec, annotations map[string]string) (PodGPUs, erro
 		out.MemoryMiB = m
 	}
 	for _, c := range spec.ResourceClaims {
-		out.DRAClaims = append(out.DRAClaims, c.Name)
+		name := c.Name
+		switch {
+		case c.ResourceClaimTemplateName != nil:
+			name += " (template " + *c.ResourceClaimTemplateName + ")"
+		case c.ResourceClaimName != nil:
+			name += " (claim " + *c.ResourceClaimName + ")"
+		}
+		out.DRAClaims = append(out.DRAClaims, name)
 	}
 	sort.Strings(out.DRAClaims)
 	return out, nil

@@ -53,8 +53,8 @@ func TestPodTemplateGPUs(t *testing.T) {
 		"MIG per profile": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("2")}}}}}},
 			want: PodGPUs{MIG: map[string]int64{"mig-1g.5gb": 2}}},
-		"DRA claims are named, not zero": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu-b"}, {Name: "gpu-a"}}}},
-			want: PodGPUs{DRAClaims: []string{"gpu-a", "gpu-b"}}},
+		"DRA claims are named, not zero": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu-b", ResourceClaimName: ptr.To("shared")}, {Name: "gpu-a", ResourceClaimTemplateName: ptr.To("one-gpu")}}}},
+			want: PodGPUs{DRAClaims: []string{"gpu-a (template one-gpu)", "gpu-b (claim shared)"}}},
 		// KAI accounts nvidia.com/gpu; other vendors' accelerators are reported, not counted.
 		"other accelerators": {tpl: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{"amd.com/gpu": resource.MustParse("1"), "google.com/tpu": resource.MustParse("4")}}}}}},

@@ -50,6 +50,9 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 	// Overrides lists the min-member annotations found on the top owner and what became of them.
 	Overrides []Override `json:"overrides,omitempty"`
+	// HasStartRule says the definition has a start rule (spec.gangmap.gang.startup), whether or
+	// not it holds a role of this workload now.
+	HasStartRule bool `json:"-"`
 	// Misses lists the definition paths that resolved to nothing on this workload (drift between
 	// the definition and the framework, or a typo); each is also in Notes.
 	Misses []definitions.PathMiss `json:"misses,omitempty"`

@@ -26,6 +26,7 @@ func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, v
 	if st == nil {
 		return nil
 	}
+	p.HasStartRule = true
 	in := expr.Input{Object: obj, Variables: vars}
 	if st.When != nil {
 		res, err := st.When.Eval(ctx, in)

@@ -52,6 +52,10 @@ const (
 	// RoleGPUs is the PodGroup annotation with per-role GPUs as JSON
 	// [{"role","pods","gpusPerPod","gpus"}].
 	RoleGPUs = "gangmap.io/role-gpus"
+	// StartHeld is the PodGroup annotation, on PodGroups of a definition with a start rule
+	// (spec.gangmap.gang.startup), mapping each role the rule keeps out of the gang minimum now
+	// to the reason, as JSON {"<role>": "<reason>"}; {} when none is held.
+	StartHeld = "gangmap.io/start-held"
 	// GroupedBy is the pod annotation gangmap sets with the value "gangmap" on pods it grouped.
 	GroupedBy = "gangmap.io/grouped-by"
 )

@@ -75,6 +75,8 @@ type podGroupMeta struct {
 	definition string
 	gpus       string
 	roleGPUs   string
+	// startHeld is the StartHeld annotation's value, "" when the definition has no start rule.
+	startHeld string
 }
 
 func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
@@ -83,6 +85,9 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
 		definition: fmt.Sprintf("%s (%s)", plan.Definition.Name, plan.Definition.Source),
 		gpus:       pg.GPUs.String(),
 		roleGPUs:   roleGPUs(pg),
+	}
+	if plan.HasStartRule {
+		m.startHeld = startHeld(pg)
 	}
 	for i, sg := range pg.SubGroups {
 		smd := &podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
@@ -241,6 +246,21 @@ func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podNa
 	md.Annotations[kaikeys.Definition] = pm.definition
 	md.Annotations[kaikeys.GPUs] = pm.gpus
 	md.Annotations[kaikeys.RoleGPUs] = pm.roleGPUs
+	if pm.startHeld != "" {
+		md.Annotations[kaikeys.StartHeld] = pm.startHeld
+	}
+}
+
+// startHeld renders the PodGroup's roles the start rule holds, with the reason, as JSON.
+func startHeld(pg *gang.PodGroup) string {
+	held := map[string]string{}
+	for _, m := range pg.Members() {
+		if m.Role.StartupHold != "" {
+			held[m.Role.Name] = m.Role.StartupHold
+		}
+	}
+	b, _ := json.Marshal(held)
+	return string(b)
 }
 
 type roleGPU struct {

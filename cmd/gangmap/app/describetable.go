@@ -61,6 +61,12 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 	}
 	if v.Error == "" && v.Definition != nil {
 		fmt.Fprintf(w, "TOTAL GPUs: %s (plan); the %d pods request %s\n", v.TotalGPUs, v.Pods.Total, v.PodGPUs)
+		for _, n := range gpuDetailNotes(v.Roles) {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+	}
+	if n := v.DRAClaimPods; n > 0 {
+		fmt.Fprintf(w, "note: %d of the pods get devices through DRA resource claims (not counted in the GPUs above)\n", n)
 	}
 
 	fmt.Fprintln(w)

@@ -38,6 +38,9 @@ type workloadView struct {
 	// Pods counts the workload's live pods; PodGPUs sums what they request.
 	Pods    podCounts `json:"pods"`
 	PodGPUs gang.GPUs `json:"podGPUs"`
+	// DRAClaimPods counts the live pods that get devices through DRA resource claims (not in
+	// PodGPUs: a claim's devices are not nvidia.com/gpu requests).
+	DRAClaimPods int `json:"draClaimPods,omitempty"`
 	// PodGroups lists the planned PodGroups and the existing ones owned by the workload.
 	PodGroups []*podGroupView `json:"podGroups"`
 	// Unclaimed lists the workload's pods that no component of the definition claims.
@@ -91,6 +94,9 @@ type podView struct {
 	Node  string    `json:"node,omitempty"`
 	Ready bool      `json:"ready"`
 	GPUs  gang.GPUs `json:"gpus"`
+	// GPUDetail is what the pod asks of GPUs beyond GPUs (DRA claims, MIG, gpu-memory, other
+	// vendors' accelerators), so a GPU from a ResourceClaim never reads as 0.
+	GPUDetail gang.PodGPUs `json:"gpuDetail,omitzero"`
 	// PodGroup and SubGroup are where gangmap's plan puts the pod.
 	PodGroup string `json:"podGroup,omitempty"`
 	SubGroup string `json:"subGroup,omitempty"`
@@ -254,6 +260,9 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 			v.Pods.Ready++
 		}
 		v.PodGPUs += views[i].GPUs
+		if len(views[i].GPUDetail.DRAClaims) > 0 {
+			v.DRAClaimPods++
+		}
 	}
 	defer func() { v.PodGroups = comparePodGroups(v, obj, existing, live) }()
 
@@ -350,7 +359,7 @@ func newPodView(p *corev1.Pod) *podView {
 		pv.Phase = "Terminating"
 	}
 	if g, err := gang.PodGPUsOf(p); err == nil {
-		pv.GPUs = g.Devices
+		pv.GPUs, pv.GPUDetail = g.Devices, g
 	}
 	return pv
 }
