@@ -23,7 +23,7 @@ SHELL := bash
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
-.PHONY: help build control-plane test unit e2e fmt-check vet vuln demo generate fuzz clean bench bench-e2e fuzz-smoke
+.PHONY: help build control-plane test unit e2e fmt-check vet vuln demo generate fuzz clean bench bench-e2e bench-scale fuzz-smoke
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -76,12 +76,21 @@ fuzz: ## Run every Fuzz* target under ./definitions/... and ./gang/... for FUZZT
 fuzz-smoke: ## Every fuzz target for 3s (a smoke run for CI; `make fuzz` runs longer).
 	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
-bench: ## Go benchmarks of the per-pod decision, plans and expressions (bench/README.md).
-	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/
+bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission, cache memory (bench/README.md).
+	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/ ./podgrouper/webhook/ ./podgrouper/podview/
 
 bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.
 	assets=$$(bash hack/control-plane.sh); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -timeout 20m ./e2e/bench/
+
+# Pods of the scale benchmark, and pods per workload (one gang each).
+SCALE_PODS ?= 20000
+SCALE_PODS_PER_WORKLOAD ?= 10
+
+bench-scale: ## Scale benchmark (not in CI): SCALE_PODS pods (20,000) of 10-pod workloads grouped on a real control plane.
+	assets=$$(bash hack/control-plane.sh); \
+	GANGMAP_SCALE_PODS=$(SCALE_PODS) GANGMAP_SCALE_PODS_PER_WORKLOAD=$(SCALE_PODS_PER_WORKLOAD) \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -run '^$$' -bench GroupScale -benchtime 1x -timeout 3h ./e2e/scale/
 
 clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cache/gangmap is kept).
 	rm -rf $(BIN) .e2e dist
