@@ -363,3 +363,23 @@ func TestUpperCaseComponentNames(t *testing.T) {
 	}
 	assert.Equal(t, []string{"master", "worker-group"}, names)
 }
+
+// TestKnownUndercountsAreNoted: where an upstream definition is known to undercount on a real
+// manifest (definitions/advisories.yaml, matched on the upstream expression), the plan says so.
+func TestKnownUndercountsAreNoted(t *testing.T) {
+	for _, tc := range []struct{ manifest, def, note string }{
+		{"raycluster-tpu-numofhosts4-min0", "ray-io-raycluster-v1", "not numOfHosts pods per replica"},
+		{"dynamographdeployment-v1beta1-sglang-disagg-multinode-components-list", "nvidia-com-dynamographdeployment-v1beta1", "not its multinode.nodeCount pods per replica"},
+		{"inferenceservice-multinode-workerspec-pp2-tp1", "serving-kserve-io-inferenceservice-v1beta1", "multi-node workerSpec pods"},
+		{"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker", "serving-kserve-io-llminferenceservice-v1alpha2", "not the group's size"},
+		{"knativeservice-minscale50-maxscale100-annotations", "serving-knative-dev-service-v1", "writes minScale"},
+	} {
+		t.Run(tc.manifest, func(t *testing.T) {
+			p := plan(t, compile(t, "testdata/upstream/"+tc.def+".yaml"), workload(t, "testdata/manifests/"+tc.manifest+".yaml"))
+			assert.True(t, hasNote(p, tc.note), "%v", p.Notes)
+		})
+	}
+	// A manifest without the feature gets no such note.
+	p := plan(t, compile(t, "testdata/upstream/ray-io-raycluster-v1.yaml"), workload(t, "testdata/manifests/raycluster-kai-gpu-fraction-annotation.yaml"))
+	assert.False(t, hasNote(p, "numOfHosts"), "%v", p.Notes)
+}

@@ -40,6 +40,9 @@ type Compiled struct {
 	// nullSafe holds, for each object-side jq program that has one, its expr.NullSafeJQ form:
 	// evaluated only when the program as written fails on null.
 	nullSafe map[expr.Program]expr.Program
+	// Advisories are the known under- or overcounts of upstream catalog definitions that match
+	// this one (advisories.yaml); AdvisoryNotes evaluates them.
+	Advisories []CompiledAdvisory
 }
 
 // Component is one compiled component of the tree.
@@ -205,6 +208,7 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 		return nil, &DefinitionError{Name: k.Metadata.Name, Origin: l.Origin, Errs: cc.errs}
 	}
 	out.podMetadataOnly = metadataOnly(podExpressions(k))
+	out.Advisories = cc.matchAdvisories(out.byName)
 	return out, nil
 }
 

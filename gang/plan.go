@@ -192,6 +192,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s) resolved to nothing on this workload", m.Path, m.Expression))
 	}
 	p.Notes = append(p.Notes, w.Notes...)
+	p.Notes = append(p.Notes, c.AdvisoryNotes(ctx, w.Object)...)
 	if err := p.buildRoles(w); err != nil {
 		return nil, err
 	}
