@@ -88,11 +88,17 @@ func Decode(r io.Reader, origin string, source Source, opts DecodeOptions) ([]*L
 	}
 }
 
-// DecodeDocument decodes one YAML or JSON document into a Karta. See Decode for errors.
+// DecodeDocument decodes one YAML or JSON document into a Karta. See Decode for errors. A
+// mapping that names a key twice is refused, whatever opts say (YAML and JSON decoders otherwise
+// keep the last value silently, so a definition could say two things and mean the second).
 func DecodeDocument(doc []byte, origin string, source Source, opts DecodeOptions) (*Loaded, error) {
 	jsonDoc, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: invalid YAML: %w", origin, err)
+	}
+	if _, err := yaml.YAMLToJSONStrict(doc); err != nil {
+		// It parsed leniently, so the strict decoder's only objection is a repeated key.
+		return nil, fmt.Errorf("%s: %w", origin, duplicateKeys(err))
 	}
 	var generic map[string]any
 	if err := json.Unmarshal(jsonDoc, &generic); err != nil {
@@ -202,6 +208,24 @@ func normalizeForwardShape(v any) {
 func isAccessor(m map[string]any) bool {
 	_, ok := m["expression"]
 	return ok && len(m) == 1
+}
+
+// ErrDuplicateKey says a definition document names a key twice in one mapping.
+var ErrDuplicateKey = errors.New("duplicate key")
+
+// duplicateKeys turns the strict YAML decoder's error (`yaml: unmarshal errors:\n  line 4: key
+// "c" already set in map`, one line per repeated key) into one line naming every repeat.
+func duplicateKeys(err error) error {
+	var found []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "line ") {
+			found = append(found, strings.TrimSuffix(line, " already set in map"))
+		}
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("%w: %v", ErrDuplicateKey, err)
+	}
+	return fmt.Errorf("%w (each key may appear once in a mapping; the last would silently win): %s", ErrDuplicateKey, strings.Join(found, "; "))
 }
 
 // unknownFieldPath extracts the field path from sigs.k8s.io/json's strict error text

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,7 +49,8 @@ type Decision struct {
 }
 
 // DecideError is an error of Decide with the step that failed, the reason label of
-// gangmap_grouping_errors_total (OwnerWalk, RBACMissing, TopOwnerRead, Plan).
+// gangmap_grouping_errors_total (OwnerWalk, InvalidOwnerReference, RBACMissing, TopOwnerRead,
+// Plan).
 type DecideError struct {
 	Reason string
 	// Owner is the top owner when it was read before the failure, else nil.
@@ -89,6 +91,12 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 		// An owner is gone: the garbage collector deletes the pod; there is nothing to group.
 		return nil, nil
 	}
+	var ie *owners.InvalidReferenceError
+	if errors.As(err, &ie) {
+		// A reference to another namespace's object or to a replaced owner: the pod has no owner
+		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
+		return nil, &DecideError{Reason: invalidOwnerReference, Err: err}
+	}
 	if err != nil {
 		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
 	}
@@ -115,7 +123,7 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 	}
 
 	// 5. Read the top owner in full: cache first, the API server for one the cache lacks yet.
-	owner, err := d.readOwner(ctx, gvk, types.NamespacedName{Namespace: top.Namespace, Name: top.Name})
+	owner, err := d.readOwner(ctx, gvk, top)
 	if err != nil {
 		return nil, &DecideError{Reason: "TopOwnerRead", Err: fmt.Errorf("top owner %s %s: %w", gvk.Kind, top.Name, err)}
 	}
@@ -135,17 +143,39 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 	return dec, nil
 }
 
-func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, error) {
+// readOwner reads the top owner the walk found, by its namespace and name: from the cache, or from
+// the API server when the cache lacks it or holds an object of another UID (a replaced workload
+// the cache has not caught up with). An object whose UID still differs is an error: the PodGroup
+// is never written for another object than the walk's.
+func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, top *metav1.PartialObjectMetadata) (*unstructured.Unstructured, error) {
+	key := types.NamespacedName{Namespace: top.Namespace, Name: top.Name}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(gvk)
 	err := d.Client.Get(ctx, key, owner)
-	if apierrors.IsNotFound(err) && d.APIReader != nil {
+	if (apierrors.IsNotFound(err) || (err == nil && owner.GetUID() != top.UID)) && d.APIReader != nil {
+		owner = &unstructured.Unstructured{}
+		owner.SetGroupVersionKind(gvk)
 		err = d.APIReader.Get(ctx, key, owner)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if owner.GetUID() != top.UID {
+		return nil, fmt.Errorf("has UID %s, the owner walk found %s", owner.GetUID(), top.UID)
+	}
 	return owner, nil
+}
+
+// invalidOwnerReference is the DecideError reason (and grouping-errors label) of a pod whose owner
+// reference the walk treats as absent (an *owners.InvalidReferenceError).
+const invalidOwnerReference = "InvalidOwnerReference"
+
+// IsInvalidOwnerReference says err is Decide's error for a pod whose owner reference names no
+// object the pod may have as owner (another namespace's object, a replaced owner): such a pod has
+// no owner as far as gangmap is concerned, and retrying cannot change that.
+func IsInvalidOwnerReference(err error) bool {
+	var de *DecideError
+	return errors.As(err, &de) && de.Reason == invalidOwnerReference
 }
 
 func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {

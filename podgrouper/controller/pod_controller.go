@@ -32,6 +32,9 @@ const (
 	ReasonWouldWrite      = "DryRunPodGroup"
 	ReasonGroupingFailed  = "GangmapGroupingFailed"
 	ReasonRepaired        = "GangmapRepairedPod"
+	// ReasonInvalidOwner is the Warning Event, once per pod, on a pod whose owner reference names
+	// an object of another namespace or a replaced owner: gangmap treats it as having no owner.
+	ReasonInvalidOwner = "GangmapInvalidOwnerReference"
 )
 
 // PodReconciler groups pods. Client is the manager's cached client (pods filtered by scheduler
@@ -53,6 +56,8 @@ type PodReconciler struct {
 	index ownerIndex
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
+	// invalidOwners remembers the pods already told their owner reference is ignored.
+	invalidOwners onceReporter
 }
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
@@ -80,6 +85,11 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	d, err := r.Decider.Decide(ctx, pod)
 	if err != nil {
 		var de *DecideError
+		if IsInvalidOwnerReference(err) && errors.As(err, &de) {
+			r.index.forget(key)
+			r.ignoreOwner(ctx, pod, de.Err)
+			return ctrl.Result{}, nil
+		}
 		if errors.As(err, &de) {
 			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
 		}
@@ -232,6 +242,18 @@ func (r *PodReconciler) fail(ctx context.Context, pod *corev1.Pod, owner *unstru
 		r.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonGroupingFailed, "pod %s: %s", pod.Name, msg)
 	}
 	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
+}
+
+// ignoreOwner reports, once per pod and owner reference, a pod whose owner reference gangmap
+// treats as absent: a Warning Event on the pod, a count, an Info log. It is not an error to
+// retry: the reference itself is wrong, and the pod's next change reconciles it again anyway.
+func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err error) {
+	if !r.invalidOwners.first(pod.UID, pod.OwnerReferences) {
+		return
+	}
+	groupingErrors.WithLabelValues(invalidOwnerReference).Inc()
+	ctrl.LoggerFrom(ctx).Info("Owner reference ignored; the pod is not grouped by gangmap", "reason", err.Error())
+	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonInvalidOwner, err.Error())
 }
 
 // gangSummary renders minMember or minSubGroup with the sub-groups and GPUs for Events.

@@ -107,7 +107,7 @@ func TestBadOwnerGone(t *testing.T) {
 	// The owner was deleted and another object of the same name created: the UID differs.
 	w = &owners.Walker{Reader: badOwnersClient(replicaSet("rs", "uid-new", nil)), Mapper: badMapper()}
 	_, err = w.Walk(context.Background(), "ns", []metav1.OwnerReference{rsRef("rs", "uid-old")})
-	assert.EqualError(t, err, "owner ReplicaSet rs has UID uid-new, the reference says uid-old (it was replaced)")
+	assert.EqualError(t, err, "owner reference ReplicaSet rs (UID uid-old): ReplicaSet rs has UID uid-new (it was replaced, or the reference is wrong); treated as no owner")
 
 	// A reference whose apiVersion does not parse.
 	bad := metav1.OwnerReference{APIVersion: "a/b/c", Kind: "Thing", Name: "x", UID: "uid-x"}

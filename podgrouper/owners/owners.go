@@ -64,10 +64,14 @@ func (c *Chain) Top() *metav1.PartialObjectMetadata {
 // Walker walks owner references with Reader (an uncached reader: owners of arbitrary kinds are
 // read by metadata only) and Mapper (to know which owners are cluster scoped).
 //
-// With CacheTTL set, each owner read is remembered by UID for that long, so the pods of one Job
-// or StatefulSet cost one read of each owner instead of one per pod and reconcile (a UID names
-// one object forever; only its own owner references could change meanwhile, which CacheTTL
-// bounds). The cached objects are shared: callers must not modify a Chain's owners.
+// With CacheTTL set, each owner read is remembered for that long, so the pods of one Job or
+// StatefulSet cost one read of each owner instead of one per pod and reconcile (a UID names one
+// object forever; only its own owner references could change meanwhile, which CacheTTL bounds).
+// The cache is keyed by namespace and UID, and a hit is used only when its namespace, name and
+// group/kind are the reference's too: a reference in one namespace never resolves to an object of
+// another, whatever UID it names (an owner reference never crosses namespaces; Kubernetes' garbage
+// collector treats such a reference as absent). The cached objects are shared: callers must not
+// modify a Chain's owners.
 type Walker struct {
 	Reader   client.Reader
 	Mapper   meta.RESTMapper
@@ -75,26 +79,85 @@ type Walker struct {
 
 	once  sync.Once
 	cache *lru.Cache
+	// seen remembers where each UID read lives (UIDs never move), without expiry, so that a
+	// reference naming another namespace's object by UID is reported as crossing namespaces.
+	seen *lru.Cache
 }
 
-// ownerCacheSize bounds the owners remembered.
+// ownerCacheSize bounds the owners remembered (and, separately, the UIDs located).
 const ownerCacheSize = 8192
+
+// cacheKey keys the owner cache: the namespace the reference was resolved in ("" for a
+// cluster-scoped owner) and the UID.
+type cacheKey struct {
+	namespace string
+	uid       types.UID
+}
 
 type cachedOwner struct {
 	obj *metav1.PartialObjectMetadata
 	at  time.Time
 }
 
+// location is where an object with a given UID was read.
+type location struct {
+	gk        schema.GroupKind
+	namespace string
+	name      string
+}
+
+// InvalidReferenceError says an owner reference names no object the dependent may have as its
+// owner, so the reference is treated as absent (as Kubernetes' garbage collector does, which
+// deletes a dependent whose owners are all absent): the object of that name in the dependent's
+// namespace has another UID (the owner was replaced, or the UID is wrong), the UID is that of an
+// object in another namespace (owner references never cross namespaces), or a cluster-scoped
+// owner references a namespaced kind. Retrying cannot help: the reference itself is wrong.
+type InvalidReferenceError struct {
+	// Ref is the reference.
+	Ref metav1.OwnerReference
+	// Namespace is the namespace the reference was resolved in ("" for cluster scope).
+	Namespace string
+	// FoundUID is the UID of the object the reference's name resolves to, "" when there is none.
+	FoundUID types.UID
+	// OtherNamespace is the namespace of the object with the reference's UID when the walker has
+	// seen it in another namespace, else "".
+	OtherNamespace string
+	// NamespacedFromCluster says a cluster-scoped owner references a namespaced kind.
+	NamespacedFromCluster bool
+}
+
+// Error implements error.
+func (e *InvalidReferenceError) Error() string {
+	ref := fmt.Sprintf("owner reference %s %s (UID %s)", e.Ref.Kind, e.Ref.Name, e.Ref.UID)
+	switch {
+	case e.NamespacedFromCluster:
+		return ref + " of a cluster-scoped owner names a namespaced kind; treated as no owner"
+	case e.OtherNamespace != "":
+		return fmt.Sprintf("%s names an object of namespace %s from namespace %s: owner references never cross namespaces; treated as no owner", ref, e.OtherNamespace, e.Namespace)
+	case e.FoundUID != "":
+		return fmt.Sprintf("%s: %s %s has UID %s (it was replaced, or the reference is wrong); treated as no owner", ref, e.Ref.Kind, e.Ref.Name, e.FoundUID)
+	}
+	return ref + " names no object; treated as no owner"
+}
+
+// CrossNamespace says the reference named an object of another namespace.
+func (e *InvalidReferenceError) CrossNamespace() bool { return e.OtherNamespace != "" }
+
 // Walk returns the owner chain of the object with the given namespace and owner references. At
-// each level it follows the controller reference, else the first reference. Errors: ErrNoOwner;
-// an owner whose UID differs from the reference (it was replaced); a cycle; a chain deeper than
-// MaxDepth; an owner that no longer exists; any API error but Forbidden. Forbidden stops the walk
-// at the last readable owner (KAI's rule) and sets Chain.Truncated and Chain.Forbidden; Forbidden
-// on the first owner is a *ForbiddenError, because then no owner at all can be read.
+// each level it follows the controller reference, else the first reference. A namespaced owner is
+// looked up in the pod's namespace only; a cluster-scoped one (known through Mapper) without a
+// namespace, and its own references must be cluster scoped too. Errors: ErrNoOwner; an
+// *InvalidReferenceError for a reference whose UID is not the named object's (replaced, another
+// namespace's object, or a namespaced owner of a cluster-scoped one); a cycle; a chain deeper than
+// MaxDepth; an owner that no longer exists (NotFound); any API error but Forbidden. Forbidden
+// stops the walk at the last readable owner (KAI's rule) and sets Chain.Truncated and
+// Chain.Forbidden; Forbidden on the first owner is a *ForbiddenError, because then no owner at
+// all can be read.
 func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.OwnerReference) (*Chain, error) {
 	if len(refs) == 0 {
 		return nil, ErrNoOwner
 	}
+	w.once.Do(func() { w.cache, w.seen = lru.New(ownerCacheSize), lru.New(ownerCacheSize) })
 	chain := &Chain{}
 	seen := map[types.UID]bool{}
 	ref := Pick(refs)
@@ -115,15 +178,20 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 			chain.Forbidden = &ref
 			return chain, nil
 		}
+		var ie *InvalidReferenceError
+		if errors.As(err, &ie) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
-		}
-		if obj.UID != ref.UID {
-			return nil, fmt.Errorf("owner %s %s has UID %s, the reference says %s (it was replaced)", ref.Kind, ref.Name, obj.UID, ref.UID)
 		}
 		chain.Owners = append(chain.Owners, obj)
 		if len(obj.OwnerReferences) == 0 {
 			return chain, nil
+		}
+		if obj.Namespace == "" {
+			// A cluster-scoped owner's references resolve at cluster scope only.
+			namespace = ""
 		}
 		ref = Pick(obj.OwnerReferences)
 	}
@@ -140,40 +208,80 @@ func Pick(refs []metav1.OwnerReference) metav1.OwnerReference {
 	return refs[0]
 }
 
+// get resolves ref in namespace: from the cache when a live entry for the namespace and UID has
+// the reference's name and group/kind, else from the API server. A read object whose UID is not
+// the reference's is an *InvalidReferenceError, and so is a missing object whose UID the walker
+// saw in another namespace.
 func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
-	if w.CacheTTL <= 0 {
-		return w.read(ctx, namespace, ref)
+	gvk, key, err := w.resolve(namespace, ref)
+	if err != nil {
+		return nil, err
 	}
-	w.once.Do(func() { w.cache = lru.New(ownerCacheSize) })
-	if v, ok := w.cache.Get(ref.UID); ok {
-		if c := v.(cachedOwner); time.Since(c.at) < w.CacheTTL {
-			return c.obj, nil
+	ck := cacheKey{namespace: key.Namespace, uid: ref.UID}
+	if w.CacheTTL > 0 {
+		if v, ok := w.cache.Get(ck); ok {
+			c := v.(cachedOwner)
+			if time.Since(c.at) < w.CacheTTL && c.obj.Name == key.Name && c.obj.Namespace == key.Namespace &&
+				c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() {
+				return c.obj, nil
+			}
 		}
 	}
-	obj, err := w.read(ctx, namespace, ref)
-	if err == nil && obj.UID == ref.UID {
-		w.cache.Add(ref.UID, cachedOwner{obj: obj, at: time.Now()})
-	}
-	return obj, err
-}
-
-func (w *Walker) read(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return nil, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
-	}
-	gvk := gv.WithKind(ref.Kind)
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
-	if w.Mapper != nil {
-		if m, err := w.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && m.Scope.Name() == meta.RESTScopeNameRoot {
-			key.Namespace = ""
+	err = w.Reader.Get(ctx, key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		if other := w.elsewhere(ref.UID, key.Namespace); other != "" {
+			return nil, &InvalidReferenceError{Ref: ref, Namespace: key.Namespace, OtherNamespace: other}
 		}
-	}
-	if err := w.Reader.Get(ctx, key, obj); err != nil {
+		return nil, err
+	case err != nil:
 		return nil, err
 	}
 	obj.SetGroupVersionKind(gvk)
+	if obj.UID != ref.UID || obj.Name != key.Name || obj.Namespace != key.Namespace {
+		return nil, &InvalidReferenceError{Ref: ref, Namespace: key.Namespace, FoundUID: obj.UID, OtherNamespace: w.elsewhere(ref.UID, key.Namespace)}
+	}
+	w.seen.Add(obj.UID, location{gk: gvk.GroupKind(), namespace: obj.Namespace, name: obj.Name})
+	if w.CacheTTL > 0 {
+		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now()})
+	}
 	return obj, nil
+}
+
+// elsewhere returns the namespace the walker saw uid in when it is not namespace, else "".
+func (w *Walker) elsewhere(uid types.UID, namespace string) string {
+	if v, ok := w.seen.Get(uid); ok {
+		if l := v.(location); l.namespace != namespace {
+			if l.namespace == "" {
+				return "(cluster scope)"
+			}
+			return l.namespace
+		}
+	}
+	return ""
+}
+
+// resolve returns the reference's GVK and the key it is read at: the namespace given, or none for
+// a cluster-scoped kind (known through Mapper). A namespaced kind referenced at cluster scope (by
+// a cluster-scoped owner) is an *InvalidReferenceError.
+func (w *Walker) resolve(namespace string, ref metav1.OwnerReference) (schema.GroupVersionKind, client.ObjectKey, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return schema.GroupVersionKind{}, client.ObjectKey{}, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
+	}
+	gvk := gv.WithKind(ref.Kind)
+	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	if w.Mapper != nil {
+		if m, err := w.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			switch {
+			case m.Scope.Name() == meta.RESTScopeNameRoot:
+				key.Namespace = ""
+			case namespace == "":
+				return gvk, key, &InvalidReferenceError{Ref: ref, NamespacedFromCluster: true}
+			}
+		}
+	}
+	return gvk, key, nil
 }

@@ -138,6 +138,12 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		return skipped("not a pod of gangmap's scheduler")
 	}
 	d, err := m.Decider.Decide(ctx, pod)
+	if controller.IsInvalidOwnerReference(err) {
+		// Not an error to log per admission: the pod has no owner for gangmap; the pod controller
+		// tells the pod once, with a Warning Event, after it exists.
+		log.V(1).Info("Owner reference ignored", "reason", err.Error())
+		return skipped("the pod's owner reference names no owner it may have")
+	}
 	if err != nil {
 		if pre != nil {
 			// onboarded, not grouped: the pod controller groups the (now KAI) pod moments later

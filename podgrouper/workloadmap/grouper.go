@@ -32,8 +32,8 @@ const Name = "workloadmap"
 // ErrNoDefinition says no definition is active for the top owner's kind any more.
 var ErrNoDefinition = errors.New("no active Workload Map definition for the kind")
 
-// Grouper groups pods by Workload Map definitions. Plans are cached per workload UID and
-// recomputed only when the workload's resourceVersion or the winning definition changes, so the
+// Grouper groups pods by Workload Map definitions. Plans are cached per workload (namespace and
+// UID, the name checked on every hit) and recomputed only when the workload's resourceVersion or the winning definition changes, so the
 // per-pod work is placing the pod (its selectors) and looking it up in the plan.
 type Grouper struct {
 	Registry *definitions.Registry
@@ -56,7 +56,14 @@ var _ grouper.Grouper = (*Grouper)(nil)
 // planCacheSize bounds the cached plans (one per workload).
 const planCacheSize = 4096
 
+// planKey keys the plan cache: the workload's namespace ("" when cluster scoped) and UID.
+type planKey struct {
+	namespace string
+	uid       types.UID
+}
+
 type cachedPlan struct {
+	name            string
 	resourceVersion string
 	compiled        *definitions.Compiled
 	plan            *gang.Plan
@@ -124,9 +131,9 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 	if compiled == nil {
 		return nil, nil, fmt.Errorf("%s: %w", topOwner.GroupVersionKind(), ErrNoDefinition)
 	}
-	uid, rv := topOwner.GetUID(), topOwner.GetResourceVersion()
-	if v, ok := g.plans.Get(uid); ok {
-		if c := v.(*cachedPlan); c.resourceVersion == rv && c.compiled == compiled {
+	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()
+	if v, ok := g.plans.Get(key); ok {
+		if c := v.(*cachedPlan); c.name == topOwner.GetName() && c.resourceVersion == rv && c.compiled == compiled {
 			if c.err != nil {
 				return nil, compiled, c.err
 			}
@@ -139,18 +146,18 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 		if ctx.Err() == nil {
 			// A failed plan is remembered too: a definition that times out must not cost its
 			// timeout again on every retry of every pod until the workload or definition changes.
-			g.plans.Add(uid, &cachedPlan{resourceVersion: rv, compiled: compiled, err: err})
+			g.plans.Add(key, &cachedPlan{name: topOwner.GetName(), resourceVersion: rv, compiled: compiled, err: err})
 		}
 		return nil, compiled, err
 	}
 	if !g.Release.HasMinSubGroup() {
 		plan.Flatten(g.Release.FlatGangNote())
 	}
-	c := &cachedPlan{resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
+	c := &cachedPlan{name: topOwner.GetName(), resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
 	for _, pg := range plan.PodGroups {
 		c.meta[pg] = newPodGroupMeta(plan, pg)
 	}
-	g.plans.Add(uid, c)
+	g.plans.Add(key, c)
 	g.reportMisses(compiled, topOwner, plan)
 	g.reportOverrides(topOwner, plan)
 	return c, compiled, nil
@@ -173,10 +180,11 @@ func (g *Grouper) reportOverrides(topOwner *unstructured.Unstructured, plan *gan
 	}
 }
 
-// Forget drops the cached plan of a deleted workload.
-func (g *Grouper) Forget(uid types.UID) {
+// Forget drops the cached plan of a deleted workload (its namespace, "" when cluster scoped, and
+// UID).
+func (g *Grouper) Forget(namespace string, uid types.UID) {
 	if g.plans != nil {
-		g.plans.Remove(uid)
+		g.plans.Remove(planKey{namespace: namespace, uid: uid})
 	}
 }
 

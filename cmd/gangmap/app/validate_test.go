@@ -210,3 +210,16 @@ func TestValidateEmptyDirectory(t *testing.T) {
 	assert.Equal(t, ExitUnusable, r.code)
 	assert.Equal(t, "error: no definition files (*.yaml, *.yml, *.json) in directory "+dir+"\n", r.stderr)
 }
+
+// TestValidateDuplicateKeyRefused: a definition naming a key twice is invalid, with and without
+// --strict (the grouper refuses it too: definitions.Decode), naming the repeated key and its line.
+func TestValidateDuplicateKeyRefused(t *testing.T) {
+	for _, args := range [][]string{nil, {"--strict"}} {
+		doc := validateJSON(t, ExitProblems, append(args, "testdata/definitions/duplicate-key.yaml")...)
+		require.Len(t, doc.Results, 1)
+		res := doc.Results[0]
+		assert.False(t, res.Valid, "%v", args)
+		require.Len(t, res.Errors, 1)
+		assert.Equal(t, `testdata/definitions/duplicate-key.yaml#0: duplicate key (each key may appear once in a mapping; the last would silently win): line 25: key "replicasPath"`, res.Errors[0].Message)
+	}
+}
