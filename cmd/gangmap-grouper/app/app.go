@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -158,7 +157,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	}
 	mopts := ctrl.Options{
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 o.MetricsServerOptions(),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
@@ -179,7 +178,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Controller: config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
 	}
 	if o.WebhookPort != 0 {
-		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir})
+		mopts.WebhookServer = webhook.NewServer(o.WebhookServerOptions())
 	}
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
@@ -360,6 +359,7 @@ func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
 			kv = append(kv, "webhookSecret", o.WebhookNamespace+"/"+o.WebhookSecret)
 		}
 	}
+	kv = append(kv, "metricsAddr", o.MetricsAddr, "metricsSecure", o.MetricsSecure, "tlsMinVersion", o.TLSMinVersion, "http2", o.EnableHTTP2)
 	kv = append(kv, "leaderElect", o.LeaderElect)
 	if o.LeaderElect {
 		kv = append(kv, "leaderElectionID", o.LeaderElectionID, "leaderElectionNamespace", o.LeaderElectionNamespace)

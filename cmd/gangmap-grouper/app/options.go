@@ -35,7 +35,21 @@ type Options struct {
 	QPS                     float32
 	Burst                   int
 	MetricsAddr             string
-	ProbeAddr               string
+	// MetricsSecure serves metrics over HTTPS, each request authenticated (TokenReview) and
+	// authorized (SubjectAccessReview: get on the non-resource URL /metrics); off, plain HTTP
+	// with no authentication, for local use only.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key, reloaded on change; empty
+	// or without them, a self-signed certificate is generated at start.
+	MetricsCertDir string
+	// EnableHTTP2 lets the webhook and metrics servers negotiate HTTP/2 (off: HTTP/1.1 only, so
+	// the HTTP/2 Rapid Reset and stream-multiplexing attacks (CVE-2023-44487, CVE-2023-39325)
+	// do not apply).
+	EnableHTTP2 bool
+	// TLSMinVersion is the lowest TLS version the webhook and metrics servers accept: "1.2" or
+	// "1.3".
+	TLSMinVersion string
+	ProbeAddr     string
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -86,7 +100,9 @@ func DefaultOptions() *Options {
 		MaxConcurrentReconciles: 10,
 		QPS:                     50,
 		Burst:                   300,
-		MetricsAddr:             ":8080",
+		MetricsAddr:             ":8443",
+		MetricsSecure:           true,
+		TLSMinVersion:           "1.3",
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        "gangmap-grouper.gangmap.io",
 		WebhookPort:             9443,
@@ -118,6 +134,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client queries per second to the API server; a negative value turns client-side rate limiting off (the API server's priority and fairness still applies); 0 is refused (client-go would silently use 5).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst to the API server; at least 1 while --qps is positive.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Prometheus metrics address (host:port); 0 disables.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, each request authenticated by a TokenReview and authorized by a SubjectAccessReview (get on the non-resource URL /metrics; grant it with the chart's metrics-reader ClusterRole). false: plain HTTP without authentication, for local use only.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with the metrics server's tls.crt and tls.key, reloaded when they change. (default none: a self-signed certificate generated at start)")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the webhook and metrics servers negotiate HTTP/2. Off, they speak HTTP/1.1 only, out of reach of the HTTP/2 Rapid Reset and stream attacks (CVE-2023-44487, CVE-2023-39325). (default false)")
+	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3 (the API server and Prometheus speak 1.3).")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health (/healthz) and readiness (/readyz) probe address (host:port); 0 disables.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica writes. (default false)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")

@@ -65,6 +65,9 @@ func (o *Options) Validate() error {
 			add("%s: %w", f.flag, err)
 		}
 	}
+	if _, err := tlsVersion(o.TLSMinVersion); err != nil {
+		add("--tls-min-version: %w", err)
+	}
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		add("--leader-election-id: must not be empty with --leader-elect")
 	}

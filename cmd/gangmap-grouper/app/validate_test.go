@@ -56,6 +56,7 @@ func TestValidateRefusesEachBadValue(t *testing.T) {
 		{"negative burst, no rate limit", func(o *Options) { o.QPS, o.Burst = -1, -1 }, "--burst: must not be negative, got -1"},
 		{"metrics address", func(o *Options) { o.MetricsAddr = "8080" }, `--metrics-bind-address: want host:port (e.g. :8080) or 0 to disable, got "8080"`},
 		{"probe address", func(o *Options) { o.ProbeAddr = "" }, `--health-probe-bind-address: want host:port (e.g. :8080) or 0 to disable, got ""`},
+		{"tls 1.1", func(o *Options) { o.TLSMinVersion = "1.1" }, `--tls-min-version: want 1.2 or 1.3, got "1.1"`},
 		{"lease", func(o *Options) { o.LeaderElect, o.LeaderElectionID = true, "" }, "--leader-election-id: must not be empty with --leader-elect"},
 		{"onboarding without webhook", func(o *Options) { o.WebhookPort, o.OnboardingPolicy = 0, "/etc/gangmap/onboarding.yaml" },
 			"--onboarding-policy: needs the webhook (--webhook-port above 0): pods are onboarded at creation"},
