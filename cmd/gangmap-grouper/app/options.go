@@ -48,8 +48,8 @@ type Options struct {
 	EnableHTTP2 bool
 	// TLSMinVersion is the lowest TLS version the webhook and metrics servers accept: "1.2" or
 	// "1.3".
-	TLSMinVersion string
-	ProbeAddr     string
+	TLSMinVersion           string
+	ProbeAddr               string
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
