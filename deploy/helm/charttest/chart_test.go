@@ -272,6 +272,9 @@ func TestGrouperArgs(t *testing.T) {
 		check("definitions-poll", o.DefinitionsPoll, poll)
 		check("metrics-bind-address", o.MetricsAddr, fmt.Sprintf(":%d", v.Metrics.Port))
 		check("health-probe-bind-address", o.ProbeAddr, fmt.Sprintf(":%d", v.ProbePort))
+		check("metrics-secure", o.MetricsSecure, v.Metrics.Secure)
+		check("tls-min-version", o.TLSMinVersion, v.TLSMinVersion)
+		check("enable-http2", o.EnableHTTP2, v.EnableHTTP2)
 		check("leader-elect", o.LeaderElect, v.leaderElect())
 
 		table, err := o.NativeTable()
@@ -690,9 +693,29 @@ func TestMetricsAndServiceMonitor(t *testing.T) {
 		}
 		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
 		if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" || eps[0].(map[string]any)["path"] != "/metrics" {
-			t.Errorf("ServiceMonitor endpoints %v, want port metrics path /metrics", eps)
+			t.Fatalf("ServiceMonitor endpoints %v, want port metrics path /metrics", eps)
+		}
+		// Secure metrics: HTTPS with Prometheus's ServiceAccount token (the grouper reviews it).
+		ep := eps[0].(map[string]any)
+		wantScheme, wantToken := "http", ""
+		if o.MetricsSecure {
+			wantScheme, wantToken = "https", "/var/run/secrets/kubernetes.io/serviceaccount/token"
+			if !reflect.DeepEqual(ep["tlsConfig"], r.values.Metrics.ServiceMonitor.TLSConfig) {
+				t.Errorf("ServiceMonitor tlsConfig %v, values say %v", ep["tlsConfig"], r.values.Metrics.ServiceMonitor.TLSConfig)
+			}
+		}
+		if ep["scheme"] != wantScheme || fmt.Sprint(ep["bearerTokenFile"]) != fmt.Sprint(orNilString(wantToken)) {
+			t.Errorf("ServiceMonitor scheme %v bearerTokenFile %v; --metrics-secure=%v wants %s and %q", ep["scheme"], ep["bearerTokenFile"], o.MetricsSecure, wantScheme, wantToken)
 		}
 	})
+}
+
+// orNilString is nil for "" (an absent field) and s otherwise.
+func orNilString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func TestProbes(t *testing.T) {

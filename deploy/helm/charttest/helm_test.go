@@ -148,12 +148,26 @@ type chartValues struct {
 		LeaseName string `json:"leaseName"`
 	} `json:"leaderElection"`
 	Metrics struct {
-		Port           int `json:"port"`
+		Port                  int    `json:"port"`
+		Secure                bool   `json:"secure"`
+		CertSecret            string `json:"certSecret"`
+		ReaderServiceAccounts []struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"readerServiceAccounts"`
 		ServiceMonitor struct {
-			Enabled bool              `json:"enabled"`
-			Labels  map[string]string `json:"labels"`
+			Enabled   bool              `json:"enabled"`
+			Labels    map[string]string `json:"labels"`
+			TLSConfig map[string]any    `json:"tlsConfig"`
 		} `json:"serviceMonitor"`
 	} `json:"metrics"`
+	TLSMinVersion string `json:"tlsMinVersion"`
+	EnableHTTP2   bool   `json:"enableHTTP2"`
+	NetworkPolicy struct {
+		Enabled        bool             `json:"enabled"`
+		APIServerPeers []map[string]any `json:"apiServerPeers"`
+		MetricsPeers   []map[string]any `json:"metricsPeers"`
+	} `json:"networkPolicy"`
 	ProbePort int `json:"probePort"`
 	Webhook   struct {
 		Enabled           bool          `json:"enabled"`

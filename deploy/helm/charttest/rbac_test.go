@@ -422,6 +422,13 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 			want.add(k.APIGroup, res, "get")
 		}
 	}
+	// Secure metrics: the reviews the metrics server's authentication and authorization filter
+	// (app.MetricsAuth) makes for each scrape.
+	if grouperOptions(t, r).MetricsSecure {
+		for p := range metricsAuthCalls(t).perms {
+			want[p] = true
+		}
+	}
 	// The self-signed webhook certificate: what webhook.SelfSigned does cluster-wide (the caBundle
 	// of the MutatingWebhookConfiguration).
 	if selfSigned(t, r) {
@@ -488,8 +495,14 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				}
 			}
 		}
-		if n := len(r.ofKind("ClusterRole")); n != 1 {
-			t.Errorf("%d ClusterRoles rendered, want 1", n)
+		// The grouper's ClusterRole, and with secure metrics the scrapers' metrics-reader (checked
+		// by TestMetricsReaderRBAC).
+		wantRoles := 1
+		if grouperOptions(t, r).MetricsSecure {
+			wantRoles++
+		}
+		if n := len(r.ofKind("ClusterRole")); n != wantRoles {
+			t.Errorf("%d ClusterRoles rendered, want %d", n, wantRoles)
 		}
 		cr := decodeStrict[rbacv1.ClusterRole](t, r.must(t, "ClusterRole", fullname))
 		diffPerms(t, "ClusterRole "+fullname, permsOf(cr.Rules), expectedClusterPerms(t, r))
@@ -564,6 +577,8 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 		{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"serving.knative.dev"}, Resources: []string{"services", "configurations", "revisions"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"}, ResourceNames: []string{fullname}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	}
 	if len(cr.Rules) != len(want) {
 		t.Errorf("%d rules, want %d:\n got  %+v\n want %+v", len(cr.Rules), len(want), cr.Rules, want)
