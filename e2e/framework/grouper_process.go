@@ -3,6 +3,7 @@ package framework
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +52,12 @@ func moduleRoot(ctx context.Context) (string, error) {
 type GrouperProcess struct {
 	Bin  string
 	Args []string
-	// MetricsURL is http://127.0.0.1:<port>/metrics.
+	// MetricsURL is http://127.0.0.1:<port>/metrics, or https:// when the arguments keep the
+	// grouper's default --metrics-secure.
 	MetricsURL string
+	// MetricsToken is the bearer token sent with every scrape of secure metrics (a ServiceAccount
+	// token the API server's TokenReview accepts, allowed get on /metrics).
+	MetricsToken string
 	// LogPath holds the output of every run, appended.
 	LogPath string
 
@@ -61,20 +66,47 @@ type GrouperProcess struct {
 	done chan error
 }
 
-// StartGrouperProcess runs bin with --kubeconfig kubeconfig, metrics on a free localhost port,
-// probes and the webhook off, and extra arguments, and waits until its metrics endpoint answers.
+// StartGrouperProcess runs bin with --kubeconfig kubeconfig, metrics on a free localhost port as
+// plain HTTP (--metrics-secure=false, the grouper's local-use mode), probes and the webhook off,
+// and extra arguments, and waits until its metrics endpoint answers. Extra arguments that turn
+// --metrics-secure back on need StartSecureGrouperProcess's token.
 func StartGrouperProcess(ctx context.Context, bin, kubeconfig, logDir string, extra ...string) (*GrouperProcess, error) {
+	return StartSecureGrouperProcess(ctx, bin, kubeconfig, "", logDir, extra...)
+}
+
+// StartSecureGrouperProcess is StartGrouperProcess with metricsToken sent as the bearer token of
+// every scrape, which is HTTPS (any certificate accepted: the grouper's is self-signed) when the
+// last --metrics-secure of extra is true.
+func StartSecureGrouperProcess(ctx context.Context, bin, kubeconfig, metricsToken, logDir string, extra ...string) (*GrouperProcess, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--webhook-port", "0"}, extra...)
-	g := &GrouperProcess{Bin: bin, Args: args, MetricsURL: "http://" + addr + "/metrics", LogPath: filepath.Join(logDir, "gangmap-grouper.log")}
+	args := append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", addr, "--metrics-secure=false", "--health-probe-bind-address", "0", "--webhook-port", "0"}, extra...)
+	scheme := "http"
+	if metricsSecure(args) {
+		scheme = "https"
+	}
+	g := &GrouperProcess{Bin: bin, Args: args, MetricsURL: scheme + "://" + addr + "/metrics", MetricsToken: metricsToken, LogPath: filepath.Join(logDir, "gangmap-grouper.log")}
 	if err := g.Start(ctx); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// metricsSecure is the value of the last --metrics-secure in args (a bare flag is true).
+func metricsSecure(args []string) bool {
+	secure := false
+	for _, a := range args {
+		switch {
+		case a == "--metrics-secure":
+			secure = true
+		case strings.HasPrefix(a, "--metrics-secure="):
+			secure, _ = strconv.ParseBool(strings.TrimPrefix(a, "--metrics-secure="))
+		}
+	}
+	return secure
 }
 
 // FreePort returns a localhost TCP port that was free a moment ago.
@@ -226,11 +258,7 @@ func (g *GrouperProcess) Metrics(ctx context.Context) (map[string]float64, error
 func (g *GrouperProcess) scrape(ctx context.Context) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.MetricsURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := g.GetMetrics(ctx, g.MetricsToken)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +268,23 @@ func (g *GrouperProcess) scrape(ctx context.Context) (map[string]float64, error)
 	}
 	return parseMetrics(resp.Body)
 }
+
+// GetMetrics GETs the metrics endpoint with token as the bearer token (none when empty) and
+// returns the response, whatever its status. Over HTTPS any certificate is accepted: the test is
+// of authentication and authorization, and the grouper's certificate is self-signed.
+func (g *GrouperProcess) GetMetrics(ctx context.Context, token string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.MetricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return metricsClient.Do(req)
+}
+
+// metricsClient scrapes: any certificate (self-signed), HTTP/1.1.
+var metricsClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed local test server
 
 // parseMetrics reads the Prometheus text format: "name{labels} value" per line.
 func parseMetrics(r io.Reader) (map[string]float64, error) {

@@ -62,7 +62,12 @@ const (
 var renderedKinds = []string{
 	"ServiceAccount", "Secret", "ConfigMap", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
 	"Role", "RoleBinding", "Service", "Deployment", "PodDisruptionBudget", "MutatingWebhookConfiguration",
+	"NetworkPolicy",
 }
+
+// metricsScraper is the ServiceAccount (in the release namespace) the test scrapes metrics as:
+// testdata/values.yaml binds it to the chart's metrics-reader ClusterRole.
+const metricsScraper = "metrics-scraper"
 
 // TestChartOnAPIServer installs the chart (every rendered object server-side applied and
 // accepted), runs the grouper with the Deployment's args as the chart's ServiceAccount, and checks
@@ -124,7 +129,10 @@ func TestChartOnAPIServer(t *testing.T) {
 	})
 	logDir := filepath.Join(workDir, t.Name())
 	require.NoError(t, os.MkdirAll(logDir, 0o755))
-	g, err := framework.StartGrouperProcess(ctx, grouperBin, kubeconfig, logDir, args...)
+	require.True(t, o.MetricsSecure, "the chart serves metrics over HTTPS with authentication by default")
+	require.NoError(t, cp.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: metricsScraper}}))
+	_, scraper := serviceAccountKubeconfig(t, ctx, releaseNamespace, metricsScraper)
+	g, err := framework.StartSecureGrouperProcess(ctx, grouperBin, kubeconfig, scraper.BearerToken, logDir, args...)
 	if err != nil {
 		t.Fatalf("gangmap-grouper with the chart's args as ServiceAccount %s/%s: %v\n%s", releaseNamespace, saName, err, logTail(filepath.Join(logDir, "gangmap-grouper.log")))
 	}
@@ -229,8 +237,9 @@ func TestChartOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("metrics and log show no RBAC problem", func(t *testing.T) {
+		require.True(t, strings.HasPrefix(g.MetricsURL, "https://"), g.MetricsURL)
 		m, err := g.Metrics(ctx)
-		require.NoError(t, err)
+		require.NoError(t, err, "the metrics reader scrapes over HTTPS (the grouper's TokenReview and SubjectAccessReview allowed by the chart)")
 		assert.Zero(t, framework.Sum(m, "gangmap_rbac_missing_total"), "gangmap_rbac_missing_total is absent or 0: %v", samples(m, "gangmap_rbac_missing_total"))
 		assert.Zero(t, framework.Sum(m, "gangmap_grouping_errors_total"), "no grouping error: %v", samples(m, "gangmap_grouping_errors_total"))
 		assert.Equal(t, 2.0, framework.Sum(m, "gangmap_podgroup_writes_total", `result="Created"`), "two PodGroups created: %v", samples(m, "gangmap_podgroup_writes_total"))
@@ -257,6 +266,26 @@ func TestChartOnAPIServer(t *testing.T) {
 				forbidden = append(forbidden[:5], fmt.Sprintf("(%d more)", len(forbidden)-5))
 			}
 			t.Errorf("the grouper's log (%s) reports forbidden requests:\n%s", g.LogPath, strings.Join(forbidden, "\n"))
+		}
+	})
+
+	t.Run("metrics refuse scrapes without a metrics reader's token", func(t *testing.T) {
+		// No token: 401. The grouper's own ServiceAccount: authenticated by the TokenReview, but
+		// the SubjectAccessReview finds no get on /metrics: 403. Plain HTTP: no metrics.
+		for _, c := range []struct {
+			who, token string
+			want       int
+		}{{"anonymous", "", http.StatusUnauthorized}, {"the grouper's ServiceAccount", saConfig.BearerToken, http.StatusForbidden}} {
+			resp, err := g.GetMetrics(ctx, c.token)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, c.want, resp.StatusCode, c.who)
+			assert.Equal(t, "HTTP/1.1", resp.Proto, "HTTP/2 off by default")
+		}
+		plain, err := http.Get("http://" + strings.TrimPrefix(g.MetricsURL, "https://"))
+		if err == nil {
+			_ = plain.Body.Close()
+			assert.NotEqual(t, http.StatusOK, plain.StatusCode, "plain HTTP serves no metrics")
 		}
 	})
 
