@@ -141,7 +141,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if controller.IsInvalidOwnerReference(err) {
 		// Not an error to log per admission: the pod has no owner for gangmap; the pod controller
 		// tells the pod once, with a Warning Event, after it exists.
-		log.V(1).Info("Owner reference ignored", "reason", err.Error())
+		if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+			log.Info("Owner reference ignored", "pod", klog.KRef(req.Namespace, pod.Name), "reason", err.Error())
+		}
 		return skipped("the pod's owner reference names no owner it may have")
 	}
 	if err != nil {
