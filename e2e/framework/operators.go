@@ -30,45 +30,56 @@ func (cp *ControlPlane) RunJobSet(ctx context.Context, js *unstructured.Unstruct
 	var pods []*corev1.Pod
 	for _, item := range rjs {
 		rj, _ := item.(map[string]any)
-		name, _ := rj["name"].(string)
-		replicas, found, _ := unstructured.NestedInt64(rj, "replicas")
-		if !found {
-			replicas = 1
+		p, err := cp.runReplicatedJob(ctx, js, rj)
+		if err != nil {
+			return nil, err
 		}
-		jobSpec := batchv1.JobSpec{}
-		if m, ok, _ := unstructured.NestedMap(rj, "template", "spec"); ok {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &jobSpec); err != nil {
-				return nil, fmt.Errorf("replicated job %s: %w", name, err)
+		pods = append(pods, p...)
+	}
+	return pods, nil
+}
+
+// runReplicatedJob creates one replicated job's Jobs and their pods, as RunJobSet does.
+func (cp *ControlPlane) runReplicatedJob(ctx context.Context, js *unstructured.Unstructured, rj map[string]any) ([]*corev1.Pod, error) {
+	name, _ := rj["name"].(string)
+	replicas, found, _ := unstructured.NestedInt64(rj, "replicas")
+	if !found {
+		replicas = 1
+	}
+	jobSpec := batchv1.JobSpec{}
+	if m, ok, _ := unstructured.NestedMap(rj, "template", "spec"); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &jobSpec); err != nil {
+			return nil, fmt.Errorf("replicated job %s: %w", name, err)
+		}
+	}
+	perJob := int32(1)
+	if jobSpec.Parallelism != nil {
+		perJob = *jobSpec.Parallelism
+	}
+	if jobSpec.Completions != nil && *jobSpec.Completions < perJob {
+		perJob = *jobSpec.Completions
+	}
+	if jobSpec.Template.Spec.RestartPolicy == "" {
+		jobSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+	var pods []*corev1.Pod
+	for j := int64(0); j < replicas; j++ {
+		labels := map[string]string{LabelJobSetName: js.GetName(), LabelReplicatedJobName: name, LabelJobIndex: fmt.Sprint(j)}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", js.GetName(), name, j), Namespace: js.GetNamespace(),
+			Labels: labels, OwnerReferences: []metav1.OwnerReference{UnstructuredOwnerRef(js)}}, Spec: *jobSpec.DeepCopy()}
+		job.Spec.Template.Labels = mergeLabels(job.Spec.Template.Labels, labels)
+		fillImages(&job.Spec.Template.Spec)
+		// The job controller is not running: suspend the Job so nothing else would act on it.
+		job.Spec.Suspend = ptr.To(true)
+		if err := cp.Client.Create(ctx, job); err != nil {
+			return nil, fmt.Errorf("job %s: %w", job.Name, err)
+		}
+		for p := int32(0); p < perJob; p++ {
+			pod := PodFromTemplate(&jobSpec.Template, js.GetNamespace(), fmt.Sprintf("%s-%d", job.Name, p), labels, OwnerRef(job, "batch/v1", "Job"))
+			if err := cp.Client.Create(ctx, pod); err != nil {
+				return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
 			}
-		}
-		perJob := int32(1)
-		if jobSpec.Parallelism != nil {
-			perJob = *jobSpec.Parallelism
-		}
-		if jobSpec.Completions != nil && *jobSpec.Completions < perJob {
-			perJob = *jobSpec.Completions
-		}
-		if jobSpec.Template.Spec.RestartPolicy == "" {
-			jobSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-		}
-		for j := int64(0); j < replicas; j++ {
-			labels := map[string]string{LabelJobSetName: js.GetName(), LabelReplicatedJobName: name, LabelJobIndex: fmt.Sprint(j)}
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", js.GetName(), name, j), Namespace: js.GetNamespace(),
-				Labels: labels, OwnerReferences: []metav1.OwnerReference{UnstructuredOwnerRef(js)}}, Spec: *jobSpec.DeepCopy()}
-			job.Spec.Template.Labels = mergeLabels(job.Spec.Template.Labels, labels)
-			fillImages(&job.Spec.Template.Spec)
-			// The job controller is not running: suspend the Job so nothing else would act on it.
-			job.Spec.Suspend = ptr.To(true)
-			if err := cp.Client.Create(ctx, job); err != nil {
-				return nil, fmt.Errorf("job %s: %w", job.Name, err)
-			}
-			for p := int32(0); p < perJob; p++ {
-				pod := PodFromTemplate(&jobSpec.Template, js.GetNamespace(), fmt.Sprintf("%s-%d", job.Name, p), labels, OwnerRef(job, "batch/v1", "Job"))
-				if err := cp.Client.Create(ctx, pod); err != nil {
-					return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
-				}
-				pods = append(pods, pod)
-			}
+			pods = append(pods, pod)
 		}
 	}
 	return pods, nil
