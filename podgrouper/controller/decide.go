@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/podgrouper/grouper"
 	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
@@ -46,6 +47,9 @@ type Decision struct {
 	Metadata *podgroup.Metadata
 	// SubGroup is the pod's sub-group, or "" when the PodGroup has none for it.
 	SubGroup string
+	// Seen is what the grouper saw of the pod for the findings (zero for a grouper that is not
+	// a grouper.PlanGrouper).
+	Seen grouper.Seen
 }
 
 // DecideError is an error of Decide with the step that failed, the reason label of
@@ -70,6 +74,17 @@ func (e *DecideError) Unwrap() error { return e.Err }
 // takes it from the admission request); its name may be empty (generateName), in which case a
 // definition that places pods by name cannot place it and Decide fails.
 func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
+	dec, err := d.DecideSeen(ctx, pod)
+	if dec != nil && dec.Metadata == nil {
+		return nil, err
+	}
+	return dec, err
+}
+
+// DecideSeen is Decide, except that a pod of a workload gangmap groups which the definition
+// places in no gang (no component claims it, or its role is in no gang) gets a Decision with nil
+// Metadata and what the grouper saw (Seen), for the findings.
+func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
 	// 1. Only live pods of our scheduler that have owners.
 	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
 		return nil, nil
@@ -129,14 +144,23 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 	}
 
 	// 6. Decide the PodGroup from the workload's gang plan.
-	md, err := grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
+	var md *podgroup.Metadata
+	var seen grouper.Seen
+	if pg, ok := grp.(grouper.PlanGrouper); ok {
+		md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+	} else {
+		md, err = grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
+	}
 	if err != nil {
 		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: err}
 	}
 	if md == nil {
-		return nil, nil
+		if seen.Plan == nil {
+			return nil, nil
+		}
+		return &Decision{Kind: gvk, Owner: owner, Chain: chain, Seen: seen}, nil
 	}
-	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md}
+	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md, Seen: seen}
 	if sg := md.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {
 		dec.SubGroup = sg.Name
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
@@ -51,6 +52,8 @@ type PodReconciler struct {
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
+	// Findings, when set, counts each pod against its workload's plan (see package findings).
+	Findings *findings.Tracker
 
 	// index maps each top owner to the pods grouped under it, for the workload watches.
 	index ownerIndex
@@ -68,6 +71,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.index.forget(req.NamespacedName)
+			r.forgetFinding(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -82,7 +86,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 
 	// 1. Decide: our scheduler, owners walked to the top owner, a kind gangmap groups (not
 	// native, with a definition), the gang plan of the live workload, the pod's place in it.
-	d, err := r.Decider.Decide(ctx, pod)
+	d, err := r.Decider.DecideSeen(ctx, pod)
 	if err != nil {
 		var de *DecideError
 		if IsInvalidOwnerReference(err) && errors.As(err, &de) {
@@ -95,7 +99,8 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		}
 		return r.fail(ctx, pod, nil, "Decide", err)
 	}
-	if d == nil {
+	r.observe(key, pod, d)
+	if d == nil || d.Metadata == nil {
 		r.index.forget(key)
 		log.V(4).Info("Pod is not gangmap's")
 		return ctrl.Result{}, nil
@@ -174,6 +179,28 @@ func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *
 		cur, r.Release.Line, pgName)
 	ctrl.LoggerFrom(ctx).Info("Pod left to KAI's pod-grouper (no skip annotation in this KAI release)", "kaiPodGroup", cur, "kaiVersion", r.Release.Requested)
 	return true
+}
+
+// observe counts the pod against its workload's plan for the findings (or forgets it when it is
+// not gangmap's): a map update, no API call.
+func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *Decision) {
+	if r.Findings == nil {
+		return
+	}
+	now := time.Now()
+	if d == nil || d.Seen.Plan == nil {
+		r.Findings.Forget(key, now)
+		return
+	}
+	r.Findings.SetPlan(d.Seen.Plan, findings.DefinitionOf(d.Seen.Definition), now)
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	r.Findings.Observe(key, findings.Observation{Owner: d.Owner.GetUID(), Role: d.Seen.Role, Unclaimed: d.Seen.Unclaimed, Terminal: terminal}, now)
+}
+
+func (r *PodReconciler) forgetFinding(key types.NamespacedName) {
+	if r.Findings != nil {
+		r.Findings.Forget(key, time.Now())
+	}
 }
 
 // labelPod merge-patches only what differs: the pod-group-name annotation, KAI's skip

@@ -54,7 +54,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
-	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus}
+	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus, findings: r.Findings}
 	return nil
 }
 

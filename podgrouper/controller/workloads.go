@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gangmap/gangmap/podgrouper/findings"
 )
 
 // ownerIndex maps a top owner's UID to the pods gangmap grouped under it. The reconciler fills it
@@ -94,6 +96,8 @@ type workloadWatcher struct {
 	// follows the operator's progress, such as JobSet dependsOn); nil means never. For those
 	// kinds a status-only update regroups too.
 	statusMatters func(schema.GroupVersionKind) bool
+	// findings, when set, forgets a deleted workload's counters.
+	findings *findings.Tracker
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -162,6 +166,9 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
 			w.index.forgetOwner(e.Object.GetUID())
+			if w.findings != nil {
+				w.findings.ForgetOwner(e.Object.GetUID())
+			}
 		},
 	}
 }

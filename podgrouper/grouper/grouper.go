@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
@@ -22,4 +24,23 @@ type Grouper interface {
 	// chain from the pod's direct owner to the top owner (the last element), as in KAI. A nil
 	// result without an error means the grouper does not group this pod (KAI's contract).
 	GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error)
+}
+
+// PlanGrouper is a Grouper that also says what it saw of the pod, for gangmap's findings
+// (observed pods against the plan). GroupPod returns what GetPodGroupMetadata returns, and Seen.
+type PlanGrouper interface {
+	Grouper
+	GroupPod(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, Seen, error)
+}
+
+// Seen is what a PlanGrouper saw of one pod.
+type Seen struct {
+	// Plan is the workload's gang plan (nil when it could not be built).
+	Plan *gang.Plan
+	// Definition is the definition that planned it.
+	Definition *definitions.Compiled
+	// Role is the pod's role (its sub-group name in the plan), "" when none.
+	Role string
+	// Unclaimed says no component's podSelector matched the pod.
+	Unclaimed bool
 }

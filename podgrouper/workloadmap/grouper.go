@@ -193,36 +193,48 @@ func (g *Grouper) Forget(namespace string, uid types.UID) {
 // pod listed in its own), topology, and gangmap's definition and GPU annotations. It returns nil
 // metadata and no error when the definition places the pod in no gang.
 func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
+	md, _, err := g.GroupPod(ctx, topOwner, pod, otherOwners...)
+	return md, err
+}
+
+var _ grouper.PlanGrouper = (*Grouper)(nil)
+
+// GroupPod implements grouper.PlanGrouper: GetPodGroupMetadata, and what was seen of the pod for
+// the findings (the plan, the pod's role, or that no component claims it), at no extra cost.
+func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, grouper.Seen, error) {
 	cp, compiled, err := g.planFor(ctx, topOwner)
 	if err != nil {
-		return nil, err
+		return nil, grouper.Seen{}, err
 	}
 	plan := cp.plan
+	seen := grouper.Seen{Plan: plan, Definition: compiled}
 	podMap, err := compiled.PodInput(pod)
 	if err != nil {
-		return nil, err
+		return nil, seen, err
 	}
 	placement, err := compiled.PlacePod(ctx, podMap)
 	if errors.Is(err, definitions.ErrNoComponent) {
-		return nil, nil // the definition does not describe this pod: not gangmap's
+		seen.Unclaimed = true
+		return nil, seen, nil // the definition does not describe this pod: not gangmap's
 	}
 	if err != nil {
-		return nil, fmt.Errorf("definition %q: %w", compiled.Name(), err)
+		return nil, seen, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
 	a, err := plan.Assign(placement)
 	if errors.Is(err, gang.ErrNotGrouped) {
-		return nil, nil // the pod's role is in no gang of the definition
+		return nil, seen, nil // the pod's role is in no gang of the definition
 	}
 	if err != nil {
-		return nil, fmt.Errorf("definition %q: %w", compiled.Name(), err)
+		return nil, seen, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
+	seen.Role = a.Role.Name
 	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
 	if err != nil {
-		return nil, err
+		return nil, seen, err
 	}
 	fillGang(md, cp.meta[a.PodGroup], a, pod.Name)
 	podgroup.FitRelease(md, g.Release)
-	return md, nil
+	return md, seen, nil
 }
 
 // fillGang writes the planned PodGroup of assignment a into md: the shared sub-group metadata,

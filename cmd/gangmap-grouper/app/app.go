@@ -36,6 +36,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
@@ -220,6 +221,11 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
 		Release:  release,
 		DryRun:   o.DryRun,
+		Findings: findings.NewTracker(),
+	}
+	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(),
+		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
+		return nil, nil, err
 	}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, regroup); err != nil {
 		return nil, nil, err

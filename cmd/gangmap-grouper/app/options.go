@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
@@ -55,6 +56,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	Kubeconfig              string
 	Zap                     zap.Options
+
+	// Findings holds the grace periods of the observed-vs-planned findings (package findings).
+	Findings findings.Config
 
 	// WebhookPort serves the mutating admission webhook on Pod CREATE (0 disables it).
 	WebhookPort int
@@ -112,6 +116,11 @@ func DefaultOptions() *Options {
 		WebhookSecret:           "gangmap-grouper-webhook-cert",
 		WebhookService:          "gangmap-grouper-webhook",
 		WebhookNamespace:        "gangmap-system",
+		Findings: findings.Config{
+			MoreThanPlannedGrace:   findings.DefaultMoreThanPlannedGrace,
+			GangUnsatisfiableGrace: findings.DefaultGangUnsatisfiableGrace,
+			ResendInterval:         findings.DefaultResendInterval,
+		},
 	}
 }
 
@@ -155,6 +164,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Service in front of the webhook; the self-signed certificate is issued for its DNS names.")
 	fs.StringVar(&o.WebhookNamespace, "webhook-namespace", o.WebhookNamespace, "Namespace of the webhook Service and certificate Secret.")
 	fs.StringSliceVar(&o.WebhookCertDNSNames, "webhook-cert-dns-names", o.WebhookCertDNSNames, "DNS names of the self-signed serving certificate. (default: the Service's <svc>, <svc>.<ns>, <svc>.<ns>.svc, <svc>.<ns>.svc.cluster.local)")
+	fs.DurationVar(&o.Findings.MoreThanPlannedGrace, "findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace, "How long a role may have more live pods than its definition plans before gangmap reports MoreThanPlanned (scaling down passes through such states); must be positive.")
+	fs.DurationVar(&o.Findings.GangUnsatisfiableGrace, "findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace, "How long a role the gang requires may lack pods, with none being created, while other roles' pods exist, before gangmap reports GangUnsatisfiable; must be positive.")
+	fs.DurationVar(&o.Findings.ResendInterval, "findings-event-interval", o.Findings.ResendInterval, "Least time between two identical findings Warning Events on one workload or Karta; must be positive.")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(zfs)
 	fs.AddGoFlagSet(zfs)

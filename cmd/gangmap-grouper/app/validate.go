@@ -42,6 +42,14 @@ func (o *Options) Validate() error {
 	if o.DefinitionsPoll <= 0 {
 		add("--definitions-poll: must be a positive duration such as 10s, got %v", o.DefinitionsPoll)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace}, {"--findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace}, {"--findings-event-interval", o.Findings.ResendInterval}} {
+		if d.v <= 0 {
+			add("%s: must be a positive duration such as 2m, got %v", d.flag, d.v)
+		}
+	}
 	for _, f := range []flagValue{{"--queue-label-key", o.QueueLabelKey}, {"--nodepool-label-key", o.NodePoolLabelKey}} {
 		if msgs := validation.IsQualifiedName(f.value); len(msgs) > 0 {
 			add("%s: %q is not a label key: %s", f.flag, f.value, strings.Join(msgs, "; "))

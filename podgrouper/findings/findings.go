@@ -1,0 +1,144 @@
+// Package findings compares each workload's gang plan with the pods that really exist and says,
+// per workload and role, where they disagree. It only reports: a finding never changes a gang.
+//
+// The Tracker keeps counters per top owner (live and created pods per role, pods placed in no
+// role) fed by the pod controller from the pods it already reconciles (its cache; no API call per
+// pod), and the plan's desired and required pods per role. Evaluate turns them into Findings:
+//
+//   - UnclaimedPods: pods of the workload that the definition places in no role (no component's
+//     podSelector matches them). They fall to KAI's default grouping and escape the gang. At once.
+//   - MoreThanPlanned: more live pods in a role than the plan's desired count (replicas × pods
+//     per replica) for longer than Config.MoreThanPlannedGrace: the definition undercounts (the
+//     operator runs several pods per replica, or a selector takes another role's pods), so the
+//     gang may admit part of a job.
+//   - GangUnsatisfiable: a role the gang requires (its share of minMember) has had fewer pods
+//     than required, with no new pod of it, for longer than Config.GangUnsatisfiableGrace while
+//     other roles' pods exist: the definition or its start rule asks for pods the operator does
+//     not create (yet), so KAI waits forever.
+//   - Drift: definition paths that resolved to nothing on the workload (a renamed field, a
+//     typo); at once.
+package findings
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/definitions"
+)
+
+// Reason names a kind of finding: the reason label of the metrics and Events.
+type Reason string
+
+// The findings; see the package doc for what each means.
+const (
+	UnclaimedPods     Reason = "UnclaimedPods"
+	MoreThanPlanned   Reason = "MoreThanPlanned"
+	GangUnsatisfiable Reason = "GangUnsatisfiable"
+	Drift             Reason = "Drift"
+)
+
+// Reasons lists every Reason in report order.
+var Reasons = []Reason{UnclaimedPods, MoreThanPlanned, GangUnsatisfiable, Drift}
+
+// Finding is one disagreement between a workload's plan and its pods.
+type Finding struct {
+	Reason Reason `json:"reason"`
+	// Role is the role (sub-group name in the plan) it concerns, or "" for the workload.
+	Role string `json:"role,omitempty"`
+	// Message says what was seen and what usually fixes it.
+	Message string `json:"message"`
+}
+
+// String renders "Reason(role): message".
+func (f Finding) String() string {
+	if f.Role == "" {
+		return fmt.Sprintf("%s: %s", f.Reason, f.Message)
+	}
+	return fmt.Sprintf("%s(%s): %s", f.Reason, f.Role, f.Message)
+}
+
+// Config holds the grace periods and thresholds. Zero values mean the defaults.
+type Config struct {
+	// MoreThanPlannedGrace is how long a role may hold more live pods than planned before it is
+	// reported (scaling down and pod replacement pass through such states).
+	MoreThanPlannedGrace time.Duration
+	// GangUnsatisfiableGrace is how long a required role may lack pods, with no new pod of it,
+	// while other roles' pods exist, before it is reported (operators create roles in turn).
+	GangUnsatisfiableGrace time.Duration
+	// ResendInterval is the least time between two identical Warning Events on one object.
+	ResendInterval time.Duration
+}
+
+// Defaults for Config; the grouper's flags show them.
+const (
+	DefaultMoreThanPlannedGrace   = 2 * time.Minute
+	DefaultGangUnsatisfiableGrace = 10 * time.Minute
+	DefaultResendInterval         = 5 * time.Minute
+)
+
+// WithDefaults returns c with zero fields set to the defaults.
+func (c Config) WithDefaults() Config {
+	if c.MoreThanPlannedGrace <= 0 {
+		c.MoreThanPlannedGrace = DefaultMoreThanPlannedGrace
+	}
+	if c.GangUnsatisfiableGrace <= 0 {
+		c.GangUnsatisfiableGrace = DefaultGangUnsatisfiableGrace
+	}
+	if c.ResendInterval <= 0 {
+		c.ResendInterval = DefaultResendInterval
+	}
+	return c
+}
+
+// Summary renders findings as one line, "Reason(role), Reason": the CLI's column.
+func Summary(fs []Finding) string {
+	if len(fs) == 0 {
+		return "None"
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if f.Role != "" {
+			parts = append(parts, string(f.Reason)+"("+f.Role+")")
+		} else {
+			parts = append(parts, string(f.Reason))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sortFindings orders findings by Reasons order, then role.
+func sortFindings(fs []Finding) {
+	rank := func(r Reason) int {
+		for i, x := range Reasons {
+			if x == r {
+				return i
+			}
+		}
+		return len(Reasons)
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		if ri, rj := rank(fs[i].Reason), rank(fs[j].Reason); ri != rj {
+			return ri < rj
+		}
+		return fs[i].Role < fs[j].Role
+	})
+}
+
+// DefinitionOf names a compiled definition for the findings (the zero Definition for nil).
+func DefinitionOf(c *definitions.Compiled) Definition {
+	if c == nil {
+		return Definition{}
+	}
+	d := Definition{Name: c.Name()}
+	if c.Loaded != nil {
+		d.Source = string(c.Loaded.Source)
+		if c.Loaded.Source == definitions.SourceCluster {
+			d.KartaUID = types.UID(c.Loaded.Karta.Metadata.UID)
+		}
+	}
+	return d
+}

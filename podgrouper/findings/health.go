@@ -1,0 +1,51 @@
+package findings
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// HealthAnnotation is the condition-like annotation gangmap keeps on the PodGroups it writes:
+// a Health as JSON. It is written when a workload's findings change (not per pod), and absent
+// on a PodGroup whose workload never had a finding.
+const HealthAnnotation = "gangmap.io/health"
+
+// Health is the value of HealthAnnotation.
+type Health struct {
+	// Healthy is true when the workload has no finding.
+	Healthy bool `json:"healthy"`
+	// Findings are the current findings, in Reasons order.
+	Findings []Finding `json:"findings,omitempty"`
+	// LastTransitionTime is when the findings last changed (RFC 3339).
+	LastTransitionTime string `json:"lastTransitionTime"`
+}
+
+// ParseHealth reads a HealthAnnotation value. Errors say the value is not a Health.
+func ParseHealth(v string) (*Health, error) {
+	h := &Health{}
+	if err := json.Unmarshal([]byte(v), h); err != nil {
+		return nil, fmt.Errorf("annotation %s: expected gangmap's health JSON: %w", HealthAnnotation, err)
+	}
+	return h, nil
+}
+
+// Metrics of the findings, registered with controller-runtime's registry.
+var (
+	// Gauge counts the workloads currently affected, by workload kind, definition and reason.
+	Gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gangmap_gang_findings",
+		Help: "Workloads whose pods currently disagree with their gang plan, by workload kind, definition and reason (UnclaimedPods, MoreThanPlanned, GangUnsatisfiable, Drift).",
+	}, []string{"kind", "definition", "reason"})
+	// Total counts findings raised (a workload entering a finding), by the same labels.
+	Total = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_gang_findings_total",
+		Help: "Findings raised (a workload's pods started to disagree with its gang plan), by workload kind, definition and reason.",
+	}, []string{"kind", "definition", "reason"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(Gauge, Total)
+}

@@ -1,0 +1,239 @@
+package findings
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+)
+
+// Event reasons of the findings: a Warning per finding (its Reason), and a Normal one when a
+// finding clears.
+const ReasonCleared = "GangFindingCleared"
+
+// Reporter turns the Tracker's findings into Events, metrics and the HealthAnnotation. It runs
+// as a manager Runnable (on the leader only), evaluating every Interval; what it reports changes
+// only when a finding appears, clears, or (for Events) ResendInterval has passed.
+type Reporter struct {
+	Tracker *Tracker
+	Config  Config
+	// Client patches the HealthAnnotation on PodGroups; unused in dry-run.
+	Client   client.Client
+	Recorder record.EventRecorder
+	// DryRun reports through Events and metrics only, and writes no annotation.
+	DryRun bool
+	// Interval is how often findings are evaluated (default 2s).
+	Interval time.Duration
+	// Now returns the time (time.Now when nil; tests set it).
+	Now func() time.Time
+
+	state map[types.UID]*reported
+}
+
+var _ manager.Runnable = (*Reporter)(nil)
+
+// reported is what was last reported for one workload.
+type reported struct {
+	kind, definition string
+	sent             map[findingKey]time.Time
+	messages         map[findingKey]string
+	// dirty says the annotation must be written (again: a PodGroup may not exist yet).
+	dirty      bool
+	transition time.Time
+	current    []Finding
+}
+
+type findingKey struct {
+	reason Reason
+	role   string
+}
+
+// Start implements manager.Runnable.
+func (r *Reporter) Start(ctx context.Context) error {
+	iv := r.Interval
+	if iv <= 0 {
+		iv = 2 * time.Second
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.Tick(ctx)
+		}
+	}
+}
+
+func (r *Reporter) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Tick evaluates once and reports what changed.
+func (r *Reporter) Tick(ctx context.Context) {
+	if r.state == nil {
+		r.state = map[types.UID]*reported{}
+	}
+	cfg := r.Config.WithDefaults()
+	now := r.now()
+	seen := map[types.UID]bool{}
+	for _, rep := range r.Tracker.Evaluate(now, cfg) {
+		uid := types.UID(rep.Workload.UID)
+		seen[uid] = true
+		st := r.state[uid]
+		if st == nil {
+			st = &reported{kind: rep.Workload.Kind, definition: rep.Definition.Name, sent: map[findingKey]time.Time{}, messages: map[findingKey]string{}}
+			r.state[uid] = st
+		}
+		r.report(ctx, rep, st, now, cfg)
+	}
+	for uid, st := range r.state {
+		if !seen[uid] {
+			for k := range st.sent {
+				Gauge.WithLabelValues(st.kind, st.definition, string(k.reason)).Dec()
+			}
+			delete(r.state, uid)
+		}
+	}
+}
+
+// report emits the Events and metrics of one workload's findings and writes its annotation.
+func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now time.Time, cfg Config) {
+	workload, karta := workloadObject(rep.Workload), kartaObject(rep.Definition)
+	cur := map[findingKey]Finding{}
+	for _, f := range rep.Findings {
+		k := findingKey{f.Reason, f.Role}
+		cur[k] = f
+		last, had := st.sent[k]
+		if !had {
+			Gauge.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
+			Total.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
+			st.dirty, st.transition = true, now
+		}
+		if had && now.Sub(last) < cfg.ResendInterval {
+			continue
+		}
+		st.sent[k], st.messages[k] = now, f.Message
+		r.event(workload, corev1.EventTypeWarning, string(f.Reason), "%s", withRole(f))
+		if karta != nil {
+			r.event(karta, corev1.EventTypeWarning, string(f.Reason), "%s %s/%s: %s", rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, withRole(f))
+		}
+	}
+	for k := range st.sent {
+		if _, ok := cur[k]; ok {
+			continue
+		}
+		Gauge.WithLabelValues(st.kind, st.definition, string(k.reason)).Dec()
+		delete(st.sent, k)
+		delete(st.messages, k)
+		st.dirty, st.transition = true, now
+		f := Finding{Reason: k.reason, Role: k.role}
+		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: the pods now agree with the gang plan", label(f))
+		if karta != nil {
+			r.event(karta, corev1.EventTypeNormal, ReasonCleared, "%s cleared on %s %s/%s: the pods now agree with the gang plan", label(f), rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name)
+		}
+	}
+	st.current = rep.Findings
+	if st.dirty && !r.DryRun && r.Client != nil {
+		st.dirty = !r.annotate(ctx, rep, st)
+	}
+}
+
+// annotate writes the HealthAnnotation on the workload's PodGroups; it reports whether every
+// PodGroup was written (a missing one is retried on the next tick).
+func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool {
+	h := Health{Healthy: len(st.current) == 0, Findings: st.current, LastTransitionTime: st.transition.UTC().Format(time.RFC3339)}
+	v, err := json.Marshal(h)
+	if err != nil {
+		return true
+	}
+	done := true
+	for _, name := range rep.PodGroups {
+		if err := r.setAnnotation(ctx, types.NamespacedName{Namespace: rep.Workload.Namespace, Name: name}, string(v)); err != nil {
+			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				ctrl.LoggerFrom(ctx).Error(err, "Writing the health annotation", "podGroup", rep.Workload.Namespace+"/"+name)
+			}
+			done = false
+		}
+	}
+	return done
+}
+
+// setAnnotation reads the PodGroup (from the cache) and updates it with the annotation, with
+// the verbs gangmap already has on PodGroups (get and update: no patch). A conflict is retried
+// on the next tick.
+func (r *Reporter) setAnnotation(ctx context.Context, key types.NamespacedName, v string) error {
+	pg := &v2alpha2.PodGroup{}
+	if err := r.Client.Get(ctx, key, pg); err != nil {
+		return err
+	}
+	if pg.Annotations[HealthAnnotation] == v {
+		return nil
+	}
+	if pg.Annotations == nil {
+		pg.Annotations = map[string]string{}
+	}
+	pg.Annotations[HealthAnnotation] = v
+	return r.Client.Update(ctx, pg)
+}
+
+func (r *Reporter) event(obj *unstructured.Unstructured, typ, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, typ, reason, format, args...)
+	}
+}
+
+func label(f Finding) string {
+	if f.Role == "" {
+		return string(f.Reason)
+	}
+	return string(f.Reason) + " (role " + f.Role + ")"
+}
+
+func withRole(f Finding) string {
+	if f.Role == "" {
+		return f.Message
+	}
+	return "role " + f.Role + ": " + f.Message
+}
+
+// workloadObject is a reference object for Events on the workload.
+func workloadObject(w gang.WorkloadRef) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(w.APIVersion)
+	u.SetKind(w.Kind)
+	u.SetNamespace(w.Namespace)
+	u.SetName(w.Name)
+	u.SetUID(types.UID(w.UID))
+	return u
+}
+
+// kartaObject is a reference object for Events on a cluster Karta, or nil for a definition
+// from a file or the catalog.
+func kartaObject(d Definition) *unstructured.Unstructured {
+	if d.KartaUID == "" {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(definitions.APIVersion)
+	u.SetKind(definitions.Kind)
+	u.SetName(d.Name)
+	u.SetUID(d.KartaUID)
+	return u
+}

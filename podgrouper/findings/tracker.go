@@ -1,0 +1,319 @@
+package findings
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/gang"
+)
+
+// Definition names the definition that planned a workload, for metrics and Events.
+type Definition struct {
+	// Name is the definition's name (the Karta's name).
+	Name string
+	// Source is where it was loaded from: cluster, file or catalog.
+	Source string
+	// KartaUID is the cluster Karta's UID ("" for files and the catalog: no object to report on).
+	KartaUID types.UID
+}
+
+// Observation is what the pod controller saw of one pod of a workload gangmap groups.
+type Observation struct {
+	// Owner is the top owner's UID.
+	Owner types.UID
+	// Role is the pod's role in the plan (its sub-group name), or "" when the definition places
+	// the pod in no role (Unclaimed) or in a role that is in no gang.
+	Role string
+	// Unclaimed says no component's podSelector matched the pod.
+	Unclaimed bool
+	// Terminal says the pod has finished (phase Succeeded or Failed): it was created, but no
+	// longer runs.
+	Terminal bool
+}
+
+// Tracker keeps, per top owner, the plan's desired and required pods per role and counters of
+// the pods seen. Every method is safe for concurrent use and costs a map lookup and a few
+// counter updates under one mutex; nothing is listed or read from the API.
+type Tracker struct {
+	mu        sync.Mutex
+	workloads map[types.UID]*workload
+	pods      map[types.NamespacedName]Observation
+}
+
+// workload is one top owner's plan and counters.
+type workload struct {
+	ref        gang.WorkloadRef
+	definition Definition
+	plan       *gang.Plan
+	roles      map[string]*roleState
+	misses     []string
+	// pods counts the observed pods; a workload without a plan is dropped with its last pod.
+	pods      int64
+	unclaimed int64
+	// unclaimedPod names one unclaimed pod, for the message.
+	unclaimedPod string
+}
+
+// roleState is one role's plan and pods.
+type roleState struct {
+	desired, required int64
+	planned           bool
+	live, created     int64
+	// overSince is when live first exceeded desired (zero while it does not).
+	overSince time.Time
+	// shortSince is when created last changed while below required (zero while it is not).
+	shortSince time.Time
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker() *Tracker {
+	return &Tracker{workloads: map[types.UID]*workload{}, pods: map[types.NamespacedName]Observation{}}
+}
+
+// SetPlan records the workload's current plan (a no-op when it is the same plan). Roles keep
+// their counters; a role's desired and required counts follow the new plan, and its timers
+// restart when its state changes.
+func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
+	if plan == nil {
+		return
+	}
+	uid := types.UID(plan.Workload.UID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.workloads[uid]
+	if w == nil {
+		w = &workload{roles: map[string]*roleState{}}
+		t.workloads[uid] = w
+	}
+	if w.plan == plan {
+		return
+	}
+	w.plan, w.ref, w.definition = plan, plan.Workload, def
+	w.misses = w.misses[:0]
+	for _, m := range plan.Misses {
+		w.misses = append(w.misses, m.Path)
+	}
+	for _, rs := range w.roles {
+		rs.desired, rs.required, rs.planned = 0, 0, false
+	}
+	for _, pg := range plan.PodGroups {
+		for _, m := range pg.Members() {
+			rs := w.role(m.Role.Name)
+			rs.planned = true
+			rs.desired += m.Pods
+			rs.required += m.GangPods
+		}
+	}
+	for name, rs := range w.roles {
+		if !rs.planned && rs.live == 0 && rs.created == 0 {
+			delete(w.roles, name)
+			continue
+		}
+		rs.update(now, true)
+	}
+}
+
+func (w *workload) role(name string) *roleState {
+	rs := w.roles[name]
+	if rs == nil {
+		rs = &roleState{}
+		w.roles[name] = rs
+	}
+	return rs
+}
+
+// update restarts or stops the role's timers after a change; createdChanged says a pod of the
+// role came or went (a pod being created restarts the GangUnsatisfiable clock).
+func (rs *roleState) update(now time.Time, createdChanged bool) {
+	switch {
+	case rs.planned && rs.live > rs.desired:
+		if rs.overSince.IsZero() {
+			rs.overSince = now
+		}
+	default:
+		rs.overSince = time.Time{}
+	}
+	switch {
+	case rs.planned && rs.created < rs.required:
+		if rs.shortSince.IsZero() || createdChanged {
+			rs.shortSince = now
+		}
+	default:
+		rs.shortSince = time.Time{}
+	}
+}
+
+// Observe records the pod's current observation, replacing the previous one (so repeated
+// reconciles of one pod count it once). The workload's plan must have been set first with
+// SetPlan; an observation of an unknown workload is still counted.
+func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.pods[pod]; ok {
+		if old == o {
+			return
+		}
+		t.removeLocked(pod, old, now)
+	}
+	t.pods[pod] = o
+	w := t.workloads[o.Owner]
+	if w == nil {
+		w = &workload{roles: map[string]*roleState{}}
+		t.workloads[o.Owner] = w
+	}
+	w.pods++
+	switch {
+	case o.Unclaimed:
+		w.unclaimed++
+		if w.unclaimedPod == "" {
+			w.unclaimedPod = pod.Name
+		}
+	case o.Role != "":
+		rs := w.role(o.Role)
+		rs.created++
+		if !o.Terminal {
+			rs.live++
+		}
+		rs.update(now, true)
+	}
+}
+
+// Forget drops the pod (deleted, being deleted, or no longer gangmap's).
+func (t *Tracker) Forget(pod types.NamespacedName, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.pods[pod]; ok {
+		t.removeLocked(pod, old, now)
+	}
+}
+
+func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time.Time) {
+	delete(t.pods, pod)
+	w := t.workloads[o.Owner]
+	if w == nil {
+		return
+	}
+	if w.pods--; w.pods == 0 && w.plan == nil {
+		delete(t.workloads, o.Owner)
+		return
+	}
+	switch {
+	case o.Unclaimed:
+		w.unclaimed--
+		if w.unclaimedPod == pod.Name {
+			w.unclaimedPod = ""
+		}
+	case o.Role != "":
+		if rs := w.roles[o.Role]; rs != nil {
+			rs.created--
+			if !o.Terminal {
+				rs.live--
+			}
+			rs.update(now, true)
+		}
+	}
+}
+
+// ForgetOwner drops a deleted workload. Its pods' observations go as the pods are deleted.
+func (t *Tracker) ForgetOwner(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.workloads, uid)
+}
+
+// Report is the findings of one workload at one time.
+type Report struct {
+	Workload   gang.WorkloadRef
+	Definition Definition
+	// PodGroups are the names of the workload's planned PodGroups (in its namespace).
+	PodGroups []string
+	Findings  []Finding
+}
+
+// Evaluate returns the findings of every workload whose plan is known, at time now.
+func (t *Tracker) Evaluate(now time.Time, cfg Config) []Report {
+	cfg = cfg.WithDefaults()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Report, 0, len(t.workloads))
+	for _, w := range t.workloads {
+		if w.plan == nil {
+			continue
+		}
+		r := Report{Workload: w.ref, Definition: w.definition, Findings: w.findings(now, cfg)}
+		for _, pg := range w.plan.PodGroups {
+			r.PodGroups = append(r.PodGroups, pg.Name)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// findings evaluates one workload; see the package doc for the rules.
+func (w *workload) findings(now time.Time, cfg Config) []Finding {
+	var fs []Finding
+	if w.unclaimed > 0 {
+		ex := ""
+		if w.unclaimedPod != "" {
+			ex = fmt.Sprintf(" (e.g. pod %s)", w.unclaimedPod)
+		}
+		fs = append(fs, Finding{Reason: UnclaimedPods, Message: fmt.Sprintf(
+			"%d pod(s) of the workload match no component's podSelector%s: they fall to KAI's default grouping and escape the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", w.unclaimed, ex)})
+	}
+	othersCreated := int64(0)
+	for _, rs := range w.roles {
+		othersCreated += rs.created
+	}
+	for name, rs := range w.roles {
+		if !rs.overSince.IsZero() && now.Sub(rs.overSince) >= cfg.MoreThanPlannedGrace {
+			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Message: fmt.Sprintf(
+				"%d live pods for %s, the plan counts %d: the definition undercounts the role (the operator runs more pods per replica than podsPerReplicaPath says, or the role's selector takes other pods), so the gang may admit part of the job",
+				rs.live, now.Sub(rs.overSince).Round(time.Second), rs.desired)})
+		}
+		if !rs.shortSince.IsZero() && now.Sub(rs.shortSince) >= cfg.GangUnsatisfiableGrace && othersCreated-rs.created > 0 {
+			fs = append(fs, Finding{Reason: GangUnsatisfiable, Role: name, Message: fmt.Sprintf(
+				"the gang requires %d pods of the role, %d exist and none came for %s while other roles' pods exist: the operator does not create these pods (yet); check the role's replicasPath and minReplicasPath, or put the roles that start first in gangmap.gang.startup",
+				rs.required, rs.created, now.Sub(rs.shortSince).Round(time.Second))})
+		}
+	}
+	if len(w.misses) > 0 {
+		fs = append(fs, Finding{Reason: Drift, Message: fmt.Sprintf(
+			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", strings.Join(sortedCopy(w.misses), ", "))})
+	}
+	sortFindings(fs)
+	return fs
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// Counts is a workload's observed pods, for tests and the CLI.
+type Counts struct {
+	// Live and Created are per role.
+	Live, Created map[string]int64
+	Unclaimed     int64
+}
+
+// Counts returns the workload's counters (zero Counts for an unknown workload).
+func (t *Tracker) Counts(uid types.UID) Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := Counts{Live: map[string]int64{}, Created: map[string]int64{}}
+	w := t.workloads[uid]
+	if w == nil {
+		return c
+	}
+	c.Unclaimed = w.unclaimed
+	for name, rs := range w.roles {
+		c.Live[name], c.Created[name] = rs.live, rs.created
+	}
+	return c
+}
