@@ -59,6 +59,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	o := app.DefaultOptions()
 	o.NativeKindsRemove = nativeKindsRemoved
+	o.Findings = findingsConfig
 	cp.ServeWebhook(o)
 	o.WebhookNamespaceSelector = webhookLabel + "!=disabled"
 	if o.OnboardingPolicy, err = writeOnboardingPolicy(); err != nil {

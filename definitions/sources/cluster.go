@@ -31,6 +31,9 @@ type Cluster struct {
 	// resourceVersion and message).
 	Recorder record.EventRecorder
 	CRDPoll  time.Duration
+	// Strict leaves out a Karta with unknown fields (a misspelt field the Karta CRD kept), with a
+	// Warning Event; otherwise they are warnings.
+	Strict bool
 
 	mu       sync.Mutex
 	reported map[string]bool
@@ -109,6 +112,14 @@ func (c *Cluster) sync(ctx context.Context, store cache.Store) {
 			c.warn(u, "InvalidDefinition", err.Error())
 			continue
 		}
+		if c.Strict {
+			if p := unknownField(l); p != "" {
+				err := fmt.Errorf("%s: definition %q: %s: unknown field (strict mode; the grouper's --strict-definitions=false accepts it with a warning)", l.Origin, l.Name(), p)
+				log.Error(err, "A Karta has an unknown field; it is left out", "karta", u.GetName())
+				c.warn(u, "InvalidDefinition", err.Error())
+				continue
+			}
+		}
 		objs[l.Origin] = u
 		loaded = append(loaded, l)
 	}
@@ -138,4 +149,15 @@ func (c *Cluster) warn(u *unstructured.Unstructured, reason, msg string) {
 	if !seen {
 		c.Recorder.Event(u, corev1.EventTypeWarning, reason, msg)
 	}
+}
+
+// unknownField returns the path of the first unknown field among the definition's warnings, or
+// "" (definitions.Decode reports each as a field.Invalid with value "<unknown field>").
+func unknownField(l *definitions.Loaded) string {
+	for _, w := range l.Warnings {
+		if w.BadValue == "<unknown field>" {
+			return w.Field
+		}
+	}
+	return ""
 }

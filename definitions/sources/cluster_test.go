@@ -18,6 +18,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
@@ -92,4 +93,43 @@ func TestClusterSyncsOnceAtStart(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// A Karta with an unknown field (replicaPath, misspelt) that the Karta CRD kept is left out with
+// a Warning Event in strict mode (the grouper's default); lenient, it is used.
+func TestClusterStrictRefusesUnknownFields(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		k := karta(t, "customjob")
+		cs, _, _ := unstructured.NestedSlice(k.Object, "spec", "structureDefinition", "childComponents")
+		cs[1].(map[string]any)["scaleDefinition"] = map[string]any{"replicaPath": ".spec.worker.replicas"}
+		require.NoError(t, unstructured.SetNestedSlice(k.Object, cs, "spec", "structureDefinition", "childComponents"))
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{definitions.GroupVersionResource: "KartaList"}, k)
+		disc := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{}}
+		disc.Resources = []*metav1.APIResourceList{{GroupVersion: definitions.APIVersion,
+			APIResources: []metav1.APIResource{{Name: definitions.Resource, Kind: "Karta"}}}}
+		compiler, err := expr.NewCompiler(expr.Limits{})
+		require.NoError(t, err)
+		reg := definitions.NewRegistry(compiler)
+		rec := record.NewFakeRecorder(10)
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &Cluster{Registry: reg, Dynamic: dyn, Discovery: disc, Recorder: rec, Strict: strict}
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		gvk := schema.GroupVersionKind{Group: "e2e.example.com", Version: "v1", Kind: "CustomJob"}
+		if strict {
+			select {
+			case ev := <-rec.Events:
+				assert.Contains(t, ev, "InvalidDefinition")
+				assert.Contains(t, ev, "spec.structureDefinition.childComponents[1].scaleDefinition.replicaPath: unknown field (strict mode")
+			case <-time.After(10 * time.Second):
+				t.Fatal("no Warning Event for the unknown field")
+			}
+			assert.Nil(t, reg.Lookup(gvk), "left out")
+		} else {
+			require.Eventually(t, func() bool { return reg.Lookup(gvk) != nil }, 10*time.Second, 10*time.Millisecond)
+		}
+		cancel()
+		require.NoError(t, <-done)
+	}
 }

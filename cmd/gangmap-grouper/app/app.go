@@ -279,7 +279,7 @@ func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *def
 	if err != nil {
 		return err
 	}
-	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions")})
+	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Strict: o.StrictDefinitions})
 }
 
 // updateDefinitionMetrics sets the definition gauges: per source, how many are active, shadowed

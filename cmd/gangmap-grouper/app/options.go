@@ -96,6 +96,7 @@ type Options struct {
 func DefaultOptions() *Options {
 	return &Options{
 		SchedulerName:           "kai-scheduler",
+		StrictDefinitions:       true,
 		KAIVersion:              native.DefaultRelease,
 		DefinitionsPoll:         10 * time.Second,
 		ClusterDefinitions:      true,
@@ -135,7 +136,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DefinitionsPoll, "definitions-poll", o.DefinitionsPoll, "How often definition files are checked for changes; must be positive.")
 	fs.BoolVar(&o.ClusterDefinitions, "cluster-definitions", o.ClusterDefinitions, "Watch Karta (run.ai/v1alpha1) objects in the cluster; they win over files and the built-in catalog.")
 	fs.StringVar(&o.OnboardingPolicy, "onboarding-policy", o.OnboardingPolicy, "Onboarding policy file (e.g. a mounted ConfigMap key), polled like --definitions: the webhook gives pods of the kinds it names the KAI scheduler name, a queue label and labels at creation. Needs the webhook. (default none: off)")
-	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definition files with unknown fields instead of warning. (default false)")
+	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definitions (files and cluster Kartas) with unknown fields: a misspelt field such as replicaPath would otherwise be left out and silently change the gang. --strict-definitions=false accepts them with a warning, for definitions written for a newer gangmap.")
 	fs.StringVar(&o.QueueLabelKey, "queue-label-key", o.QueueLabelKey, "Label on the workload or pod naming the KAI queue (KAI's --queue-label-key).")
 	fs.StringVar(&o.NodePoolLabelKey, "nodepool-label-key", o.NodePoolLabelKey, "Pod label naming the node pool (KAI's --nodepool-label-key).")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing. (default false)")

@@ -22,10 +22,11 @@ import (
 
 // planOptions are the flags of "gangmap plan".
 type planOptions struct {
-	files       []string
-	definitions []string
-	output      string
-	strict      bool
+	files        []string
+	definitions  []string
+	output       string
+	strict       bool
+	allowUnknown bool
 }
 
 func newPlanCommand(use string) *cobra.Command {
@@ -63,7 +64,8 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document, kind: List), a directory of them, or - for stdin (repeatable)")
 	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	f.BoolVar(&o.strict, "strict", false, "refuse --definitions files with unknown fields (a misspelt field is otherwise a warning and left out, which can change the gang), as the grouper's --strict-definitions")
+	f.BoolVar(&o.strict, "strict", false, "refuse --definitions files with unknown fields even with --allow-unknown-fields")
+	f.BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "accept --definitions files with unknown fields, reported as warnings and left out (which can change the gang), for definitions newer than this gangmap; as the grouper's --strict-definitions=false. (default false: they are refused)")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
@@ -86,7 +88,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if len(objs) == 0 {
 		return fail(ExitUnusable, "no workload objects in %s (only pods, owned objects or supporting kinds)", strings.Join(o.files, ", "))
 	}
-	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{Strict: o.strict})
+	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{Strict: o.strict || !o.allowUnknown})
 	if err != nil {
 		return err
 	}

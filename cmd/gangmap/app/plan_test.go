@@ -295,8 +295,8 @@ func TestPlanFileDefinitionWinsOverCatalog(t *testing.T) {
 }
 
 func TestPlanDefinitionProblemsAreWarnings(t *testing.T) {
-	// Not strict: the unknown field is a warning and the definition is still used.
-	doc, r := planJSON(t, ExitOK, "-f", seed, "--definitions", "testdata/definitions/unknown-field.yaml")
+	// With --allow-unknown-fields: the unknown field is a warning and the definition is still used.
+	doc, r := planJSON(t, ExitOK, "-f", seed, "--definitions", "testdata/definitions/unknown-field.yaml", "--allow-unknown-fields")
 	assert.Equal(t, "unknown-field", doc.Plans[0].Definition.Name)
 	assert.Contains(t, r.stderr, "warning: definition \"unknown-field\" (testdata/definitions/unknown-field.yaml#0): spec.optimizationInstructions.gangScheduling.podGroup.minMember")
 
@@ -474,19 +474,21 @@ func TestPlanFileNamedTwiceReadOnce(t *testing.T) {
 	assert.Len(t, doc.Plans, 1)
 }
 
-// A misspelt top-level field (optimisationInstructions) is a warning by default: the field is
-// left out, so the gang changes; with --strict the file is refused, naming file, definition and
-// field.
+// A misspelt top-level field (optimisationInstructions) refuses the file by default, naming
+// file, definition and field; with --allow-unknown-fields it is a warning and the field is left
+// out, so the gang changes.
 func TestPlanStrictRefusesUnknownFields(t *testing.T) {
 	dir := t.TempDir()
 	def := readFile(t, "../../../definitions/catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
 	require.Contains(t, def, "optimizationInstructions")
 	writeFile(t, dir+"/js.yaml", strings.Replace(def, "optimizationInstructions", "optimisationInstructions", 1))
 
-	_, r := planJSON(t, ExitOK, "-f", seed, "--definitions", dir)
+	_, r := planJSON(t, ExitOK, "-f", seed, "--definitions", dir, "--allow-unknown-fields")
 	assert.Contains(t, r.stderr, "spec.optimisationInstructions")
 
-	r = gangmap(t, "plan", "-f", seed, "--definitions", dir, "--strict")
-	assert.Equal(t, ExitUnusable, r.code)
-	assert.Equal(t, "error: reading --definitions: "+dir+`/js.yaml#0: definition "jobset-x-k8s-io-jobset-v1alpha2": spec.optimisationInstructions: unknown field (strict mode)`+"\n", r.stderr)
+	for _, args := range [][]string{nil, {"--strict"}} {
+		r = gangmap(t, append([]string{"plan", "-f", seed, "--definitions", dir}, args...)...)
+		assert.Equal(t, ExitUnusable, r.code)
+		assert.Equal(t, "error: reading --definitions: "+dir+`/js.yaml#0: definition "jobset-x-k8s-io-jobset-v1alpha2": spec.optimisationInstructions: unknown field (strict mode)`+"\n", r.stderr)
+	}
 }

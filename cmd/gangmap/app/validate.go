@@ -25,9 +25,10 @@ import (
 
 // validateOptions are the flags of "gangmap validate".
 type validateOptions struct {
-	strict bool
-	output string
-	crds   []string
+	strict       bool
+	allowUnknown bool
+	output       string
+	crds         []string
 }
 
 func newValidateCommand(use string) *cobra.Command {
@@ -37,7 +38,9 @@ func newValidateCommand(use string) *cobra.Command {
 		Short: "Check Workload Map definition files",
 		Long: `Validate decodes every definition (Karta) in each FILE ("-" for stdin), checks its
 structure and compiles every jq and CEL expression, and reports each definition as OK or with
-every error, each with its field path. Unknown fields are warnings, or errors with --strict.
+every error, each with its field path. Unknown fields (a misspelt replicaPath silently changes
+the gang) are errors, as in the grouper; --allow-unknown-fields makes them warnings, for
+definitions written for a newer gangmap.
 
 With --crd, each definition's jq paths are also checked against the openAPIV3Schema of the
 workload CRD for its root kind: a path that can never resolve (a typo such as
@@ -51,8 +54,10 @@ Exit codes: 0 every definition valid; 1 some definition invalid; 2 some file unr
 or not valid YAML).`,
 		Example: examples(use,
 			"gangmap validate my-karta.yaml",
-			"# Treat unknown fields as errors, as the built-in catalog does",
-			"gangmap validate --strict kartas/*.yaml",
+			"# Also treat paths the workload CRD's schema cannot hold as errors",
+			"gangmap validate --strict --crd jobset-crd.yaml kartas/*.yaml",
+			"# A definition written for a newer gangmap: unknown fields as warnings",
+			"gangmap validate --allow-unknown-fields newer-karta.yaml",
 			"gangmap validate -o json my-karta.yaml",
 			"# Check every path against the workload's CRD schema",
 			"gangmap validate --crd jobset-crd.yaml my-jobset-karta.yaml",
@@ -62,7 +67,8 @@ or not valid YAML).`,
 			return o.run(args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat unknown fields as errors")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: paths the --crd schema cannot hold, an empty specDefinition, unknown fields even with --allow-unknown-fields")
+	cmd.Flags().BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "report unknown fields as warnings instead of errors (definitions newer than this gangmap; the grouper's --strict-definitions=false)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringArrayVar(&o.crds, "crd", nil, "workload CRD file(s) whose schema the definitions' paths are checked against (repeatable)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("text", "json"))
@@ -127,7 +133,7 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 				}
 				seen[abs] = true
 			}
-			doc.Results = append(doc.Results, validateFile(f, o.strict, compiler, crds)...)
+			doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
 		}
 	}
 	markConflicts(doc.Results)
@@ -217,7 +223,7 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 	for _, w := range l.Warnings {
 		fm := fieldMessage{Field: w.Field, Message: w.Detail}
 		if strict {
-			fm.Message += " (an error with --strict)"
+			fm.Message += " (an error unless --allow-unknown-fields)"
 			r.Errors = append(r.Errors, fm)
 		} else {
 			r.Warnings = append(r.Warnings, fm)

@@ -84,7 +84,7 @@ func TestValidateReportsEveryError(t *testing.T) {
 
 func TestValidateUnknownField(t *testing.T) {
 	const path = "spec.optimizationInstructions.gangScheduling.podGroup.minMember"
-	lenient := validateJSON(t, ExitOK, "testdata/definitions/unknown-field.yaml")
+	lenient := validateJSON(t, ExitOK, "--allow-unknown-fields", "testdata/definitions/unknown-field.yaml")
 	res := lenient.Results[0]
 	assert.True(t, res.Valid)
 	assert.Empty(t, res.Errors)
@@ -92,14 +92,18 @@ func TestValidateUnknownField(t *testing.T) {
 	assert.Equal(t, path, res.Warnings[0].Field)
 	assert.Contains(t, res.Warnings[0].Message, "unknown field")
 
-	strict := validateJSON(t, ExitProblems, "--strict", "testdata/definitions/unknown-field.yaml")
-	res = strict.Results[0]
-	assert.False(t, res.Valid)
-	assert.Empty(t, res.Warnings)
-	require.Len(t, res.Errors, 1)
-	assert.Equal(t, path, res.Errors[0].Field)
+	// By default (and with --strict) an unknown field is an error.
+	for _, args := range [][]string{nil, {"--strict"}, {"--strict", "--allow-unknown-fields"}} {
+		strict := validateJSON(t, ExitProblems, append(args, "testdata/definitions/unknown-field.yaml")...)
+		res = strict.Results[0]
+		assert.False(t, res.Valid, args)
+		assert.Empty(t, res.Warnings, args)
+		require.Len(t, res.Errors, 1, args)
+		assert.Equal(t, path, res.Errors[0].Field, args)
+		assert.Contains(t, res.Errors[0].Message, "unknown field", args)
+	}
 
-	text := gangmap(t, "validate", "testdata/definitions/unknown-field.yaml")
+	text := gangmap(t, "validate", "--allow-unknown-fields", "testdata/definitions/unknown-field.yaml")
 	assert.Contains(t, text.stdout, "  warning: "+path+": unknown field")
 }
 
