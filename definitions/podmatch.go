@@ -56,7 +56,7 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 	}
 	switch {
 	case comp != nil:
-	case len(c.PodBearing) == 1:
+	case c.ByElimination:
 		comp = c.PodBearing[0]
 	default:
 		for _, cand := range c.PodBearing {

@@ -154,6 +154,10 @@ func validateComponentShape(r componentRef) field.ErrorList {
 		if sd.FragmentedPodSpecDefinition != nil {
 			shapes++
 		}
+		if shapes == 0 {
+			errs = append(errs, field.Required(r.path.Child("specDefinition"),
+				"an empty specDefinition gives the role no pod template: set one of podTemplateSpecPath, podSpecPath (with metadataPath) or fragmentedPodSpecDefinition, or remove specDefinition if the component has no pods"))
+		}
 		if shapes > 1 {
 			errs = append(errs, field.Invalid(r.path.Child("specDefinition"), shapes,
 				"expected exactly one of podTemplateSpecPath, podSpecPath (with metadataPath) or fragmentedPodSpecDefinition"))

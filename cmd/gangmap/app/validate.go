@@ -138,12 +138,13 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 	}
 	markConflicts(doc.Results)
 	if o.strict {
-		// With --strict, a path the workload's CRD schema says can never resolve is an error.
+		// With --strict, a path the workload's CRD schema says can never resolve is an error, and
+		// so is a gang naming components no pod can be placed in.
 		for i := range doc.Results {
 			r := &doc.Results[i]
 			var keep []fieldMessage
 			for _, w := range r.Warnings {
-				if w.Field != "" && strings.Contains(w.Message, "never resolves") {
+				if w.Field != "" && (strings.Contains(w.Message, "never resolves") || strings.Contains(w.Message, "never places a pod by elimination")) {
 					r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
 					r.Valid = false
 					continue
@@ -229,13 +230,16 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 			r.Warnings = append(r.Warnings, fm)
 		}
 	}
-	if _, err := definitions.Compile(l, compiler); err != nil {
+	c, err := definitions.Compile(l, compiler)
+	if err != nil {
 		var de *definitions.DefinitionError
 		if errors.As(err, &de) {
 			r.Errors = append(r.Errors, fieldErrors(de.Errs)...)
 		} else {
 			r.Errors = append(r.Errors, fieldMessage{Message: err.Error()})
 		}
+	} else if p, msg := c.PlacementNotice(); msg != "" {
+		r.Warnings = append(r.Warnings, fieldMessage{Field: p, Message: msg})
 	}
 	r.Valid = len(r.Errors) == 0
 	if r.Valid && len(crds) > 0 {
