@@ -325,13 +325,21 @@ func (p *Plan) explainNoPodGroup(c *definitions.Compiled) {
 	case len(p.Roles) == 0:
 		why = "the definition's components have no instances on this workload (their instanceIdPath yielded none)"
 	default:
-		var zero []string
+		var zero, left []string
 		for _, r := range p.Roles {
-			if _, grouped := p.roleGang[r]; !grouped {
-				zero = append(zero, fmt.Sprintf("%s (%d pods)", roleLabel(r), r.Pods))
+			if r.Pods == 0 {
+				zero = append(zero, roleLabel(r))
+			} else {
+				left = append(left, roleLabel(r))
 			}
 		}
-		why = fmt.Sprintf("no role has pods in a gang: %s", strings.Join(zero, ", "))
+		why = "no role of the definition's gangs has pods"
+		if len(zero) > 0 {
+			why += fmt.Sprintf(" (0 pods: %s)", strings.Join(zero, ", "))
+		}
+		if len(left) > 0 {
+			why += fmt.Sprintf("; the roles with pods (%s) are in no pod group of the definition and are left to KAI", strings.Join(left, ", "))
+		}
 	}
 	p.Notes = append(p.Notes, "no PodGroup: "+why)
 }

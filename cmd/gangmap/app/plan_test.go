@@ -384,7 +384,7 @@ func TestPlanWorkloadWithoutRoles(t *testing.T) {
 
 	table := gangmap(t, "plan", "-f", path)
 	assert.True(t, strings.HasPrefix(table.stdout, "JobSet/empty-*   definition: jobset-x-k8s-io-jobset-v1alpha2 (catalog)\n"), table.stdout)
-	assert.Contains(t, table.stdout, "  (none: no role has pods)\n  A path of the definition resolved to nothing (see the notes)")
+	assert.Contains(t, table.stdout, "  (none: the definition's components have no instances on this workload (their instanceIdPath yielded none))\n  A path of the definition resolved to nothing (see the notes)")
 	assert.Contains(t, table.stdout, "gangmap validate --crd")
 	assert.Contains(t, table.stdout, "TOTAL GPUs: 0\n")
 }

@@ -55,7 +55,7 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 		return err
 	}
 	if len(p.PodGroups) == 0 {
-		fmt.Fprintln(w, "  (none: no role has pods)")
+		fmt.Fprintf(w, "  (none: %s)\n", noPodGroupReason(p))
 		if len(p.Misses) > 0 {
 			// An empty workload and a misspelt path look the same here; the CRD schema tells them apart.
 			fmt.Fprintln(w, "  A path of the definition resolved to nothing (see the notes): if the workload is not empty,")
@@ -168,4 +168,15 @@ func dash(s string) string {
 // indentLines indents every line after the first of a multi-line message.
 func indentLines(s, indent string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+indent)
+}
+
+// noPodGroupReason is the plan's own "no PodGroup: ..." note (gang.Build always adds one to a
+// plan without PodGroups), so the table says why as the JSON does.
+func noPodGroupReason(p *gang.Plan) string {
+	for _, n := range p.Notes {
+		if r, ok := strings.CutPrefix(n, "no PodGroup: "); ok {
+			return r
+		}
+	}
+	return "no role has pods"
 }
