@@ -96,8 +96,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if req.Operation != admissionv1.Create || req.Resource.Resource != "pods" || req.SubResource != "" {
 		return skipped("not a pod creation")
 	}
-	// Most pods of a cluster are another scheduler's: pass over them without decoding.
-	if name, ok := podview.SchedulerName(req.Object.Raw); ok && name != m.Decider.SchedulerName {
+	// Most pods of a cluster are another scheduler's: pass over them without decoding, unless an
+	// onboarding policy may give them gangmap's scheduler.
+	if name, ok := podview.SchedulerName(req.Object.Raw); ok && name != m.Decider.SchedulerName && !onboardingActive(m.Onboarding) {
 		return skipped("not a pod of gangmap's scheduler")
 	}
 	decoded, err := podview.DecodePod(req.Object.Raw)
@@ -202,6 +203,12 @@ func (m *PodMutator) admitWith(ctx context.Context, req admission.Request, pod *
 		return resp
 	}
 	return patched(pre, "onboarded; gangmap could not decide its PodGroup (the pod controller groups it)")
+}
+
+// onboardingActive reports whether an onboarding policy with rules is in force (a rule may then
+// apply to a pod of another scheduler).
+func onboardingActive(o *Onboarder) bool {
+	return o != nil && o.Policy != nil && !o.Policy().Empty()
 }
 
 // Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and
