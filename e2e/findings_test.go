@@ -17,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -49,14 +50,22 @@ func findingsKind(t *testing.T, ctx context.Context, kind string, edit func(k *u
 					}}}}},
 		},
 	}
-	require.NoError(t, cp.Client.Create(ctx, crd))
+	// The test client's scheme has no apiextensions types: the CRD goes as unstructured.
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	require.NoError(t, cp.Client.Create(ctx, u))
 	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(u.GroupVersionKind())
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(u), got); err != nil {
 			return false, err
 		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			if c, _ := c.(map[string]any); c["type"] == string(apiextensionsv1.Established) && c["status"] == "True" {
 				return true, nil
 			}
 		}
