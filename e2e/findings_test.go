@@ -23,6 +23,7 @@ import (
 
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/crdlint"
 	"github.com/gangmap/gangmap/podgrouper/findings"
 )
 
@@ -37,6 +38,12 @@ const findingsGroup = "findings.example.com"
 // told apart by the pod label e2e.example.com/role) changed by edit. It returns the Karta.
 func findingsKind(t *testing.T, ctx context.Context, kind string, edit func(k *unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
+	return findingsKindSchema(t, ctx, kind, apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}, edit)
+}
+
+// findingsKindSchema is findingsKind with the CRD's schema of spec.
+func findingsKindSchema(t *testing.T, ctx context.Context, kind string, spec apiextensionsv1.JSONSchemaProps, edit func(k *unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
 	plural := strings.ToLower(kind) + "s"
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + findingsGroup},
@@ -46,7 +53,7 @@ func findingsKind(t *testing.T, ctx context.Context, kind string, edit func(k *u
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
 					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"spec": {Type: "object", XPreserveUnknownFields: ptrTo(true)},
+						"spec": spec,
 					}}}}},
 		},
 	}
@@ -425,4 +432,33 @@ func TestNoFindingOnCorrectDefinitions(t *testing.T) {
 		}
 		assertNoFinding(t, ctx, lws, "scaled to 4 groups")
 	})
+}
+
+// TestCRDLintReportsPathOnKarta: a Karta whose worker replicasPath reads .spec.worker.replica
+// (the CRD's schema has spec.worker.replicas) gets, within seconds of being applied and with no
+// workload of its kind in the cluster, a Warning Event naming the definition field, the path
+// and the nearest field the schema has.
+func TestCRDLintReportsPathOnKarta(t *testing.T) {
+	ctx := context.Background()
+	open := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}
+	role := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"replicas": {Type: "integer"}, "template": open}}
+	spec := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"coordinator": role, "worker": role}}
+	start := time.Now()
+	k := findingsKindSchema(t, ctx, "LintJob", spec, func(k *unstructured.Unstructured) {
+		w := component(t, k, "worker")
+		w["scaleDefinition"] = map[string]any{"replicasPath": ".spec.worker.replica"}
+		setComponents(t, k, component(t, k, "coordinator"), w)
+	})
+	ev := waitEvent(t, ctx, "", k.GetName(), crdlint.ReasonPathCannotResolve, ".spec.worker.replica", 15*time.Second)
+	t.Logf("Event %v after the CRD and Karta were applied: %s", time.Since(start).Round(100*time.Millisecond), ev.Message)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Contains(t, ev.Message, "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.worker.replica")
+	assert.Contains(t, ev.Message, `did you mean "replicas"?`)
+	var list unstructured.UnstructuredList
+	list.SetAPIVersion(findingsGroup + "/v1")
+	list.SetKind("LintJobList")
+	require.NoError(t, cp.Client.List(ctx, &list))
+	assert.Empty(t, list.Items, "no workload of the kind exists")
+	assert.Empty(t, findingsEvents(t, ctx, "", k.GetName()), "the other paths are fine")
 }

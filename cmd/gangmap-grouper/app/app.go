@@ -36,6 +36,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/crdlint"
 	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
@@ -201,6 +202,12 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		default:
 		}
 	})
+	linter := &crdlint.Linter{Registry: registry, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
+		Recorder: mgr.GetEventRecorderFor("gangmap-definitions")}
+	registry.OnChange(linter.Changed)
+	if err := mgr.Add(linter); err != nil {
+		return nil, nil, err
+	}
 	if err := addSources(mgr, o, cfg, registry); err != nil {
 		return nil, nil, err
 	}

@@ -402,6 +402,8 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	}
 	// KAI's default metadata uses a priority class only if it exists (defaultgrouper, cached).
 	want.add("scheduling.k8s.io", "priorityclasses", "get", "list", "watch")
+	// podgrouper/crdlint: the workload kind's CRD, read by name to lint each definition.
+	want.add("apiextensions.k8s.io", "customresourcedefinitions", "get")
 	// sources.Cluster: a dynamic informer on Karta objects, with --cluster-definitions.
 	if v.ClusterDefs {
 		want.add("run.ai", "kartas", "get", "list", "watch")
@@ -562,6 +564,7 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"scheduling.run.ai"}, Resources: []string{"podgroups"}, Verbs: []string{"create", "get", "list", "update", "watch"}},
 		{APIGroups: []string{"scheduling.k8s.io"}, Resources: []string{"priorityclasses"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"run.ai"}, Resources: []string{"kartas"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"serving.kserve.io"}, Resources: []string{"inferenceservices", "llminferenceservices"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps.nvidia.com"}, Resources: []string{"nimservices"}, Verbs: []string{"get", "list", "watch"}},
