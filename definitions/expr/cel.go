@@ -27,6 +27,10 @@ const (
 // (map(string, dyn)) always, `pod` (dyn) for Pod; optional syntax; the strings, lists, math and
 // sets extensions; heterogeneous numeric comparisons (1 == 1.0), as Kubernetes enables.
 func newCELEnv(subject Subject, l Limits) (*cel.Env, error) {
+	bounded, err := boundedStrings(l.MaxValueSize)
+	if err != nil {
+		return nil, err
+	}
 	opts := []cel.EnvOption{
 		cel.Variable(celObject, cel.DynType),
 		cel.Variable(celVariables, cel.MapType(cel.StringType, cel.DynType)),
@@ -38,6 +42,7 @@ func newCELEnv(subject Subject, l Limits) (*cel.Env, error) {
 		ext.Math(),
 		ext.Sets(),
 		boundedListsRange(l.CELCostLimit),
+		bounded,
 	}
 	if subject == Pod {
 		opts = append(opts, cel.Variable(celPod, cel.DynType))
@@ -111,6 +116,14 @@ func (p *celProgram) Source() string { return p.src }
 
 // Eval implements Program.
 func (p *celProgram) Eval(ctx context.Context, in Input) (out []any, err error) {
+	if !in.Normalized {
+		if err := checkInputSize(CEL, p.src, p.limits, in.Object, in.Variables); err != nil {
+			return nil, err
+		}
+		if err := checkInputSize(CEL, p.src, p.limits, in.Pod, nil); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := withTimeout(ctx, p.limits.Timeout)
 	defer cancel()
 	defer func() {
@@ -132,13 +145,16 @@ func (p *celProgram) Eval(ctx context.Context, in Input) (out []any, err error) 
 	return []any{v}, nil
 }
 
-// failure classifies an evaluation error: the cost limit, lists.range's bound and the timeout are
-// *LimitError; the caller's cancellation and everything else are *EvalError. cel-go reports an
+// failure classifies an evaluation error: the cost limit, lists.range's bound, a refused
+// string-growing call and the timeout are *LimitError; the caller's cancellation and everything else are *EvalError. cel-go reports an
 // interrupted comprehension as a plain "operation interrupted" error, so a done context decides.
 func (p *celProgram) failure(ctx context.Context, err error) error {
 	var cancelled interpreter.EvalCancelledError
 	var rangeErr *rangeLimitError
+	var size *sizeLimitError
 	switch {
+	case errors.As(err, &size):
+		return &LimitError{Language: CEL, Source: p.src, Kind: LimitSize, Detail: size.Error(), Err: err}
 	case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded:
 		return p.costError(err)
 	case errors.As(err, &rangeErr):

@@ -54,11 +54,24 @@ const (
 	LimitResults
 	// LimitCost: a CEL expression exceeded Limits.CELCostLimit.
 	LimitCost
+	// LimitSteps: a jq expression ran more than Limits.MaxSteps steps.
+	LimitSteps
+	// LimitSize: a builtin or operator call was refused before it ran, because its input,
+	// arguments or result would exceed Limits.MaxValueSize or a regex bound.
+	LimitSize
+	// LimitInput: the input document or the variables exceed Limits.MaxInputSize.
+	LimitInput
 )
 
-// String names the kind: "timeout", "results" or "cost".
+// String names the kind: "timeout", "results", "cost", "steps", "size" or "input".
 func (k LimitKind) String() string {
 	switch k {
+	case LimitSteps:
+		return "steps"
+	case LimitSize:
+		return "size"
+	case LimitInput:
+		return "input"
 	case LimitTimeout:
 		return "timeout"
 	case LimitResults:
@@ -87,6 +100,9 @@ type LimitError struct {
 
 // Error renders `jq expression ".[]": limit exceeded: more than 1000 results`.
 func (e *LimitError) Error() string {
+	if e.Source == "" && e.Language == "" {
+		return "limit exceeded: " + e.Detail
+	}
 	return fmt.Sprintf("%s expression %s: limit exceeded: %s", e.Language, quoteSource(e.Source), e.Detail)
 }
 

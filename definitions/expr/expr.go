@@ -74,6 +74,21 @@ func (m Mode) String() string {
 
 // Limits bound every evaluation. A zero field takes its value from DefaultLimits; no bound can
 // be switched off.
+//
+// Together they bound the CPU time and memory of any evaluation of any expression on any input
+// (docs/reliability.md, "Expression bounds"):
+//
+//   - the input (workload object or pod, and the variables) is at most MaxInputSize size units
+//     (about bytes of JSON), checked before evaluation (LimitInput);
+//   - jq: at most MaxSteps instructions, builtin work charged as instructions (LimitSteps); every
+//     builtin or operator call whose work is more than constant per element of its input is
+//     refused before it runs when its input, arguments or result exceed MaxValueSize, or the
+//     regex bounds (LimitSize), so no single instruction runs long or allocates much; builtins
+//     whose cost is not bounded do not compile;
+//   - CEL: the runtime cost limit CELCostLimit, with string-growing functions (replace, join,
+//     format, +, quote) refused before they run when their result would exceed MaxValueSize
+//     (LimitSize);
+//   - both: the wall-clock Timeout, checked between steps (LimitTimeout), and MaxResults (jq).
 type Limits struct {
 	// Timeout bounds the wall-clock time of one Eval (both languages). Upstream: 1s.
 	Timeout time.Duration
@@ -81,17 +96,29 @@ type Limits struct {
 	MaxResults int
 	// CELCostLimit bounds the runtime cost of one CEL Eval (cel.CostLimit units).
 	CELCostLimit uint64
+	// MaxSteps bounds the instructions of one jq Eval, builtin work included (one step per 16
+	// size units a builtin processes). Default 10,000,000.
+	MaxSteps int64
+	// MaxValueSize bounds, in size units (about bytes of JSON), what one builtin or operator
+	// call may read or produce: a string, an encoded value, a compared value. Default 4 MiB.
+	MaxValueSize int
+	// MaxInputSize bounds, in size units, the input document and the variables of one Eval.
+	// Default 3 MiB (the API server's request limit: no stored object is larger).
+	MaxInputSize int
 }
 
-// DefaultLimits returns the upstream bounds: a 1s timeout, 1000 jq results and a CEL cost limit
-// of 1,000,000.
+// DefaultLimits returns the upstream bounds (a 1s timeout, 1000 jq results and a CEL cost limit
+// of 1,000,000) and gangmap's: 10,000,000 jq steps, 4 MiB per builtin call, 3 MiB of input.
 func DefaultLimits() Limits {
-	return Limits{Timeout: time.Second, MaxResults: 1000, CELCostLimit: 1_000_000}
+	return Limits{
+		Timeout: time.Second, MaxResults: 1000, CELCostLimit: 1_000_000,
+		MaxSteps: defaultMaxSteps, MaxValueSize: defaultMaxValueSize, MaxInputSize: defaultMaxInputSize,
+	}
 }
 
 // withDefaults fills zero fields from DefaultLimits and rejects negative ones.
 func (l Limits) withDefaults() (Limits, error) {
-	if l.Timeout < 0 || l.MaxResults < 0 {
+	if l.Timeout < 0 || l.MaxResults < 0 || l.MaxSteps < 0 || l.MaxValueSize < 0 || l.MaxInputSize < 0 {
 		return l, fmt.Errorf("expr: negative limits %+v", l)
 	}
 	d := DefaultLimits()
@@ -103,6 +130,15 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.CELCostLimit == 0 {
 		l.CELCostLimit = d.CELCostLimit
+	}
+	if l.MaxSteps == 0 {
+		l.MaxSteps = d.MaxSteps
+	}
+	if l.MaxValueSize == 0 {
+		l.MaxValueSize = d.MaxValueSize
+	}
+	if l.MaxInputSize == 0 {
+		l.MaxInputSize = d.MaxInputSize
 	}
 	return l, nil
 }
@@ -117,9 +153,9 @@ type Input struct {
 	// Variables are the definition's evaluated variables: `$variables` in jq (null when nil),
 	// `variables` in CEL (an empty map when nil).
 	Variables map[string]any
-	// Normalized says the caller already applied Normalize to Object, Pod and Variables, so jq
-	// does not walk them again on every evaluation (a definition evaluates many expressions on
-	// one workload).
+	// Normalized says the caller already applied Normalize to Object, Pod and Variables and
+	// checked their size with CheckInput, so jq does not walk them again on every evaluation (a
+	// definition evaluates many expressions on one workload).
 	Normalized bool
 }
 
