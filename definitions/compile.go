@@ -51,6 +51,9 @@ type Compiled struct {
 	// Advisories are the known under- or overcounts of upstream catalog definitions that match
 	// this one (advisories.yaml); AdvisoryNotes evaluates them.
 	Advisories []CompiledAdvisory
+	// limits are the bounds the expressions were compiled under; Resolve and PlacePod check
+	// their input's size against them once (expr.CheckInput).
+	limits expr.Limits
 }
 
 // Component is one compiled component of the tree.
@@ -152,7 +155,7 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 		return nil, &DefinitionError{Name: k.Metadata.Name, Origin: l.Origin, Errs: errs}
 	}
 	cc := &compileCtx{compiler: compiler, nullSafe: map[expr.Program]expr.Program{}}
-	out := &Compiled{Loaded: l, byName: map[string]*Component{}, nullSafe: cc.nullSafe}
+	out := &Compiled{Loaded: l, byName: map[string]*Component{}, nullSafe: cc.nullSafe, limits: compiler.Limits()}
 	for _, r := range k.componentRefs() {
 		comp := cc.component(k, r)
 		out.byName[comp.Name] = comp

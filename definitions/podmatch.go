@@ -42,6 +42,9 @@ type PodPlacement struct {
 // expression yields nothing or more than one value (each names the field path).
 func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacement, error) {
 	pod, _ = expr.Normalize(pod).(map[string]any) // a no-op copy-free walk for PodInput's maps
+	if err := expr.CheckInput(pod, c.limits); err != nil {
+		return nil, fmt.Errorf("the pod: %w", err)
+	}
 	in := expr.Input{Pod: pod, Normalized: true}
 	var comp *Component
 	for _, cand := range c.ScaledRoles {

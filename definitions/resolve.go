@@ -73,6 +73,9 @@ func (w *Workload) Component(name string) *ResolvedComponent {
 // does not decode. Paths that yield nothing are recorded in Workload.Misses.
 func (c *Compiled) Resolve(ctx context.Context, obj map[string]any) (*Workload, error) {
 	obj, _ = expr.Normalize(obj).(map[string]any) // once, not per expression
+	if err := expr.CheckInput(obj, c.limits); err != nil {
+		return nil, fmt.Errorf("the workload object: %w", err)
+	}
 	vars, err := c.EvaluateVariables(ctx, obj)
 	if err != nil {
 		return nil, err

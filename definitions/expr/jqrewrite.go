@@ -2,6 +2,8 @@ package expr
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/itchyny/gojq"
@@ -147,4 +149,16 @@ func (w *jqRewriter) pattern(p *gojq.Pattern) {
 		}
 		w.pattern(o.Val)
 	}
+}
+
+// JQFunctions returns the name/arity ("test/1") of every function a jq expression calls, its
+// own definitions included, sorted. Errors: the expression does not parse (a *CompileError).
+func JQFunctions(src string) ([]string, error) {
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, &CompileError{Language: JQ, Source: src, Reason: jqParseReason(src, err)}
+	}
+	w := &jqRewriter{refs: map[string]bool{}, defined: map[string]bool{}}
+	w.query(q)
+	return slices.Sorted(maps.Keys(w.refs)), nil
 }

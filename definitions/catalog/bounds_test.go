@@ -1,0 +1,79 @@
+package catalog_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/gang"
+)
+
+// regexBuiltins are jq's regular-expression builtins (name/arity).
+var regexBuiltins = map[string]bool{
+	"test/1": true, "test/2": true, "match/1": true, "match/2": true, "capture/1": true,
+	"capture/2": true, "scan/1": true, "scan/2": true, "splits/1": true, "splits/2": true,
+	"split/2": true, "sub/2": true, "sub/3": true, "gsub/2": true, "gsub/3": true,
+}
+
+// TestCatalogRunsNoRegex: no catalog expression that reads the workload object runs a regular
+// expression. Workload authors write those strings (AppWrapper's pod set paths, annotations)
+// at any length; a regex over them is work the catalog does not need.
+func TestCatalogRunsNoRegex(t *testing.T) {
+	loaded, err := catalog.Load()
+	require.NoError(t, err)
+	for _, l := range loaded {
+		for _, fe := range definitions.ObjectExpressions(l.Karta) {
+			if fe.Expr.JQ == "" {
+				continue
+			}
+			fns, err := expr.JQFunctions(fe.Expr.JQ)
+			require.NoError(t, err, "%s %s", l.Karta.Metadata.Name, fe.Field)
+			for _, f := range fns {
+				assert.False(t, regexBuiltins[f], "%s %s calls %s", l.Karta.Metadata.Name, fe.Field, f)
+			}
+		}
+	}
+}
+
+// hostileAppWrapper is an AppWrapper whose author wrote a 300 KB pod set path of 150,000
+// dot-separated words (the catalog used to scan it with a regex: 47 s of CPU per evaluation).
+func hostileAppWrapper() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+		"metadata": map[string]any{"name": "hostile", "namespace": "team-a", "uid": "u-1", "resourceVersion": "1"},
+		"spec": map[string]any{"components": []any{map[string]any{
+			"podSets":  []any{map[string]any{"path": strings.Repeat("a.", 150_000), "replicas": int64(2)}},
+			"template": map[string]any{"apiVersion": "batch/v1", "kind": "Job"},
+		}}},
+	}}
+}
+
+// TestHostileAppWrapperPlanIsBounded: planning the hostile AppWrapper ends by a bound or the
+// definition's own error, never by the timeout (a minute here, so that only a bound can stop
+// it on a loaded machine).
+func TestHostileAppWrapperPlanIsBounded(t *testing.T) {
+	compiler, err := expr.NewCompiler(expr.Limits{Timeout: time.Minute})
+	require.NoError(t, err)
+	r := definitions.NewRegistry(compiler)
+	require.NoError(t, catalog.Register(r))
+	obj := hostileAppWrapper()
+	c := r.Lookup(obj.GroupVersionKind())
+	require.NotNil(t, c)
+	_, err = gang.Build(context.Background(), c, obj)
+	require.Error(t, err, "the path names no pod template")
+	t.Logf("%.300s", err)
+	var le *expr.LimitError
+	if assert.NotErrorIs(t, err, context.DeadlineExceeded) && errors.As(err, &le) {
+		assert.NotEqual(t, expr.LimitTimeout, le.Kind, "%v", err)
+	}
+	assert.Less(t, len(err.Error()), 4096, "the error names the field, not the whole path")
+}
