@@ -61,6 +61,8 @@ type PodMutator struct {
 	ObjectSelector    labels.Selector
 	// Timeout bounds one decision (owner walk, plan), below the configuration's timeoutSeconds so
 	// that a slow decision admits the pod unchanged instead of timing out the API server's call.
+	// The decision runs on its own goroutine: the webhook answers by Timeout even when the
+	// decision does not return (see decideWithin).
 	Timeout time.Duration
 	// Onboarding, when set, applies the onboarding policy to pods before the decision.
 	Onboarding *Onboarder
@@ -138,7 +140,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
 		return skipped("not a pod of gangmap's scheduler")
 	}
-	d, err := m.Decider.Decide(ctx, pod)
+	d, err := m.decideWithin(ctx, pod)
 	if controller.IsInvalidOwnerReference(err) {
 		// Not an error to log per admission: the pod has no owner for gangmap; the pod controller
 		// tells the pod once, with a Warning Event, after it exists.

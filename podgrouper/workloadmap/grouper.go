@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,8 +35,10 @@ const Name = "workloadmap"
 var ErrNoDefinition = errors.New("no active Workload Map definition for the kind")
 
 // Grouper groups pods by Workload Map definitions. Plans are cached per workload (namespace and
-// UID, the name checked on every hit) and recomputed only when the workload's resourceVersion or the winning definition changes, so the
-// per-pod work is placing the pod (its selectors) and looking it up in the plan.
+// UID, the name checked on every hit) and recomputed only when the workload's resourceVersion or
+// the winning definition changes, so the per-pod work is placing the pod (its selectors) and
+// looking it up in the plan. A plan is built once per workload version however many pods ask at
+// once (single flight), and a failed plan is cached like a successful one (see sharedPlan).
 type Grouper struct {
 	Registry *definitions.Registry
 	Defaults *defaultgrouper.Grouper
@@ -46,9 +50,15 @@ type Grouper struct {
 	// latest release.
 	Release *kairelease.Release
 
-	once  sync.Once
-	plans *lru.Cache
-	drift driftReporter
+	// PlanTimeout bounds one plan build (zero: DefaultPlanTimeout). Builds are shared by all
+	// callers and detached from them (see sharedPlan).
+	PlanTimeout time.Duration
+
+	once   sync.Once
+	plans  *lru.Cache
+	flight singleflight.Group
+	builds buildCounter
+	drift  driftReporter
 }
 
 var _ grouper.Grouper = (*Grouper)(nil)
@@ -140,26 +150,13 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 			return c, compiled, nil
 		}
 	}
-	plan, err := gang.Build(ctx, compiled, topOwner)
+	c, err := g.sharedPlan(ctx, topOwner, compiled)
 	if err != nil {
-		err = fmt.Errorf("definition %q: %w", compiled.Name(), err)
-		if ctx.Err() == nil {
-			// A failed plan is remembered too: a definition that times out must not cost its
-			// timeout again on every retry of every pod until the workload or definition changes.
-			g.plans.Add(key, &cachedPlan{name: topOwner.GetName(), resourceVersion: rv, compiled: compiled, err: err})
-		}
 		return nil, compiled, err
 	}
-	if !g.Release.HasMinSubGroup() {
-		plan.Flatten(g.Release.FlatGangNote())
+	if c.err != nil {
+		return nil, compiled, c.err
 	}
-	c := &cachedPlan{name: topOwner.GetName(), resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
-	for _, pg := range plan.PodGroups {
-		c.meta[pg] = newPodGroupMeta(plan, pg)
-	}
-	g.plans.Add(key, c)
-	g.reportMisses(compiled, topOwner, plan)
-	g.reportOverrides(topOwner, plan)
 	return c, compiled, nil
 }
 

@@ -1,0 +1,87 @@
+package workloadmap
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
+)
+
+// DefaultPlanTimeout bounds one plan build (every expression of the definition on the
+// workload, each also bounded by the expression limits) when Grouper.PlanTimeout is zero.
+const DefaultPlanTimeout = 10 * time.Second
+
+// flightKey identifies one plan build: the workload version (namespace, name, UID and
+// resourceVersion) and the definition version (the *definitions.Compiled, replaced whenever the
+// definition changes).
+func flightKey(topOwner *unstructured.Unstructured, compiled *definitions.Compiled) string {
+	return fmt.Sprintf("%s/%s/%s/%s/%p", topOwner.GetNamespace(), topOwner.GetName(), topOwner.GetUID(), topOwner.GetResourceVersion(), compiled)
+}
+
+// sharedPlan returns the plan of the workload version, building it at most once however many
+// pods (webhook calls, reconciles, retries) ask at the same time: the first caller starts the
+// build, the others wait for the same result. The build does not depend on any caller: it runs
+// under its own deadline (PlanTimeout), detached from the callers' contexts, and its result,
+// a failure included, is cached for the workload version, so a caller that stops waiting (the
+// webhook at its decision deadline) leaves the result to the next one (the controller's retry),
+// and a definition that fails on a workload costs its bounded time once per version, not per
+// pod and retry.
+func (g *Grouper) sharedPlan(ctx context.Context, topOwner *unstructured.Unstructured, compiled *definitions.Compiled) (*cachedPlan, error) {
+	key := flightKey(topOwner, compiled)
+	detached := context.WithoutCancel(ctx) // keeps the logger, not the deadline
+	ch := g.flight.DoChan(key, func() (any, error) {
+		return g.buildPlan(detached, topOwner, compiled), nil
+	})
+	select {
+	case res := <-ch:
+		return res.Val.(*cachedPlan), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("definition %q: the plan of %s %s/%s is still being built: %w",
+			compiled.Name(), topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName(), ctx.Err())
+	}
+}
+
+// buildPlan builds and caches the plan of topOwner (or its failure). A panic is a failure: the
+// build runs on singleflight's goroutine, where an unrecovered panic would end the process.
+func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstructured, compiled *definitions.Compiled) (c *cachedPlan) {
+	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()
+	name := topOwner.GetName()
+	defer func() {
+		if p := recover(); p != nil {
+			c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: internal error: %v", compiled.Name(), p)}
+			g.plans.Add(key, c)
+		}
+	}()
+	timeout := g.PlanTimeout
+	if timeout <= 0 {
+		timeout = DefaultPlanTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	g.builds.Add(1)
+	plan, err := gang.Build(ctx, compiled, topOwner)
+	if err != nil {
+		c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}
+		g.plans.Add(key, c)
+		return c
+	}
+	if !g.Release.HasMinSubGroup() {
+		plan.Flatten(g.Release.FlatGangNote())
+	}
+	c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
+	for _, pg := range plan.PodGroups {
+		c.meta[pg] = newPodGroupMeta(plan, pg)
+	}
+	g.plans.Add(key, c)
+	g.reportMisses(compiled, topOwner, plan)
+	g.reportOverrides(topOwner, plan)
+	return c
+}
+
+// buildCounter counts plan builds (for tests: one per workload version).
+type buildCounter = atomic.Int64
