@@ -99,6 +99,7 @@ func TestJQBoundsKeepOrdinaryResults(t *testing.T) {
 		{`[2] | inside([1, 2])`, []any{true}},
 		{`.path | length`, []any{300_000}},
 		{`.path | split(".") | length`, []any{150_001}},
+		{`[path(.a[] | select(. == 2))]`, []any{[]any{[]any{"a", 1}, []any{"a", 3}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {

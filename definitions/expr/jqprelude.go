@@ -44,7 +44,7 @@ var jqSafeBuiltins = names(
 	"any/0", "any/1", "any/2", "all/0", "all/1", "all/2", "reverse/0", "getpath/1", "env/0",
 	"halt/0", "halt_error/0", "halt_error/1", "error/0", "error/1", "tonumber/0", "toboolean/0", "ltrimstr/1", "rtrimstr/1",
 	"trimstr/1", "startswith/1", "endswith/1", "ltrim/0", "rtrim/0", "trim/0", "split/1",
-	"toarray/0", "floor/0", "ceil/0", "round/0", "trunc/0", "fabs/0", "sqrt/0", "abs/0", "pow/2",
+	"toarray/0", "path/1", "floor/0", "ceil/0", "round/0", "trunc/0", "fabs/0", "sqrt/0", "abs/0", "pow/2",
 	"log/0", "log2/0", "log10/0", "exp/0", "exp2/0", "exp10/0", "significand/0", "infinite/0",
 	"nan/0", "isinfinite/0", "isnan/0", "isnormal/0", "isfinite/0", "min/0", "max/0",
 )
