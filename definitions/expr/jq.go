@@ -30,14 +30,14 @@ func compileJQ(src string, subject Subject, mode Mode, l Limits) (Program, error
 	if reason := checkJQ(q, mode); reason != "" {
 		return nil, &CompileError{Language: JQ, Source: src, Reason: reason}
 	}
-	refs, reason := rewriteJQ(q)
+	refs, implicit, reason := rewriteJQ(q)
 	if reason != "" {
 		return nil, &CompileError{Language: JQ, Source: src, Reason: reason}
 	}
 	// No environ loader: $ENV and env are empty objects, so expressions cannot read the
 	// controller's environment. No input iterator: input and inputs do not compile.
 	opts := append([]gojq.CompilerOption{gojq.WithVariables(jqVariables)}, jqGuardOptions(l)...)
-	code, err := gojq.Compile(withPrelude(q, refs), opts...)
+	code, err := gojq.Compile(withPrelude(q, refs, implicit), opts...)
 	if err != nil {
 		return nil, &CompileError{Language: JQ, Source: src, Reason: err.Error()}
 	}

@@ -184,14 +184,61 @@ def gsub($re; str; $flags): sub($re; str; $flags + "g");
 def gsub($re; str): sub($re; str; "g");
 `
 
-// jqPreludeDefs is jqPreludeSource parsed once.
-var jqPreludeDefs = func() []*gojq.FuncDef {
+// preludeDef is one definition of the prelude: its source and the name/arity of every function
+// it calls (including those gojq's compiler calls for its operators and interpolations).
+type preludeDef struct {
+	key, src string
+	deps     []string
+}
+
+// jqPrelude is jqPreludeSource split into its definitions, in order (a definition only calls
+// earlier ones, as jq scoping requires).
+var jqPrelude = func() []preludeDef {
 	q, err := gojq.Parse(jqPreludeSource + ".")
 	if err != nil {
 		panic(fmt.Sprintf("expr: the jq prelude does not parse: %v", err))
 	}
-	return q.FuncDefs
+	out := make([]preludeDef, 0, len(q.FuncDefs))
+	for _, fd := range q.FuncDefs {
+		w := newJQRewriter(false)
+		w.query(fd.Body)
+		deps := slices.Collect(maps.Keys(w.refs))
+		deps = append(deps, slices.Collect(maps.Keys(w.implicit))...)
+		out = append(out, preludeDef{key: fmt.Sprintf("%s/%d", fd.Name, len(fd.Args)), src: fd.String(), deps: deps})
+	}
+	return out
 }()
+
+// preludeFor parses, afresh (gojq's compiler modifies the syntax tree it compiles, so no tree is
+// shared between compilations), the prelude definitions that the names in needed call,
+// directly or through each other.
+func preludeFor(needed map[string]bool) []*gojq.FuncDef {
+	use := make([]bool, len(jqPrelude))
+	want := maps.Clone(needed)
+	for i := len(jqPrelude) - 1; i >= 0; i-- {
+		if d := jqPrelude[i]; want[d.key] {
+			use[i] = true
+			for _, dep := range d.deps {
+				want[dep] = true
+			}
+		}
+	}
+	var b strings.Builder
+	for i, d := range jqPrelude {
+		if use[i] {
+			b.WriteString(d.src)
+			b.WriteString(" ")
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	q, err := gojq.Parse(b.String() + ".")
+	if err != nil {
+		panic(fmt.Sprintf("expr: the jq prelude does not parse: %v", err))
+	}
+	return q.FuncDefs
+}
 
 // jqBuiltinNames lists every name/arity gojq resolves without a definition (its builtins), as
 // gojq's `builtins` reports them, so the prelude can shadow the ones gangmap does not allow.
@@ -212,11 +259,15 @@ var jqBuiltinNames = func() map[string]bool {
 	return out
 }()
 
-// withPrelude returns q with the prelude's definitions in front of its own, and, for every
-// name/arity in refs that is a gojq builtin gangmap does not allow, a definition that fails
-// with an error: no call, however scoped, reaches a builtin gangmap has not bounded.
-func withPrelude(q *gojq.Query, refs map[string]bool) *gojq.Query {
-	defs := slices.Clone(jqPreludeDefs)
+// withPrelude returns q with the prelude's definitions it needs in front of its own (those that
+// refs, the functions q calls, and implicit, those gojq's compiler calls for q's operators and
+// interpolations, reach), and, for every name/arity in refs that is a gojq builtin gangmap does
+// not allow, a definition that fails with an error: no call, however scoped, reaches a builtin
+// gangmap has not bounded.
+func withPrelude(q *gojq.Query, refs, implicit map[string]bool) *gojq.Query {
+	needed := maps.Clone(refs)
+	maps.Copy(needed, implicit)
+	defs := preludeFor(needed)
 	for _, ref := range slices.Sorted(maps.Keys(refs)) {
 		if !jqBuiltinNames[ref] || jqAllowed(ref) {
 			continue

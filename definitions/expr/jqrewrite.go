@@ -36,13 +36,14 @@ func jqAllowed(ref string) bool {
 // rewriteJQ prepares a checked query for bounded evaluation: it rewrites every arithmetic and
 // comparison operator into a call of the prelude's guarded function of the same meaning (`a + b`
 // becomes `_add(a; b)`, which gojq evaluates in the same order), and returns the name/arity of
-// every function the query calls. It returns a reason when the query calls a builtin gangmap
+// every function the query calls (refs) and of those gojq's compiler will call for it
+// (implicit: the operators, tostring for interpolation, the @formats' functions). It returns a reason when the query calls a builtin gangmap
 // does not allow, one of gangmap's internal functions, or names $__gm.
-func rewriteJQ(q *gojq.Query) (map[string]bool, string) {
-	w := &jqRewriter{refs: map[string]bool{}, defined: map[string]bool{}}
+func rewriteJQ(q *gojq.Query) (refs, implicit map[string]bool, reason string) {
+	w := newJQRewriter(true)
 	w.query(q)
 	if w.reason != "" {
-		return nil, w.reason
+		return nil, nil, w.reason
 	}
 	for ref := range w.refs {
 		if w.defined[ref] || jqAllowed(ref) {
@@ -51,22 +52,43 @@ func rewriteJQ(q *gojq.Query) (map[string]bool, string) {
 		name, _, _ := strings.Cut(ref, "/")
 		switch {
 		case strings.HasPrefix(name, "_"):
-			return nil, fmt.Sprintf("function %s is internal to jq and gangmap", ref)
+			return nil, nil, fmt.Sprintf("function %s is internal to jq and gangmap", ref)
 		case jqBuiltinNames[ref] || jqCompilerNames[ref]:
-			return nil, fmt.Sprintf("function %s is not available in gangmap definitions (its cost is not bounded; see the definitions/expr package documentation for the list)", ref)
+			return nil, nil, fmt.Sprintf("function %s is not available in gangmap definitions (its cost is not bounded; see the definitions/expr package documentation for the list)", ref)
 		default:
-			return nil, fmt.Sprintf("function not defined: %s", ref)
+			return nil, nil, fmt.Sprintf("function not defined: %s", ref)
 		}
 	}
-	return w.refs, ""
+	return w.refs, w.implicit, ""
 }
 
 // jqRewriter walks a query once, rewriting operators and collecting references.
 type jqRewriter struct {
 	// refs are the name/arity of every function called; defined those the query defines itself
-	// (function definitions and their parameters, anywhere in the query).
-	refs, defined map[string]bool
-	reason        string
+	// (function definitions and their parameters, anywhere in the query); implicit those gojq's
+	// compiler calls for the query's syntax.
+	refs, defined, implicit map[string]bool
+	reason                  string
+	// rewrite says operators are rewritten (user queries); the prelude is only read.
+	rewrite bool
+}
+
+func newJQRewriter(rewrite bool) *jqRewriter {
+	return &jqRewriter{refs: map[string]bool{}, defined: map[string]bool{}, implicit: map[string]bool{}, rewrite: rewrite}
+}
+
+// jqUpdateFuncs maps the update-assignment operators to the function gojq's compiler calls for
+// them (`a += b` calls _add).
+var jqUpdateFuncs = map[gojq.Operator]string{
+	gojq.OpUpdateAdd: "_add", gojq.OpUpdateSub: "_subtract", gojq.OpUpdateMul: "_multiply",
+	gojq.OpUpdateDiv: "_divide", gojq.OpUpdateMod: "_modulo",
+}
+
+// jqFormatFuncs are the functions gojq's compiler calls for @formats (others: format/1).
+var jqFormatFuncs = map[string]string{
+	"@text": "tostring/0", "@json": "tojson/0", "@html": "_tohtml/0", "@uri": "_touri/0",
+	"@urid": "_tourid/0", "@csv": "_tocsv/0", "@tsv": "_totsv/0", "@sh": "_tosh/0",
+	"@base64": "_tobase64/0", "@base64d": "_tobase64d/0",
 }
 
 func (w *jqRewriter) query(q *gojq.Query) {
@@ -81,9 +103,13 @@ func (w *jqRewriter) query(q *gojq.Query) {
 	}
 	w.query(q.Left)
 	w.query(q.Right)
-	if name, ok := jqOperatorFuncs[q.Op]; ok {
+	if name, ok := jqUpdateFuncs[q.Op]; ok {
+		w.implicit[name+"/2"] = true
+	}
+	if name, ok := jqOperatorFuncs[q.Op]; ok && w.rewrite {
 		q.Term = &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{q.Left, q.Right}}}
 		q.Left, q.Right, q.Op = nil, nil, gojq.Operator(0)
+		w.implicit[name+"/2"] = true
 		return
 	}
 	w.term(q.Term)
@@ -113,6 +139,15 @@ func (w *jqRewriter) term(t *gojq.Term) {
 		default:
 			w.refs[fmt.Sprintf("%s/%d", f.Name, len(f.Args))] = true
 		}
+	}
+	if t.Type == gojq.TermTypeFormat {
+		if f, ok := jqFormatFuncs[t.Format]; ok {
+			w.implicit[f] = true
+		} else {
+			w.implicit["format/1"] = true
+		}
+	} else if t.Str != nil && len(t.Str.Queries) > 0 {
+		w.implicit["tostring/0"] = true // interpolation
 	}
 	if t.Unary != nil {
 		w.term(t.Unary.Term)
@@ -158,7 +193,7 @@ func JQFunctions(src string) ([]string, error) {
 	if err != nil {
 		return nil, &CompileError{Language: JQ, Source: src, Reason: jqParseReason(src, err)}
 	}
-	w := &jqRewriter{refs: map[string]bool{}, defined: map[string]bool{}}
+	w := newJQRewriter(false)
 	w.query(q)
 	return slices.Sorted(maps.Keys(w.refs)), nil
 }
