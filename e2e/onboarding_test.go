@@ -48,15 +48,16 @@ func writeOnboardingPolicy() (string, error) {
 	return p, os.WriteFile(p, []byte(policy), 0o600)
 }
 
-// unscheduledJobSet is the seed JobSet with no scheduler name in its templates, as a user writes
-// it before onboarding (the API server then defaults its pods to default-scheduler).
+// unscheduledJobSet is the seed JobSet as a user writes it before onboarding: no scheduler name of
+// KAI's. Its templates say default-scheduler, the name the API server gives a pod that names none
+// (framework.PodFromTemplate would otherwise put kai-scheduler on a pod without one).
 func unscheduledJobSet(t *testing.T, ns string) *unstructured.Unstructured {
 	js, err := framework.ReadObject("testdata/jobset-leader-workers.yaml")
 	require.NoError(t, err)
 	js.SetNamespace(ns)
 	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
 	for _, rj := range rjs {
-		unstructured.RemoveNestedField(rj.(map[string]any), "template", "spec", "template", "spec", "schedulerName")
+		require.NoError(t, unstructured.SetNestedField(rj.(map[string]any), "default-scheduler", "template", "spec", "template", "spec", "schedulerName"))
 	}
 	require.NoError(t, unstructured.SetNestedSlice(js.Object, rjs, "spec", "replicatedJobs"))
 	return js
