@@ -38,7 +38,8 @@ control-plane: ## Build (once, cached under ~/.cache/gangmap) kube-apiserver, et
 
 test: fmt-check vet vuln unit e2e fuzz-smoke ## fmt-check, vet, vuln, unit, e2e and a short run of every fuzz target: what CI runs.
 
-unit: ## Unit tests with the race detector.
+unit: ## Unit tests with the race detector (helm is built first, outside go test's timeout).
+	bash hack/helm.sh --path >/dev/null
 	$(GO) test -race ./...
 
 e2e: ## End-to-end tests on a real kube-apiserver and etcd (builds them first if needed).
@@ -97,7 +98,8 @@ clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cach
 
 .PHONY: chart helm image e2e-kind
 
-chart: ## Chart checks only: helm lint and template of deploy/helm/gangmap, RBAC vs the code (also part of unit).
+chart: ## Chart checks only: helm lint and template, values schema, NOTES, dashboard, RBAC vs the code (also part of unit).
+	bash hack/helm.sh --path >/dev/null
 	$(GO) test -count=1 ./deploy/helm/charttest/...
 
 helm: ## Build (once, cached under ~/.cache/gangmap/tools) the pinned helm v3.19.0; print its path.

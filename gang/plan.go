@@ -56,6 +56,13 @@ type Plan struct {
 	// Misses lists the definition paths that resolved to nothing on this workload (drift between
 	// the definition and the framework, or a typo); each is also in Notes.
 	Misses []definitions.PathMiss `json:"misses,omitempty"`
+	// Status is every word of the common status vocabulary whose matchers in the definition's
+	// statusDefinition hold on the workload, in upstream's order ([undefined] when none does);
+	// nil with StatusError set when evaluating it failed. The CLI's get and describe, the
+	// workload metrics and the PodGroup's gangmap.io/status annotation all show this.
+	Status []definitions.Status `json:"-"`
+	// StatusError says why Status could not be evaluated (it names the definition field).
+	StatusError string `json:"-"`
 
 	perReplica *definitions.Component
 	// alphaNames are the gang names of the alpha pod groups, by index (alpha form only).
@@ -188,6 +195,11 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		roleGang:   map[*Role]string{},
 	}
 	p.Misses = w.Misses
+	if st, err := c.EvaluateStatus(ctx, content, w.Variables); err != nil {
+		p.StatusError = err.Error()
+	} else {
+		p.Status = st
+	}
 	for _, m := range w.Misses {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s (%s) resolved to nothing on this workload", m.Path, m.Expression))
 	}
@@ -359,6 +371,25 @@ func roleName(comp *definitions.Component, instance string, taken sets.Set[strin
 		name = SanitizeLabel(comp.Name + "-" + instance + "-" + strconv.Itoa(i))
 	}
 	return name
+}
+
+// StatusText is Status as one word list, comma separated ("running"); "" when the status could
+// not be evaluated. It is the value of the gangmap.io/status annotation.
+func (p *Plan) StatusText() string {
+	parts := make([]string, len(p.Status))
+	for i, s := range p.Status {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// GangGPUs is the GPUs the gang minimum requires: GangGPUs summed over the roles, in devices.
+func (p *Plan) GangGPUs() GPUs {
+	var g GPUs
+	for _, r := range p.Roles {
+		g += r.GangGPUs
+	}
+	return g
 }
 
 func roleLabel(r *Role) string {

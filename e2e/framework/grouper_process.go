@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // BuildGrouperBinary builds ./cmd/gangmap-grouper of the module into dir and returns its path.
@@ -330,4 +334,17 @@ func Sum(metrics map[string]float64, name string, labels ...string) float64 {
 		}
 	}
 	return total
+}
+
+// GatherMetrics returns what the metrics endpoint of a grouper running in this process serves:
+// controller-runtime's registry through the same promhttp handler, parsed as Metrics parses a
+// scrape.
+func GatherMetrics() (map[string]float64, error) {
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).
+		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("metrics handler: %d %s", rec.Code, rec.Body.String())
+	}
+	return parseMetrics(rec.Body)
 }

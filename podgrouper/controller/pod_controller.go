@@ -24,6 +24,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
 // Event reasons gangmap emits.
@@ -49,6 +50,8 @@ type PodReconciler struct {
 	// honour the skip annotation (before v0.15) gangmap never takes back a pod KAI's pod-grouper
 	// regrouped (see yieldToKAI).
 	Release *kairelease.Release
+	// Metrics, when set, gets every grouped workload and pod (the gangmap_workload_* series).
+	Metrics *workloadmetrics.Tracker
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
@@ -72,6 +75,9 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if apierrors.IsNotFound(err) {
 			r.index.forget(req.NamespacedName)
 			r.forgetFinding(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.ForgetPod(req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -102,6 +108,9 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	r.observe(key, pod, d)
 	if d == nil || d.Metadata == nil {
 		r.index.forget(key)
+		if r.Metrics != nil {
+			r.Metrics.ForgetPod(key)
+		}
 		log.V(4).Info("Pod is not gangmap's")
 		return ctrl.Result{}, nil
 	}
@@ -123,6 +132,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
 		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonWouldWrite, "dry-run: pod %s would join PodGroup %s (sub-group %q, %s)", pod.Name, md.Name, d.SubGroup, gangSummary(md))
 		log.V(2).Info("Dry-run: PodGroup decided, nothing written")
+		r.track(ctx, pod, d)
 		return ctrl.Result{}, nil
 	}
 
@@ -154,6 +164,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		return r.fail(ctx, pod, owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
+	r.track(ctx, pod, d)
 	return ctrl.Result{}, nil
 }
 

@@ -55,6 +55,13 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		return err
 	}
 	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus, findings: r.Findings}
+	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
+		keeper := newStatusKeeper(mgr.GetClient(), p, r.Metrics, r.DryRun)
+		if err := mgr.Add(keeper); err != nil {
+			return err
+		}
+		r.workloads.changed, r.workloads.deleted = keeper.changed, r.Metrics.ForgetWorkload
+	}
 	return nil
 }
 

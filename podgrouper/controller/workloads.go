@@ -98,6 +98,10 @@ type workloadWatcher struct {
 	statusMatters func(schema.GroupVersionKind) bool
 	// findings, when set, forgets a deleted workload's counters.
 	findings *findings.Tracker
+	// changed, when set, gets every update of a watched workload (status included); deleted every
+	// deleted workload's UID.
+	changed func(*unstructured.Unstructured)
+	deleted func(types.UID)
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -154,6 +158,9 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew
+			if w.changed != nil {
+				w.changed(n)
+			}
 			if o.GetGeneration() == n.GetGeneration() && equalMaps(o.GetLabels(), n.GetLabels()) && equalMaps(o.GetAnnotations(), n.GetAnnotations()) &&
 				(w.statusMatters == nil || !w.statusMatters(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
 				return
@@ -168,6 +175,9 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 			w.index.forgetOwner(e.Object.GetUID())
 			if w.findings != nil {
 				w.findings.ForgetOwner(e.Object.GetUID())
+			}
+			if w.deleted != nil {
+				w.deleted(e.Object.GetUID())
 			}
 		},
 	}

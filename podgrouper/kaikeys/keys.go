@@ -56,6 +56,11 @@ const (
 	// (spec.gangmap.gang.startup), mapping each role the rule keeps out of the gang minimum now
 	// to the reason, as JSON {"<role>": "<reason>"}; {} when none is held.
 	StartHeld = "gangmap.io/start-held"
+	// Status is the PodGroup annotation with the workload's status in the common vocabulary of
+	// its definition's status mapping ("running"; several words comma separated), kept current as
+	// the workload's status changes. KAI's PodGroup CRD is KAI's, so no printer column shows it:
+	// kubectl get podgroups -o custom-columns=NAME:.metadata.name,STATUS:.metadata.annotations.gangmap\.io/status
+	Status = "gangmap.io/status"
 	// GroupedBy is the pod annotation gangmap sets with the value "gangmap" on pods it grouped.
 	GroupedBy = "gangmap.io/grouped-by"
 )

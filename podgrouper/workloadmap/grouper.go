@@ -90,6 +90,7 @@ type podGroupMeta struct {
 	subGroups  []*podgroup.SubGroupMetadata
 	index      map[*gang.SubGroup]int
 	definition string
+	status     string
 	gpus       string
 	roleGPUs   string
 	// startHeld is the StartHeld annotation's value, "" when the definition has no start rule.
@@ -100,6 +101,7 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
 	m := &podGroupMeta{
 		index:      make(map[*gang.SubGroup]int, len(pg.SubGroups)),
 		definition: fmt.Sprintf("%s (%s)", plan.Definition.Name, plan.Definition.Source),
+		status:     plan.StatusText(),
 		gpus:       pg.GPUs.String(),
 		roleGPUs:   roleGPUs(pg),
 	}
@@ -158,6 +160,37 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 		return nil, compiled, c.err
 	}
 	return c, compiled, nil
+}
+
+// Role returns the plan of the top owner (cached, as Plan) and the name of the pod's role in it.
+// Errors: those of Plan, or the pod's placement; a pod in no gang of the definition has a role
+// (the plan's) all the same.
+func (g *Grouper) Role(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod) (*gang.Plan, string, error) {
+	cp, compiled, err := g.planFor(ctx, topOwner)
+	if err != nil {
+		return nil, "", err
+	}
+	podMap, err := compiled.PodInput(pod)
+	if err != nil {
+		return cp.plan, "", err
+	}
+	placement, err := compiled.PlacePod(ctx, podMap)
+	if err != nil {
+		return cp.plan, "", err
+	}
+	a, err := cp.plan.Assign(placement)
+	if err != nil && !errors.Is(err, gang.ErrNotGrouped) {
+		return cp.plan, "", err
+	}
+	if a != nil {
+		return cp.plan, a.Role.Name, nil
+	}
+	for _, r := range cp.plan.Roles {
+		if r.Component == placement.Component.Name && r.Instance == placement.InstanceID {
+			return cp.plan, r.Name, nil
+		}
+	}
+	return cp.plan, "", nil
 }
 
 // ReasonOverrideRefused is the Warning Event reason on a workload whose min-member annotation
@@ -262,6 +295,9 @@ func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podNa
 	}
 	md.Annotations[kaikeys.Definition] = pm.definition
 	md.Annotations[kaikeys.GPUs] = pm.gpus
+	if pm.status != "" {
+		md.Annotations[kaikeys.Status] = pm.status
+	}
 	md.Annotations[kaikeys.RoleGPUs] = pm.roleGPUs
 	if pm.startHeld != "" {
 		md.Annotations[kaikeys.StartHeld] = pm.startHeld

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -46,6 +48,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/podview"
 	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
 	"github.com/gangmap/gangmap/podgrouper/workloadmap"
+	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
 // Scheme holds the types the grouper reads and writes: core Kubernetes and KAI's PodGroup.
@@ -227,6 +230,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
 		Release:  release,
+		Metrics:  workloadMetrics(mgr, o),
 		DryRun:   o.DryRun,
 		Findings: findings.NewTracker(),
 	}
@@ -309,6 +313,30 @@ func updateDefinitionMetrics(r *definitions.Registry, table *native.Table) {
 	for _, p := range r.Problems() {
 		controller.DefinitionProblems.WithLabelValues(p.Reason).Inc()
 	}
+}
+
+// registeredTracker is the workload-metrics collector registered with controller-runtime's
+// registry, one per process: a second grouper built in the same process (tests) shares it, since
+// the registry can serve one set of gangmap_workload_* series only.
+var (
+	registeredMu      sync.Mutex
+	registeredTracker *workloadmetrics.Tracker
+)
+
+// workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the
+// registry the manager's metrics endpoint serves (see registeredTracker); nil when
+// --max-workload-metrics is 0.
+func workloadMetrics(mgr manager.Manager, o *Options) *workloadmetrics.Tracker {
+	if o.MaxWorkloadMetrics == 0 {
+		return nil
+	}
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if registeredTracker == nil {
+		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Log: ctrl.Log.WithName("workload-metrics")}
+		crmetrics.Registry.MustRegister(registeredTracker)
+	}
+	return registeredTracker
 }
 
 // addSelfSigned issues the webhook certificate now (the webhook server reads it at start) and

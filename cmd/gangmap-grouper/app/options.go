@@ -15,6 +15,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
 // Options are the grouper's settings, one flag each.
@@ -33,6 +34,7 @@ type Options struct {
 	NodePoolLabelKey        string
 	DryRun                  bool
 	MaxConcurrentReconciles int
+	MaxWorkloadMetrics      int
 	QPS                     float32
 	Burst                   int
 	MetricsAddr             string
@@ -103,6 +105,7 @@ func DefaultOptions() *Options {
 		QueueLabelKey:           kaikeys.DefaultQueueLabel,
 		NodePoolLabelKey:        kaikeys.DefaultNodePoolLabel,
 		MaxConcurrentReconciles: 10,
+		MaxWorkloadMetrics:      workloadmetrics.DefaultMaxWorkloads,
 		QPS:                     50,
 		Burst:                   300,
 		MetricsAddr:             ":8443",
@@ -141,6 +144,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodePoolLabelKey, "nodepool-label-key", o.NodePoolLabelKey, "Pod label naming the node pool (KAI's --nodepool-label-key).")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing. (default false)")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Pods grouped in parallel; at least 1.")
+	fs.IntVar(&o.MaxWorkloadMetrics, "max-workload-metrics", o.MaxWorkloadMetrics, "Most workloads with gangmap_workload_* series (status, GPUs per role, pods per phase); past it a workload gets none and gangmap_workload_metrics_dropped_total counts it; 0 turns the workload series off.")
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client queries per second to the API server; a negative value turns client-side rate limiting off (the API server's priority and fairness still applies); 0 is refused (client-go would silently use 5).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst to the API server; at least 1 while --qps is positive.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Prometheus metrics address (host:port); 0 disables.")

@@ -58,6 +58,9 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		add("--max-concurrent-reconciles: must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
+	if o.MaxWorkloadMetrics < 0 {
+		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)
+	}
 	if q := float64(o.QPS); math.IsNaN(q) || math.IsInf(q, 0) {
 		add("--qps: must be a finite number, got %v", o.QPS)
 	} else if q == 0 {

@@ -289,13 +289,15 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	w, err := c.Resolve(ctx, content)
 	if err == nil {
 		v.misses = w.Misses
-		if st, serr := c.EvaluateStatus(ctx, content, w.Variables); serr != nil {
-			v.Notes = append(v.Notes, "status: "+serr.Error())
-		} else {
-			v.Status = st
-		}
 		if v.plan, err = gang.Build(ctx, c, obj); err == nil {
 			fitToRelease(v.plan)
+			// The plan's status: the same evaluation the grouper's metrics and the
+			// gangmap.io/status annotation show.
+			if v.plan.StatusError != "" {
+				v.Notes = append(v.Notes, "status: "+v.plan.StatusError)
+			} else {
+				v.Status = v.plan.Status
+			}
 		}
 	}
 	if err != nil {

@@ -1,0 +1,151 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
+)
+
+// planner is the part of gangmap's grouper (workloadmap.Grouper) the workload metrics and status
+// need: the cached plan of a workload, and a pod's role in it.
+type planner interface {
+	Plan(ctx context.Context, topOwner *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error)
+	Role(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod) (*gang.Plan, string, error)
+}
+
+// track records a grouped pod and its workload in the workload metrics: the workload's plan
+// (roles, GPUs, status) and the pod's role and phase.
+func (r *PodReconciler) track(ctx context.Context, pod *corev1.Pod, d *Decision) {
+	p, ok := r.Decider.Hub.Grouper.(planner)
+	if r.Metrics == nil || !ok {
+		return
+	}
+	plan, role, err := p.Role(ctx, d.Owner, pod)
+	if err != nil || plan == nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("No workload metrics for the pod", "error", err)
+		return
+	}
+	uid := d.Owner.GetUID()
+	if r.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String())) {
+		phase := string(pod.Status.Phase)
+		if phase == "" {
+			phase = string(corev1.PodPending)
+		}
+		r.Metrics.SetPod(uid, client.ObjectKeyFromObject(pod), role, phase)
+	}
+}
+
+// statusKey names a workload whose status may have changed.
+type statusKey struct {
+	gvk schema.GroupVersionKind
+	key types.NamespacedName
+}
+
+// statusKeeper keeps the status of the workloads gangmap groups current where users see it when
+// only the workload's status changes (no pod event follows, and a status-only update does not
+// regroup): it re-reads the workload, refreshes its workload metrics and sets the gangmap.io/status
+// annotation of its PodGroups (not in dry-run). Updates are queued (deduplicated per workload) and
+// handled by one worker, off the informer's event handler.
+type statusKeeper struct {
+	client  client.Client
+	planner planner
+	metrics *workloadmetrics.Tracker
+	dryRun  bool
+	queue   workqueue.TypedRateLimitingInterface[statusKey]
+}
+
+var _ manager.Runnable = (*statusKeeper)(nil)
+
+func newStatusKeeper(c client.Client, p planner, m *workloadmetrics.Tracker, dryRun bool) *statusKeeper {
+	return &statusKeeper{client: c, planner: p, metrics: m, dryRun: dryRun,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[statusKey](),
+			workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "gangmap-workload-status"})}
+}
+
+// changed queues a workload gangmap groups (one with metrics).
+func (s *statusKeeper) changed(obj *unstructured.Unstructured) {
+	if s == nil || !s.metrics.Tracked(obj.GetUID()) {
+		return
+	}
+	s.queue.Add(statusKey{gvk: obj.GroupVersionKind(), key: client.ObjectKeyFromObject(obj)})
+}
+
+// Start implements manager.Runnable: one worker until ctx ends.
+func (s *statusKeeper) Start(ctx context.Context) error {
+	go func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
+	for {
+		k, quit := s.queue.Get()
+		if quit {
+			return nil
+		}
+		if err := s.refresh(ctx, k); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Refreshing a workload's status", "workload", k.key, "kind", k.gvk.String())
+			s.queue.AddRateLimited(k)
+		} else {
+			s.queue.Forget(k)
+		}
+		s.queue.Done(k)
+	}
+}
+
+// refresh re-reads one workload, records its plan in the metrics and writes its status on its
+// PodGroups. A workload gone or without a plan is left to the pod controller (which reports).
+func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(k.gvk)
+	if err := s.client.Get(ctx, k.key, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	plan, _, err := s.planner.Plan(ctx, obj)
+	if err != nil {
+		return nil
+	}
+	if !s.metrics.SetWorkload(workloadmetrics.FromPlan(plan, obj.GetUID(), k.gvk.GroupKind().String())) || s.dryRun {
+		return nil
+	}
+	status := plan.StatusText()
+	for _, pg := range plan.PodGroups {
+		if err := s.annotate(ctx, k.key.Namespace, pg.Name, status); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs (an Update of the
+// cached copy with that annotation changed: the verbs podgroup.Applier already needs; a Conflict
+// is retried by the queue); a PodGroup not there yet, or not gangmap's, is left alone.
+func (s *statusKeeper) annotate(ctx context.Context, ns, name, status string) error {
+	pg := &v2alpha2.PodGroup{}
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !isGangmaps(pg) || status == "" || pg.Annotations[kaikeys.Status] == status {
+		return nil
+	}
+	pg = pg.DeepCopy()
+	pg.Annotations[kaikeys.Status] = status
+	if err := s.client.Update(ctx, pg); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KObj(pg), "status", status)
+	return nil
+}

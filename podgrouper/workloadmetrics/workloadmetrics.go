@@ -1,0 +1,321 @@
+// Package workloadmetrics exports the workloads gangmap groups as Prometheus series, in the style
+// of kube-state-metrics: one set of series per grouped workload (its status from the definition's
+// status mapping, GPUs per workload and role, desired and gang minimum, live pods per role and
+// phase, and the conditions KAI wrote on its PodGroups), generated at scrape time from what the
+// pod controller last saw. The number of workloads is capped (Tracker.MaxWorkloads); a workload
+// beyond the cap gets no series, and gangmap_workload_metrics_dropped_total and a log line say so.
+//
+// The figures come from the workload's gang plan (gang.Plan: Roles, TotalGPUs, GangGPUs, Status),
+// the same values `gangmap get` and `gangmap describe` print.
+package workloadmetrics
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+)
+
+// Workload is what the series of one grouped workload show.
+type Workload struct {
+	UID       types.UID
+	Namespace string
+	// Kind is the workload's group and kind as Kind.group (JobSet.jobset.x-k8s.io).
+	Kind string
+	Name string
+	// Status is the matched words of the common status vocabulary (see gang.Plan.Status).
+	Status []string
+	// GPUs is the desired GPUs (every pod of every role); GangGPUs what the gang minimum needs.
+	// Both in devices, fractions as decimals.
+	GPUs, GangGPUs float64
+	Roles          []Role
+	// PodGroups are the names of the workload's planned PodGroups (in its namespace).
+	PodGroups []string
+}
+
+// Role is one role of a workload with its GPUs (devices; fractions as decimals).
+type Role struct {
+	Name           string
+	GPUs, GangGPUs float64
+}
+
+// FromPlan is the Workload of a plan: its roles, GPUs, status and PodGroups.
+func FromPlan(p *gang.Plan, uid types.UID, groupKind string) Workload {
+	w := Workload{UID: uid, Namespace: p.Workload.Namespace, Kind: groupKind, Name: p.Workload.Name,
+		GPUs: p.TotalGPUs.Devices(), GangGPUs: p.GangGPUs().Devices()}
+	for _, s := range p.Status {
+		w.Status = append(w.Status, string(s))
+	}
+	for _, r := range p.Roles {
+		w.Roles = append(w.Roles, Role{Name: r.Name, GPUs: r.GPUs.Devices(), GangGPUs: r.GangGPUs.Devices()})
+	}
+	for _, pg := range p.PodGroups {
+		w.PodGroups = append(w.PodGroups, pg.Name)
+	}
+	return w
+}
+
+// DefaultMaxWorkloads is the default cap on tracked workloads (--max-workload-metrics).
+const DefaultMaxWorkloads = 10000
+
+// Tracker holds the workloads and pods gangmap grouped, and is the prometheus.Collector of their
+// series. Safe for concurrent use. The zero value is not usable: set MaxWorkloads (0 tracks none).
+type Tracker struct {
+	// MaxWorkloads caps the workloads that have series; 0 turns the workload series off.
+	MaxWorkloads int
+	// Reader, when set, reads the workloads' PodGroups (the manager's cache) at scrape time for
+	// their KAI conditions.
+	Reader client.Reader
+	// Log reports the first workload dropped for the cap, and every 1000th after.
+	Log logr.Logger
+
+	mu        sync.Mutex
+	workloads map[types.UID]*entry
+	podOwner  map[types.NamespacedName]types.UID
+	// gone remembers recently deleted workloads, so that a late update (a pod reconciled from a
+	// stale cache) does not bring their series back.
+	gone     *lru.Cache
+	dropped  prometheus.Counter
+	droppedN int
+	once     sync.Once
+}
+
+type entry struct {
+	w    Workload
+	pods map[types.NamespacedName]podState
+}
+
+type podState struct{ role, phase string }
+
+var _ prometheus.Collector = (*Tracker)(nil)
+
+func (t *Tracker) init() {
+	t.once.Do(func() {
+		t.workloads = map[types.UID]*entry{}
+		t.podOwner = map[types.NamespacedName]types.UID{}
+		t.gone = lru.New(4096)
+		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "gangmap_workload_metrics_dropped_total",
+			Help: "Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them."})
+	})
+}
+
+// SetWorkload records (or replaces) w. It returns false, counting and logging the drop, when w is
+// not tracked yet and MaxWorkloads workloads already are.
+func (t *Tracker) SetWorkload(w Workload) bool {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.workloads[w.UID]; ok {
+		e.w = w
+		return true
+	}
+	if _, deleted := t.gone.Get(w.UID); deleted {
+		return false
+	}
+	if len(t.workloads) >= t.MaxWorkloads {
+		t.dropped.Inc()
+		t.droppedN++
+		n := t.droppedN
+		if n == 1 || n%1000 == 0 {
+			t.Log.Info("Workload metrics cap reached: this workload gets no gangmap_workload_* series (raise --max-workload-metrics)",
+				"workload", w.Namespace+"/"+w.Name, "kind", w.Kind, "cap", t.MaxWorkloads, "dropped", n)
+		}
+		return false
+	}
+	t.workloads[w.UID] = &entry{w: w, pods: map[types.NamespacedName]podState{}}
+	return true
+}
+
+// Tracked reports whether the workload has series.
+func (t *Tracker) Tracked(uid types.UID) bool {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.workloads[uid]
+	return ok
+}
+
+// Status returns the recorded status of a tracked workload (nil, false when it is not tracked).
+func (t *Tracker) Status(uid types.UID) ([]string, bool) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.workloads[uid]
+	if !ok {
+		return nil, false
+	}
+	return e.w.Status, true
+}
+
+// PodRole returns the role recorded for a pod, if any.
+func (t *Tracker) PodRole(pod types.NamespacedName) (string, bool) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	uid, ok := t.podOwner[pod]
+	if !ok {
+		return "", false
+	}
+	s, ok := t.workloads[uid].pods[pod]
+	return s.role, ok
+}
+
+// SetPod records a pod of a tracked workload with its role and phase; a pod of an untracked
+// workload is ignored.
+func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase string) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.podOwner[pod]; ok && old != uid {
+		t.forgetPodLocked(pod)
+	}
+	e, ok := t.workloads[uid]
+	if !ok {
+		return
+	}
+	e.pods[pod] = podState{role: role, phase: phase}
+	t.podOwner[pod] = uid
+}
+
+// ForgetPod drops a pod (deleted, or no longer gangmap's).
+func (t *Tracker) ForgetPod(pod types.NamespacedName) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetPodLocked(pod)
+}
+
+func (t *Tracker) forgetPodLocked(pod types.NamespacedName) {
+	if uid, ok := t.podOwner[pod]; ok {
+		if e := t.workloads[uid]; e != nil {
+			delete(e.pods, pod)
+		}
+		delete(t.podOwner, pod)
+	}
+}
+
+// ForgetWorkload drops a deleted workload and its pods: its series are gone from the next scrape.
+func (t *Tracker) ForgetWorkload(uid types.UID) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.workloads[uid]; ok {
+		for pod := range e.pods {
+			delete(t.podOwner, pod)
+		}
+		delete(t.workloads, uid)
+	}
+	t.gone.Add(uid, struct{}{})
+}
+
+var (
+	wl          = []string{"namespace", "kind", "name"}
+	descStatus  = prometheus.NewDesc("gangmap_workload_status", "Status of a workload gangmap groups, from its definition's status mapping (one series per matched status word: initializing, running, completed, failed, degraded, suspended, suspending, resuming, undefined), always 1.", append(wl, "status"), nil)
+	descInfo    = prometheus.NewDesc("gangmap_workload_info", "A workload gangmap groups, always 1; podgroups counts its planned PodGroups.", wl, nil)
+	descGPUs    = prometheus.NewDesc("gangmap_workload_gpus", "GPUs the workload's pods request when every role runs all its replicas, in devices (fractions as decimals).", wl, nil)
+	descGangGPU = prometheus.NewDesc("gangmap_workload_gang_min_gpus", "GPUs the workload's gang minimum requires, in devices (fractions as decimals).", wl, nil)
+	descRoleGPU = prometheus.NewDesc("gangmap_workload_role_gpus", "GPUs of one role of the workload when all its replicas run, in devices (fractions as decimals).", append(wl, "role"), nil)
+	descRoleMin = prometheus.NewDesc("gangmap_workload_role_gang_min_gpus", "GPUs of one role of the workload that the gang minimum requires, in devices (fractions as decimals).", append(wl, "role"), nil)
+	descPods    = prometheus.NewDesc("gangmap_workload_role_pods", "Live pods of one role of the workload, by pod phase (Pending, Running, Succeeded, Failed, Unknown).", append(wl, "role", "phase"), nil)
+	descPGCond  = prometheus.NewDesc("gangmap_workload_podgroup_condition", "A condition KAI wrote on the workload's PodGroup (status.conditions and status.schedulingConditions, as gangmap reads them), always 1. KAI's v2alpha2 PodGroup has no phase field.", append(wl, "podgroup", "type", "status"), nil)
+	descTracked = prometheus.NewDesc("gangmap_workload_metrics_workloads", "Workloads that have gangmap_workload_* series (at most --max-workload-metrics).", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (t *Tracker) Describe(ch chan<- *prometheus.Desc) {
+	t.init()
+	for _, d := range []*prometheus.Desc{descStatus, descInfo, descGPUs, descGangGPU, descRoleGPU, descRoleMin, descPods, descPGCond, descTracked} {
+		ch <- d
+	}
+	t.dropped.Describe(ch)
+}
+
+// Collect implements prometheus.Collector: the series of every tracked workload, generated now.
+func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
+	t.init()
+	t.dropped.Collect(ch)
+	t.mu.Lock()
+	snap := make([]snapshot, 0, len(t.workloads))
+	for _, e := range t.workloads {
+		s := snapshot{w: e.w, pods: map[[2]string]int{}}
+		for _, p := range e.pods {
+			s.pods[[2]string{p.role, p.phase}]++
+		}
+		snap = append(snap, s)
+	}
+	t.mu.Unlock()
+	sort.Slice(snap, func(i, j int) bool { return snap[i].w.UID < snap[j].w.UID })
+	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(len(snap)))
+	for _, s := range snap {
+		t.collectOne(ch, s)
+	}
+}
+
+type snapshot struct {
+	w    Workload
+	pods map[[2]string]int
+}
+
+func (t *Tracker) collectOne(ch chan<- prometheus.Metric, s snapshot) {
+	w := s.w
+	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{w.Namespace, w.Kind, w.Name}, extra...)...)
+	}
+	gauge(descInfo, 1)
+	for _, st := range w.Status {
+		gauge(descStatus, 1, st)
+	}
+	gauge(descGPUs, w.GPUs)
+	gauge(descGangGPU, w.GangGPUs)
+	for _, r := range w.Roles {
+		gauge(descRoleGPU, r.GPUs, r.Name)
+		gauge(descRoleMin, r.GangGPUs, r.Name)
+	}
+	for k, n := range s.pods {
+		gauge(descPods, float64(n), k[0], k[1])
+	}
+	if t.Reader == nil {
+		return
+	}
+	for _, name := range w.PodGroups {
+		for _, c := range t.podGroupConditions(w.Namespace, name) {
+			gauge(descPGCond, 1, name, c[0], c[1])
+		}
+	}
+}
+
+// podGroupConditions reads a PodGroup (from the cache) and returns its conditions' type and
+// status; none when it cannot be read.
+func (t *Tracker) podGroupConditions(ns, name string) [][2]string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	pg := &v2alpha2.PodGroup{}
+	if err := t.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg); err != nil {
+		return nil
+	}
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	add := func(typ, status string) {
+		k := [2]string{typ, status}
+		if typ != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, c := range pg.Status.Conditions {
+		add(string(c.Type), string(c.Status))
+	}
+	for _, c := range pg.Status.SchedulingConditions {
+		add(string(c.Type), "True")
+	}
+	return out
+}
