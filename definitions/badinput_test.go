@@ -289,8 +289,8 @@ func TestBadInputTwoDefinitionsForOneKind(t *testing.T) {
 	p := r.Problems()[0]
 	assert.Equal(t, "badjob", p.Definition)
 	assert.Equal(t, "Conflict", p.Reason)
-	assert.Equal(t, "bad.example.com/v1, Kind=BadJob", p.Kind)
-	assert.Equal(t, `2 file definitions for bad.example.com/v1, Kind=BadJob: ["badjob" (bad.yaml#0) "badjob-copy" (other.yaml#0)]; none is used until one is removed`, p.Message)
+	assert.Equal(t, "BadJob.bad.example.com/v1", p.Kind)
+	assert.Equal(t, `2 file definitions for BadJob.bad.example.com/v1: ["badjob" (bad.yaml#0) "badjob-copy" (other.yaml#0)]; none is used until one is removed`, p.Message)
 
 	// A definition of a higher-precedence source for the kind settles it.
 	c, err := badDecode(t, strings.Replace(badBase, "name: badjob}", "name: badjob-cluster}", 1), true)

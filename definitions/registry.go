@@ -200,8 +200,8 @@ func (r *Registry) recompute() {
 				// One problem per definition in conflict, so that each is told (an Event on each
 				// Karta from the cluster source).
 				for _, c := range cands {
-					r.problems = append(r.problems, Problem{Definition: c.l.Name(), Origin: c.l.Origin, Source: src, Kind: gvk.String(), Reason: "Conflict",
-						Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, gvk, names)})
+					r.problems = append(r.problems, Problem{Definition: c.l.Name(), Origin: c.l.Origin, Source: src, Kind: KindString(gvk), Reason: "Conflict",
+						Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, KindString(gvk), names)})
 				}
 				break
 			}

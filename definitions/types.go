@@ -94,8 +94,17 @@ func (g GroupVersionKind) GVK() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind}
 }
 
-// String renders group/version, Kind (as apimachinery does).
-func (g GroupVersionKind) String() string { return g.GVK().String() }
+// String renders the kind as Kind.group/version (JobSet.jobset.x-k8s.io/v1alpha2; Kind/version
+// for the core group), the form kubectl users read, not apimachinery's "group/version, Kind=K".
+func (g GroupVersionKind) String() string { return KindString(g.GVK()) }
+
+// KindString renders gvk as Kind.group/version (Kind/version for the core group).
+func KindString(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" {
+		return gvk.Kind + "/" + gvk.Version
+	}
+	return gvk.Kind + "." + gvk.Group + "/" + gvk.Version
+}
 
 // ComponentDefinition is one node of the component tree: the root (the workload kind itself) or
 // a child (a role, or a virtual grouping level when it has no kind).

@@ -27,12 +27,25 @@ for c in $COMPONENTS; do [[ -x $OUT/$c ]] || missing+=("$c"); done
 if [[ ${#missing[@]} -eq 0 ]]; then echo "$OUT"; exit 0; fi
 
 mkdir -p "$OUT"
-# One build at a time: a second caller (make test while make demo builds) waits for the first.
+# One build at a time: a second caller (make test while make demo builds) waits for the first,
+# saying so and showing the first build's progress (its log lines, from $OUT/.build.log).
 exec 9>"$OUT/.lock"
-flock 9
+if ! flock -n 9; then
+  log "waiting for another build of the control plane in $OUT (started by another process; its progress follows)"
+  touch "$OUT/.build.log"
+  tail --pid=$$ -n 2 -F "$OUT/.build.log" 2>/dev/null | sed -u 's/^/[control-plane] (other build) /' >&2 &
+  tailer=$!
+  t0=$SECONDS
+  while ! flock -w 60 9; do log "still waiting for the other build ($((SECONDS - t0))s)"; done
+  kill "$tailer" 2>/dev/null || true
+  log "the other build finished after $((SECONDS - t0))s"
+fi
 missing=()
 for c in $COMPONENTS; do [[ -x $OUT/$c ]] || missing+=("$c"); done
 if [[ ${#missing[@]} -eq 0 ]]; then echo "$OUT"; exit 0; fi
+# From here this process builds: its progress also goes to $OUT/.build.log for waiting callers.
+: >"$OUT/.build.log"
+log() { echo "[control-plane] $(date +%H:%M:%S) $*" | tee -a "$OUT/.build.log" >&2; }
 
 log "building ${missing[*]} into $OUT"
 log "a cold build takes about 18 minutes on 2 cores; later runs reuse the binaries"

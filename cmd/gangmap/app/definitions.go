@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -136,15 +137,25 @@ func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	first := true
+	// A problem shared by several definitions (a conflict is a problem of each) is said once,
+	// naming every definition it concerns.
+	var order []string
+	owners := map[string][]string{}
 	for _, d := range doc.Definitions {
 		for _, p := range d.Problems {
-			if first {
-				fmt.Fprintln(w, "\nProblems:")
-				first = false
+			if _, ok := owners[p]; !ok {
+				order = append(order, p)
 			}
-			fmt.Fprintf(w, "  %s (%s): %s\n", d.Name, d.Origin, indentLines(p, "    "))
+			if who := fmt.Sprintf("%s (%s)", d.Name, d.Origin); !slices.Contains(owners[p], who) {
+				owners[p] = append(owners[p], who)
+			}
 		}
+	}
+	if len(order) > 0 {
+		fmt.Fprintln(w, "\nProblems:")
+	}
+	for _, p := range order {
+		fmt.Fprintf(w, "  %s: %s\n", strings.Join(owners[p], ", "), indentLines(p, "    "))
 	}
 	return nil
 }

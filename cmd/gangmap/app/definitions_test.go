@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,8 +67,8 @@ func TestDefinitionsOfflineListsTheCatalog(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Regexp(t, `^NAME +KIND +SOURCE +ACTIVE +NATIVE-IN-KAI +PROBLEMS\n`, r.stdout)
 	// Both kinds are in KAI v0.17's native table (podgrouper/native).
-	assert.Regexp(t, `(?m)^jobset-x-k8s-io-jobset-v1alpha2 +jobset.x-k8s.io/v1alpha2, Kind=JobSet +catalog +yes +yes +-$`, r.stdout)
-	assert.Regexp(t, `(?m)^leaderworkerset-x-k8s-io-leaderworkerset-v1 +leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet +catalog +yes +yes +-$`, r.stdout)
+	assert.Regexp(t, `(?m)^jobset-x-k8s-io-jobset-v1alpha2 +JobSet.jobset.x-k8s.io/v1alpha2 +catalog +yes +yes +-$`, r.stdout)
+	assert.Regexp(t, `(?m)^leaderworkerset-x-k8s-io-leaderworkerset-v1 +LeaderWorkerSet.leaderworkerset.x-k8s.io/v1 +catalog +yes +yes +-$`, r.stdout)
 
 	doc, _ := definitionsJSON(t, ExitOK)
 	assert.Equal(t, []string{"jobset-x-k8s-io-jobset-v1alpha2 catalog true", "leaderworkerset-x-k8s-io-leaderworkerset-v1 catalog true"}, doc.rows())
@@ -93,8 +95,8 @@ func TestDefinitionsShowProblems(t *testing.T) {
 	r := gangmap(t, "definitions", "--definitions", "testdata/definitions/bad-jq.yaml")
 	require.Equal(t, ExitOK, r.code)
 	// The invalid file definition is listed, inactive, with its problem; the catalog JobSet wins.
-	assert.Regexp(t, `(?m)^bad-jq +jobset.x-k8s.io/v1alpha2, Kind=JobSet +file +no +yes +1$`, r.stdout)
-	assert.Regexp(t, `(?m)^jobset-x-k8s-io-jobset-v1alpha2 +\S+, Kind=JobSet +catalog +yes `, r.stdout)
+	assert.Regexp(t, `(?m)^bad-jq +JobSet.jobset.x-k8s.io/v1alpha2 +file +no +yes +1$`, r.stdout)
+	assert.Regexp(t, `(?m)^jobset-x-k8s-io-jobset-v1alpha2 +JobSet\.\S+ +catalog +yes `, r.stdout)
 	assert.Contains(t, r.stdout, "\nProblems:\n  bad-jq (testdata/definitions/bad-jq.yaml#0): definition \"bad-jq\"")
 	assert.Contains(t, r.stdout, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath")
 }
@@ -186,4 +188,19 @@ func TestDefinitionsBadKubeconfigExit2(t *testing.T) {
 	r = gangmap(t, "definitions", "--kubeconfig", kubeconfig(t, fakeAPIServer(t, http.StatusOK, "{}")), "--context", "nope")
 	assert.Equal(t, ExitUnusable, r.code)
 	assert.Contains(t, r.stderr, `context "nope" does not exist`)
+}
+
+// Two file definitions of one kind conflict: the conflict is a problem of each, and the table
+// says it once, naming both, with the kind written as Kind.group/version.
+func TestDefinitionsConflictSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/definitions/override/team-jobset.yaml")
+	require.NoError(t, err)
+	writeFile(t, dir+"/a.yaml", string(b))
+	writeFile(t, dir+"/b.yaml", strings.Replace(string(b), "name: team-jobset", "name: team-jobset-copy", 1))
+	r := gangmap(t, "definitions", "--definitions", dir)
+	problems := r.stdout[strings.Index(r.stdout, "Problems:"):]
+	assert.Equal(t, 1, strings.Count(problems, "JobSet.jobset.x-k8s.io/v1alpha2"), problems)
+	assert.Contains(t, problems, "team-jobset ("+dir+"/a.yaml#0), team-jobset-copy ("+dir+"/b.yaml#0): ")
+	assert.NotContains(t, r.stdout, "Kind=")
 }

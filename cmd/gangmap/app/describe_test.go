@@ -192,7 +192,7 @@ func TestDescribeUnknownKindExit1(t *testing.T) {
 	assert.Equal(t, ExitProblems, r.code)
 	var doc describeJSON
 	decodeOne(t, r.stdout, &doc)
-	assert.Contains(t, doc.Workloads[0].Error, "no usable Workload Map definition for kind example.com/v1, Kind=Widget")
+	assert.Contains(t, doc.Workloads[0].Error, "no usable Workload Map definition for kind Widget.example.com/v1")
 	require.Len(t, doc.Workloads[0].UnclaimedPods, 1, "pods are listed, never hidden")
 	assert.Equal(t, "no definition for the workload's kind", doc.Workloads[0].UnclaimedPods[0].Reason)
 }

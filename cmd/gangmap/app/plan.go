@@ -212,7 +212,7 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 			return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
 		}
 		// A definition was given but cannot be used: that is a failure, native kind or not.
-		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s", label, gvk, hint)}
+		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s", label, definitions.KindString(gvk), hint)}
 	}
 	def := &gang.DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)}
 	p, err := gang.Build(ctx, c, u)

@@ -237,7 +237,7 @@ func TestPlanUnknownKindIsAnEntryAndExit1(t *testing.T) {
 	assert.Equal(t, "bar", foo.Workload.Name)
 	assert.Equal(t, "team-a", foo.Workload.Namespace)
 	assert.Equal(t, "example.com/v1", foo.Workload.APIVersion)
-	assert.Equal(t, "Foo/bar (namespace team-a): no usable Workload Map definition for kind example.com/v1, Kind=Foo; add one with --definitions", foo.Error)
+	assert.Equal(t, "Foo/bar (namespace team-a): no usable Workload Map definition for kind Foo.example.com/v1; add one with --definitions", foo.Error)
 	assert.Empty(t, foo.PodGroups)
 	// The other workload is still planned in the same document.
 	assert.Empty(t, js.Error)
@@ -465,7 +465,7 @@ func TestPlanConflictSaidOnceAndNotHiddenByNative(t *testing.T) {
 	require.Len(t, doc.Plans, 1)
 	assert.False(t, doc.Plans[0].NativeInKAI)
 	assert.Contains(t, doc.Plans[0].Error, "has problems (see the warnings)")
-	assert.Equal(t, 1, strings.Count(r.stderr, "file definitions for jobset.x-k8s.io/v1alpha2"), r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "file definitions for JobSet.jobset.x-k8s.io/v1alpha2"), r.stderr)
 }
 
 // A manifest named twice (directly, or again through its directory) is read once.

@@ -50,7 +50,7 @@ func TestValidateCatalogIsValidInStrictMode(t *testing.T) {
 
 	text := gangmap(t, append([]string{"validate", "--strict"}, files...)...)
 	assert.Equal(t, ExitOK, text.code)
-	assert.Regexp(t, `(?m)^OK +\S+jobset-x-k8s-io-jobset-v1alpha2.yaml#0  definition "jobset-x-k8s-io-jobset-v1alpha2" for jobset.x-k8s.io/v1alpha2, Kind=JobSet$`, text.stdout)
+	assert.Regexp(t, `(?m)^OK +\S+jobset-x-k8s-io-jobset-v1alpha2.yaml#0  definition "jobset-x-k8s-io-jobset-v1alpha2" for JobSet.jobset.x-k8s.io/v1alpha2$`, text.stdout)
 }
 
 func TestValidateBadJQ(t *testing.T) {
@@ -196,7 +196,7 @@ func TestValidateConflictsAndDirectories(t *testing.T) {
 		assert.False(t, r.Valid)
 		require.Len(t, r.Errors, 1)
 		assert.Equal(t, "spec.structureDefinition.rootComponent.kind", r.Errors[0].Field)
-		assert.Contains(t, r.Errors[0].Message, "2 definitions for e2e.example.com/v1, Kind=CustomJob")
+		assert.Contains(t, r.Errors[0].Message, "2 definitions for CustomJob.e2e.example.com/v1")
 	}
 	doc = validateJSON(t, ExitOK, dir+"/a.yaml", dir+"/a.yaml", dir+"/./a.yaml")
 	require.Len(t, doc.Results, 1, "a file named three times is checked once")

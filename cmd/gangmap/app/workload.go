@@ -278,7 +278,7 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 		v.Notes = append(v.Notes, nativeNote(gvk))
 	}
 	if c == nil {
-		v.Error = fmt.Sprintf("no usable Workload Map definition for kind %s%s", obj.GroupVersionKind(),
+		v.Error = fmt.Sprintf("no usable Workload Map definition for kind %s%s", definitions.KindString(obj.GroupVersionKind()),
 			missingDefinitionHint(reg, definitions.GroupVersionKind{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version, Kind: obj.GetKind()}))
 		v.Unclaimed = append(v.Unclaimed, reasons(views, "no definition for the workload's kind")...)
 		return v
