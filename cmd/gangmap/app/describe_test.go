@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/findings"
 )
 
 // describeJSON mirrors the parts of the -o json output of "gangmap describe" the tests check.
@@ -323,9 +325,29 @@ func TestGetRows(t *testing.T) {
 	// Pods: the two with Ready=True of the four attributed through the Jobs in the file and the
 	// JobSet's own reference (train-llm-workers-1-0's Job is not in the file: not attributed
 	// here, unlike describe -f, which gives such pods to the only workload).
-	assert.Equal(t, "NAME        NAMESPACE   STATUS    READY/TOTAL   GPUS   PODGROUP(S)\n"+
-		"train-llm   team-a      running   2/3           12     pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset,pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001\n"+
+	assert.Equal(t, "NAME        NAMESPACE   STATUS    READY/TOTAL   GPUS   PODGROUP(S)                                                                                        FINDINGS\n"+
+		"train-llm   team-a      running   2/3           12     pg-0b5e2a4c-1111-4c1e-9d7a-000000000001-jobset,pg-train-llm-0b5e2a4c-1111-4c1e-9d7a-000000000001   None\n"+
 		"note: KAI groups JobSet (jobset.x-k8s.io/v1alpha2) natively: in a cluster, gangmap leaves its pods and PodGroups to KAI's plugin\n", out.String())
+
+	// The grouper's gangmap.io/health on a PodGroup of the workload: the FINDINGS column and
+	// describe's section show it.
+	h := findings.Health{Findings: []findings.Finding{{Reason: findings.MoreThanPlanned, Role: "workers", Message: "4 live pods for 2m0s, the plan counts 2"}}, LastTransitionTime: "2026-12-01T12:00:00Z"}
+	b, err := json.Marshal(h)
+	require.NoError(t, err)
+	pgs := in.podGroups
+	require.NotEmpty(t, pgs)
+	for _, pg := range pgs {
+		if len(pg.OwnerReferences) > 0 && pg.OwnerReferences[0].UID == in.workloads[0].GetUID() {
+			pg.Annotations = map[string]string{findings.HealthAnnotation: string(b)}
+		}
+	}
+	views = describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, pgs, true)
+	require.Len(t, views, 1)
+	assert.Equal(t, h.Findings, views[0].Findings)
+	assert.Equal(t, "MoreThanPlanned(workers)", views[0].findingsColumn())
+	out.Reset()
+	require.NoError(t, printDescribe(&out, &describeDocument{Workloads: views}))
+	assert.Contains(t, out.String(), "Findings (1, the grouper's pods against the plan; docs/findings.md says what each means and how to fix it):\n  MoreThanPlanned(workers): 4 live pods for 2m0s, the plan counts 2\n")
 }
 
 // The native table follows the root's flags, as the grouper's do: with JobSet removed (a KAI

@@ -88,6 +88,13 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 			return err
 		}
 	}
+	if len(v.Findings) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Findings (%d, the grouper's pods against the plan; docs/findings.md says what each means and how to fix it):\n", len(v.Findings))
+		for _, f := range v.Findings {
+			fmt.Fprintf(w, "  %s\n", f.String())
+		}
+	}
 	if len(v.Notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range v.Notes {

@@ -137,6 +137,9 @@ func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, o
 			}
 		}
 		out[i] = buildView(ctx, reg, obj, byWorkload[i], mine, live)
+		if h := healthOf(obj, mine); h != nil {
+			out[i].Findings = h.Findings
+		}
 	}
 	return out
 }
@@ -152,7 +155,7 @@ func printGetTable(w io.Writer, doc getDocument, ns string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNAMESPACE\tSTATUS\tREADY/TOTAL\tGPUS\tPODGROUP(S)")
+	fmt.Fprintln(tw, "NAME\tNAMESPACE\tSTATUS\tREADY/TOTAL\tGPUS\tPODGROUP(S)\tFINDINGS")
 	for _, v := range doc.Workloads {
 		status := v.statusText()
 		gpus := v.TotalGPUs.String()
@@ -162,7 +165,7 @@ func printGetTable(w io.Writer, doc getDocument, ns string) error {
 		case v.NativeInKAI && v.Definition == nil:
 			status, gpus = "<KAI native>", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames(), v.findingsColumn())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

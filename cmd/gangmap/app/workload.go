@@ -16,6 +16,7 @@ import (
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 )
@@ -45,6 +46,9 @@ type workloadView struct {
 	PodGroups []*podGroupView `json:"podGroups"`
 	// Unclaimed lists the workload's pods that no component of the definition claims.
 	Unclaimed []*podView `json:"unclaimedPods"`
+	// Findings are the grouper's observed-vs-planned findings, from the gangmap.io/health
+	// annotation of the workload's PodGroups (podgrouper/findings).
+	Findings []findings.Finding `json:"findings,omitempty"`
 	// Notes are the plan's notes (paths that resolved to nothing, ...) and describe's own.
 	Notes []string `json:"notes,omitempty"`
 	// Error says why the workload could not be planned.
