@@ -383,3 +383,29 @@ func TestKnownUndercountsAreNoted(t *testing.T) {
 	p := plan(t, compile(t, "testdata/upstream/ray-io-raycluster-v1.yaml"), workload(t, "testdata/manifests/raycluster-kai-gpu-fraction-annotation.yaml"))
 	assert.False(t, hasNote(p, "numOfHosts"), "%v", p.Notes)
 }
+
+// TestRefusalsSayWhatKAIDoes: a definition KAI's hub accepts but gangmap refuses names the field
+// path, what KAI's fallback would do with it and how to write it for gangmap; an upper-case
+// podGroup name, which KAI would write as it is, is accepted and lower-cased.
+func TestRefusalsSayWhatKAIDoes(t *testing.T) {
+	src, err := os.ReadFile("testdata/kai/kai-pyflow-podgroup-v2.yaml")
+	require.NoError(t, err)
+	compiler, err := expr.NewCompiler(expr.Limits{})
+	require.NoError(t, err)
+	load := func(doc string) (*definitions.Compiled, error) {
+		loaded, err := definitions.Decode(strings.NewReader(doc), "variant", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+		require.NoError(t, err)
+		return definitions.Compile(loaded[0], compiler)
+	}
+	_, err = load(strings.Replace(string(src), "- componentName: master", "- componentName: chief", 1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.optimizationInstructions.gangScheduling.podGroup.subGroups[0].componentName")
+	assert.Contains(t, err.Error(), `KAI's fallback accepts the definition but fails every pod's grouping with "component not found"`)
+	assert.Contains(t, err.Error(), "for gangmap, name one of the definition's components")
+
+	c, err := load(strings.Replace(string(src), "name: training", "name: Training_Run", 1))
+	require.NoError(t, err)
+	p := plan(t, c, workload(t, "testdata/kai/pyflow-with-templates.yaml"))
+	require.Len(t, p.PodGroups, 1)
+	assert.Equal(t, "pg-a1b2c3d4-e5f6-7890-abcd-ef1234567890-training-run", p.PodGroups[0].Name)
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -256,16 +255,14 @@ func validateGang(k *Karta, names map[string]*field.Path) field.ErrorList {
 		if pg.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), "the pod group needs a name (it is part of the PodGroup name)"))
 		}
-		for _, msg := range validation.IsDNS1123Label(pg.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), pg.Name, "the pod group name is part of the PodGroup name: "+msg))
-		}
 		errs = append(errs, validateTopology(pg.Topology, p.Child("topology"))...)
 		seen := sets.New[string]()
 		for j, sg := range pg.SubGroups {
 			sp := p.Child("subGroups").Index(j)
 			switch {
 			case names[sg.ComponentName] == nil:
-				errs = append(errs, field.NotFound(sp.Child("componentName"), sg.ComponentName))
+				errs = append(errs, field.Invalid(sp.Child("componentName"), sg.ComponentName,
+					"names no component (KAI's fallback accepts the definition but fails every pod's grouping with \"component not found\", so no pod is grouped); for gangmap, name one of the definition's components"))
 			case seen.Has(sg.ComponentName):
 				errs = append(errs, field.Duplicate(sp.Child("componentName"), sg.ComponentName))
 			}
@@ -284,10 +281,10 @@ func validateTopology(t *TopologyConstraint, p *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	if t.TopologyName == "" {
-		errs = append(errs, field.Required(p.Child("topologyName"), "a topology constraint names a KAI Topology"))
+		errs = append(errs, field.Required(p.Child("topologyName"), "a topology constraint names a KAI Topology (KAI's fallback fails every pod's grouping without one); for gangmap, set topologyName or remove the constraint"))
 	}
 	if t.PreferredTopologyLevel == "" && t.RequiredTopologyLevel == "" {
-		errs = append(errs, field.Required(p.Child("requiredTopologyLevel"), "a topology constraint needs a preferred or required level"))
+		errs = append(errs, field.Required(p.Child("requiredTopologyLevel"), "a topology constraint needs a preferred or required level (KAI's fallback fails every pod's grouping without one); for gangmap, set requiredTopologyLevel or preferredTopologyLevel"))
 	}
 	return errs
 }

@@ -102,7 +102,9 @@ func (p *Plan) gangSpecs(ctx context.Context, c *definitions.Compiled) ([]*gangS
 	gs := c.Loaded.Karta.Spec.OptimizationInstructions.GangScheduling
 	switch {
 	case gs != nil && gs.PodGroup != nil:
-		spec := &gangSpec{name: gs.PodGroup.Name, roles: p.Roles, topology: gs.PodGroup.Topology}
+		// KAI names the PodGroup pg-<UID>-<podGroup.name> as written; gangmap accepts any name
+		// and writes it as a DNS label (lower case: SanitizeLabel), which KAI's name needs.
+		spec := &gangSpec{name: SanitizeLabel(gs.PodGroup.Name), roles: p.Roles, topology: gs.PodGroup.Topology}
 		if len(gs.PodGroup.SubGroups) > 0 {
 			spec.subGroups = gs.PodGroup.SubGroups
 		}
