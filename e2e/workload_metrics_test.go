@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -71,6 +72,30 @@ func TestWorkloadMetricsSeedJobSet(t *testing.T) {
 		pg, err := cp.WaitForPodGroup(ctx, ns, pgName, timeout)
 		return err == nil && pg.Annotations[kaikeys.Status] == "running", err
 	}), "PodGroup %s gangmap.io/status should become running", pgName)
+
+	// gangmap get shows the same status, roles and GPUs as the metrics (both read the plan).
+	out, stderr, code := runCLI(t, "get", "jobsets", "-n", ns, "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Workloads []struct {
+			Status    []string
+			TotalGPUs float64
+			Roles     []struct {
+				Name string
+				GPUs float64
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Len(t, got.Workloads, 1)
+	m, err := framework.GatherMetrics()
+	require.NoError(t, err)
+	w := got.Workloads[0]
+	require.Equal(t, []string{"running"}, w.Status)
+	require.Equal(t, series("gangmap_workload_gpus")(m), w.TotalGPUs)
+	for _, r := range w.Roles {
+		require.Equal(t, series("gangmap_workload_role_gpus", `role="`+r.Name+`"`)(m), r.GPUs, r.Name)
+	}
 
 	// Deleted: no series of the workload is left (no stale series).
 	require.NoError(t, cp.Client.Delete(ctx, cur))
