@@ -906,7 +906,7 @@ func TestPodsLandInTheirSubGroups(t *testing.T) {
 			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-worker", "leaderworkerset.sigs.k8s.io/worker-index": "1"},
 			"pg-deepseek-r1-0528-pd-llminferenceservice", "main-worker"},
 		"llm-d prefill worker": {"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml",
-			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-prefill-worker", "leaderworkerset.sigs.k8s.io/worker-index": "1"},
+			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-worker-prefill", "leaderworkerset.sigs.k8s.io/worker-index": "1"},
 			"pg-deepseek-r1-0528-pd-llminferenceservice", "prefill-worker"},
 		"llm-d prefill": {"llminferenceservice-v1alpha2-pd-qwen-gpu.yaml",
 			map[string]string{"app.kubernetes.io/component": "llminferenceservice-workload-prefill"},
