@@ -232,6 +232,19 @@ func TestFindingUnclaimedPods(t *testing.T) {
 		h := health(t, ctx, job.GetNamespace(), pg)
 		return h != nil && !h.Healthy && len(h.Findings) > 0 && h.Findings[0].Reason == findings.UnclaimedPods, nil
 	}), "the PodGroup's %s says UnclaimedPods", findings.HealthAnnotation)
+
+	// The CLI: get's FINDINGS column, describe's section, and definitions --cluster per definition.
+	stdout, stderr, code := runCLI(t, "get", strings.ToLower(kind)+"."+findingsGroup, "-n", job.GetNamespace())
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "FINDINGS")
+	assert.Contains(t, stdout, "UnclaimedPods")
+	stdout, stderr, code = runCLI(t, "describe", strings.ToLower(kind)+"."+findingsGroup+"/train", "-n", job.GetNamespace())
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "Findings (")
+	assert.Contains(t, stdout, "  UnclaimedPods: 2 pod(s) of the workload match no component's podSelector")
+	stdout, stderr, code = runCLI(t, "definitions", "--cluster")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, k.GetName()+" (cluster:"+k.GetName()+"): findings: UnclaimedPods on 1 workload(s), e.g. "+kind+" find-unclaimed/train")
 }
 
 // TestFindingMoreThanPlanned: the definition counts one pod per worker replica, the operator

@@ -35,7 +35,9 @@ func newDefinitionsCommand(use string) *cobra.Command {
 --definitions and, with --cluster (implied by --kubeconfig or --context), the Karta objects of the
 cluster. With the cluster, each active definition is also tried on up to 50 live workloads of
 its kind, and a path that resolves to nothing on them is listed as a "drift:" problem (the
-framework renamed a field, or the definition has a typo).
+framework renamed a field, or the definition has a typo); the grouper's current findings on the
+PodGroups (gangmap.io/health) are listed as "findings:" problems, per reason with the number of
+workloads affected (on several workloads the definition is almost surely wrong).
 
 For each kind one definition is active: cluster wins over file, file over catalog; two
 definitions of one kind from the same source are a conflict and neither is used.
@@ -100,17 +102,23 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 			reg.SetSource(definitions.SourceCluster, loaded)
 		}
 	}
-	var drift map[string][]string
+	var drift, found map[string][]string
 	if o.cluster.enabled() && code == ExitOK {
 		if cfg, err := o.cluster.restConfig(); err == nil {
 			if drift, err = clusterDrift(ctx, cfg, reg); err != nil {
 				fmt.Fprintf(stderr, "warning: cannot check the definitions against live workloads: %v\n", err)
+			}
+			if found, err = clusterFindings(ctx, cfg); err != nil {
+				fmt.Fprintf(stderr, "warning: cannot read the grouper's findings from the PodGroups: %v\n", err)
 			}
 		}
 	}
 	doc := definitionsDocument{Definitions: []definitionRow{}}
 	for _, e := range reg.Entries() {
 		e.Problems = append(e.Problems, drift[e.Origin]...)
+		if e.Active {
+			e.Problems = append(e.Problems, found[fmt.Sprintf("%s (%s)", e.Name, e.Source)]...)
+		}
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
 	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }); err != nil {

@@ -1,10 +1,19 @@
 package app
 
 import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
 // healthOf reads the grouper's findings for obj from the gangmap.io/health annotation of the
@@ -39,4 +48,61 @@ func (v *workloadView) findingsColumn() string {
 		return "-"
 	}
 	return "None"
+}
+
+// clusterFindings summarises, per definition ("name (source)", the PodGroups'
+// gangmap.io/definition), the grouper's current findings on the cluster's PodGroups: one line
+// per reason with the number of workloads affected and an example. A definition with findings
+// on several workloads is almost surely wrong, and the line says so.
+func clusterFindings(ctx context.Context, cfg *rest.Config) (map[string][]string, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	list, err := dyn.Resource(v2alpha2.SchemeGroupVersion.WithResource("podgroups")).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, nil // no PodGroup CRD: nothing to summarise
+	}
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ definition, reason string }
+	workloads := map[key]map[string]string{} // owner UID -> "ns/name"
+	var order []key
+	for _, pg := range list.Items {
+		def, ok := pg.GetAnnotations()[kaikeys.Definition]
+		v, has := pg.GetAnnotations()[findings.HealthAnnotation]
+		if !ok || !has || len(pg.GetOwnerReferences()) == 0 {
+			continue
+		}
+		h, err := findings.ParseHealth(v)
+		if err != nil {
+			continue
+		}
+		owner := pg.GetOwnerReferences()[0]
+		for _, f := range h.Findings {
+			k := key{def, string(f.Reason)}
+			if workloads[k] == nil {
+				workloads[k] = map[string]string{}
+				order = append(order, k)
+			}
+			workloads[k][string(owner.UID)] = fmt.Sprintf("%s %s/%s", owner.Kind, pg.GetNamespace(), owner.Name)
+		}
+	}
+	out := map[string][]string{}
+	for _, k := range order {
+		ws := workloads[k]
+		var example string
+		for _, w := range ws {
+			if example == "" || w < example {
+				example = w
+			}
+		}
+		line := fmt.Sprintf("findings: %s on %d workload(s), e.g. %s (gangmap describe shows it; docs/findings.md says how to fix the definition)", k.reason, len(ws), example)
+		if len(ws) > 1 {
+			line += "; on several workloads the definition is almost surely wrong"
+		}
+		out[k.definition] = append(out[k.definition], line)
+	}
+	return out, nil
 }
