@@ -99,6 +99,13 @@ func (r *Registry) Problems() []Problem {
 	return append([]Problem(nil), r.problems...)
 }
 
+// Source returns the definitions last set for src (SetSource), in their order.
+func (r *Registry) Source(src Source) []*Loaded {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]*Loaded(nil), r.sources[src]...)
+}
+
 // Entry describes one loaded definition for listings.
 type Entry struct {
 	Name   string           `json:"name"`

@@ -50,6 +50,9 @@ type Decision struct {
 	// Seen is what the grouper saw of the pod for the findings (zero for a grouper that is not
 	// a grouper.PlanGrouper).
 	Seen grouper.Seen
+	// Planned names every PodGroup of the workload's current plan (Metadata.Name among them),
+	// when the grouper can say (grouper.Planner); otherwise just Metadata.Name.
+	Planned []string
 }
 
 // DecideError is an error of Decide with the step that failed, the reason label of
@@ -160,7 +163,12 @@ func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, e
 		}
 		return &Decision{Kind: gvk, Owner: owner, Chain: chain, Seen: seen}, nil
 	}
-	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md, Seen: seen}
+	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md, Seen: seen, Planned: []string{md.Name}}
+	if p, ok := grp.(grouper.Planner); ok {
+		if names, err := p.PlannedPodGroups(ctx, owner); err == nil {
+			dec.Planned = append(names, md.Name)
+		}
+	}
 	if sg := md.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {
 		dec.SubGroup = sg.Name
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,9 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/strays"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
@@ -57,6 +60,14 @@ type PodReconciler struct {
 	DryRun bool
 	// Findings, when set, counts each pod against its workload's plan (see package findings).
 	Findings *findings.Tracker
+	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
+	Owners *ownerskip.Marker
+	// Strays, when set, deletes (in dry-run: reports) the workload's PodGroups no pod names any
+	// more.
+	Strays *strays.Collector
+
+	// marked holds the resourceVersion each workload had when gangmap marked it.
+	marked sync.Map
 
 	// index maps each top owner to the pods grouped under it, for the workload watches.
 	index ownerIndex
@@ -128,6 +139,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	}
 
 	if r.DryRun {
+		r.collectStrays(d)
 		podGroupWrites.WithLabelValues("DryRun").Inc()
 		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
 		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonWouldWrite, "dry-run: pod %s would join PodGroup %s (sub-group %q, %s)", pod.Name, md.Name, d.SubGroup, gangSummary(md))
@@ -141,7 +153,9 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 
-	// 4. Write the PodGroup (nothing is written when it already matches).
+	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
+	// when it already matches).
+	r.markOwner(ctx, d)
 	res, err := r.Applier.Apply(ctx, md)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{Requeue: true}, nil
@@ -165,6 +179,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	r.track(ctx, pod, d)
+	r.collectStrays(d)
 	return ctrl.Result{}, nil
 }
 

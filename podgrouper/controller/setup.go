@@ -54,7 +54,8 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
-	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus, findings: r.Findings}
+	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus, findings: r.Findings,
+		beforeStop: r.unmarkKind, forget: r.Strays.Forget}
 	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
 		keeper := newStatusKeeper(mgr.GetClient(), p, r.Metrics, r.DryRun)
 		if err := mgr.Add(keeper); err != nil {

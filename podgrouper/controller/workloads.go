@@ -102,6 +102,10 @@ type workloadWatcher struct {
 	// deleted workload's UID.
 	changed func(*unstructured.Unstructured)
 	deleted func(types.UID)
+	// beforeStop, when set, runs for a kind before its watch stops (its informer is still there).
+	beforeStop func(context.Context, schema.GroupVersionKind)
+	// forget, when set, is told of each deleted workload's UID.
+	forget func(types.UID)
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -136,6 +140,9 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 	for gvk := range w.watched {
 		if keep(gvk) {
 			continue
+		}
+		if w.beforeStop != nil {
+			w.beforeStop(ctx, gvk)
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
@@ -178,6 +185,9 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 			}
 			if w.deleted != nil {
 				w.deleted(e.Object.GetUID())
+			}
+			if w.forget != nil {
+				w.forget(e.Object.GetUID())
 			}
 		},
 	}

@@ -44,3 +44,10 @@ type Seen struct {
 	// Unclaimed says no component's podSelector matched the pod.
 	Unclaimed bool
 }
+
+// Planner is a Grouper that can name every PodGroup its plan for a top owner uses (those may
+// exist before any of their pods does, and are never strays).
+type Planner interface {
+	// PlannedPodGroups returns the names of the PodGroups of the top owner's current plan.
+	PlannedPodGroups(ctx context.Context, topOwner *unstructured.Unstructured) ([]string, error)
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/grouper"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
@@ -61,7 +62,10 @@ type Grouper struct {
 	drift  driftReporter
 }
 
-var _ grouper.Grouper = (*Grouper)(nil)
+var (
+	_ grouper.Grouper = (*Grouper)(nil)
+	_ grouper.Planner = (*Grouper)(nil)
+)
 
 // planCacheSize bounds the cached plans (one per workload).
 const planCacheSize = 4096
@@ -210,6 +214,20 @@ func (g *Grouper) reportOverrides(topOwner *unstructured.Unstructured, plan *gan
 	}
 }
 
+// PlannedPodGroups implements grouper.Planner: the names of the PodGroups of the top owner's
+// plan (cached as for GetPodGroupMetadata).
+func (g *Grouper) PlannedPodGroups(ctx context.Context, topOwner *unstructured.Unstructured) ([]string, error) {
+	cp, _, err := g.planFor(ctx, topOwner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(cp.plan.PodGroups))
+	for _, pg := range cp.plan.PodGroups {
+		out = append(out, pg.Name)
+	}
+	return out, nil
+}
+
 // Forget drops the cached plan of a deleted workload (its namespace, "" when cluster scoped, and
 // UID).
 func (g *Grouper) Forget(namespace string, uid types.UID) {
@@ -262,6 +280,7 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 	if err != nil {
 		return nil, seen, err
 	}
+	ownerskip.StripMark(md.Annotations)
 	fillGang(md, cp.meta[a.PodGroup], a, pod.Name)
 	podgroup.FitRelease(md, g.Release)
 	return md, seen, nil

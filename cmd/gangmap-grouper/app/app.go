@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -36,6 +37,7 @@ import (
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/definitions/sources"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/bothgroupers"
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/crdlint"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
@@ -44,8 +46,10 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
 	"github.com/gangmap/gangmap/podgrouper/owners"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/podview"
+	"github.com/gangmap/gangmap/podgrouper/strays"
 	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
 	"github.com/gangmap/gangmap/podgrouper/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
@@ -160,32 +164,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err != nil {
 		return nil, nil, err
 	}
-	mopts := ctrl.Options{
-		Scheme:                  Scheme(),
-		Metrics:                 o.MetricsServerOptions(),
-		HealthProbeBindAddress:  o.ProbeAddr,
-		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        o.LeaderElectionID,
-		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		// The process exits when the manager stops, so the Lease can be handed over at once.
-		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{
-			// Every cached object but pods (workloads, PodGroups, namespaces, priority classes)
-			// is kept without its managed fields; see podview for what each decision reads.
-			DefaultTransform: podview.TransformWorkload,
-			ByObject: map[client.Object]cache.ByObject{
-				// Only pods of our scheduler are cached, as KAI's pod-grouper does, and only the
-				// fields gangmap reads of them (podview.Pod, the same view the webhook decodes).
-				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName), Transform: podview.TransformPod},
-			},
-		},
-		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
-	}
-	if o.WebhookPort != 0 {
-		mopts.WebhookServer = webhook.NewServer(o.WebhookServerOptions())
-	}
-	mgr, err := ctrl.NewManager(cfg, mopts)
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -214,16 +193,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err := addSources(mgr, o, cfg, registry); err != nil {
 		return nil, nil, err
 	}
-	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: o.QueueLabelKey, NodePoolLabelKey: o.NodePoolLabelKey}
-	decider := &controller.Decider{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
-		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release}},
-		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
-			Recorder: mgr.GetEventRecorderFor(controller.Name)},
-		SchedulerName: o.SchedulerName,
-	}
+	decider := newDecider(mgr, o, registry, table, release)
 	r := &controller.PodReconciler{
 		Client:   mgr.GetClient(),
 		Decider:  decider,
@@ -236,6 +206,9 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	}
 	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
+		return nil, nil, err
+	}
+	if err := addCoexistence(mgr, o, r, registry); err != nil {
 		return nil, nil, err
 	}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, regroup); err != nil {
@@ -264,6 +237,74 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	return mgr, registry, nil
+}
+
+// newDecider builds the decision shared by the pod controller and the webhook: the owner walk,
+// the hub (native table, definitions, gangmap's grouper on KAI's default metadata) and the access
+// checker.
+func newDecider(mgr manager.Manager, o *Options, registry *definitions.Registry, table *native.Table, release *kairelease.Release) *controller.Decider {
+	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: o.QueueLabelKey, NodePoolLabelKey: o.NodePoolLabelKey}
+	return &controller.Decider{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
+		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release}},
+		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
+			Recorder: mgr.GetEventRecorderFor(controller.Name)},
+		SchedulerName: o.SchedulerName,
+	}
+}
+
+// managerOptions are the manager's options: the scheme, metrics, probes, leader election, the
+// pod cache limited to our scheduler's pods, unstructured reads through the cache, and the
+// webhook server when it is on.
+func (o *Options) managerOptions() ctrl.Options {
+	mopts := ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 o.MetricsServerOptions(),
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// The process exits when the manager stops, so the Lease can be handed over at once.
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			// Every cached object but pods (workloads, PodGroups, namespaces, priority classes)
+			// is kept without its managed fields; see podview for what each decision reads.
+			DefaultTransform: podview.TransformWorkload,
+			ByObject: map[client.Object]cache.ByObject{
+				// Only pods of our scheduler are cached, as KAI's pod-grouper does, and only the
+				// fields gangmap reads of them (podview.Pod, the same view the webhook decodes).
+				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName), Transform: podview.TransformPod},
+			},
+		},
+		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(o.SkipControllerNameValidation)},
+	}
+	if o.WebhookPort != 0 {
+		mopts.WebhookServer = webhook.NewServer(o.WebhookServerOptions())
+	}
+	return mopts
+}
+
+// addCoexistence wires what keeps gangmap and KAI's pod-grouper from splitting a gang: the skip
+// mark on workloads (not in dry-run, and only on a KAI release that honours the annotation,
+// kairelease.Release.HonoursSkipAnnotation), the stray PodGroup collector (reports only in
+// dry-run), and the notice when KAI's own Karta fallback can see a Karta of a kind gangmap groups
+// (checked after each definition change).
+func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler, registry *definitions.Registry) error {
+	both := &bothgroupers.Notifier{Registry: registry, KAIHasKartaFallback: r.Release == nil || r.Release.KartaFallback,
+		Grouped:  func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped },
+		Recorder: mgr.GetEventRecorderFor("gangmap-definitions")}
+	registry.OnChange(func() { both.Check(ctrl.LoggerInto(context.Background(), mgr.GetLogger())) })
+	if o.MarkWorkloads && !o.DryRun && r.Release.HonoursSkipAnnotation() {
+		r.Owners = &ownerskip.Marker{Client: mgr.GetClient()}
+	}
+	if o.StrayPodGroupGrace > 0 {
+		r.Strays = &strays.Collector{Client: mgr.GetClient(), Grace: o.StrayPodGroupGrace, DryRun: o.DryRun, Recorder: mgr.GetEventRecorderFor(controller.Name)}
+		return mgr.Add(r.Strays)
+	}
+	return nil
 }
 
 func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *definitions.Registry) error {

@@ -29,10 +29,15 @@ type Options struct {
 	ClusterDefinitions bool
 	StrictDefinitions  bool
 	// OnboardingPolicy is the onboarding policy file (polled every DefinitionsPoll); "" is off.
-	OnboardingPolicy        string
-	QueueLabelKey           string
-	NodePoolLabelKey        string
-	DryRun                  bool
+	OnboardingPolicy string
+	QueueLabelKey    string
+	NodePoolLabelKey string
+	DryRun           bool
+	// MarkWorkloads puts KAI's skip annotation on each workload gangmap groups (ownerskip).
+	MarkWorkloads bool
+	// StrayPodGroupGrace is how long a workload's PodGroup no pod names may stay before it is
+	// deleted (0: never deleted).
+	StrayPodGroupGrace      time.Duration
 	MaxConcurrentReconciles int
 	MaxWorkloadMetrics      int
 	QPS                     float32
@@ -101,6 +106,8 @@ func DefaultOptions() *Options {
 		StrictDefinitions:       true,
 		KAIVersion:              native.DefaultRelease,
 		DefinitionsPoll:         10 * time.Second,
+		MarkWorkloads:           true,
+		StrayPodGroupGrace:      30 * time.Second,
 		ClusterDefinitions:      true,
 		QueueLabelKey:           kaikeys.DefaultQueueLabel,
 		NodePoolLabelKey:        kaikeys.DefaultNodePoolLabel,
@@ -142,6 +149,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "Reject definitions (files and cluster Kartas) with unknown fields: a misspelt field such as replicaPath would otherwise be left out and silently change the gang. --strict-definitions=false accepts them with a warning, for definitions written for a newer gangmap.")
 	fs.StringVar(&o.QueueLabelKey, "queue-label-key", o.QueueLabelKey, "Label on the workload or pod naming the KAI queue (KAI's --queue-label-key).")
 	fs.StringVar(&o.NodePoolLabelKey, "nodepool-label-key", o.NodePoolLabelKey, "Pod label naming the node pool (KAI's --nodepool-label-key).")
+	fs.BoolVar(&o.MarkWorkloads, "mark-workloads", o.MarkWorkloads, "Put KAI's skip annotation (kai.scheduler/skip-podgrouper) on each workload gangmap groups, so KAI's pod-grouper (v0.15+, with read access to the kind) never groups its later pods, also while gangmap is down; needs patch on the workload kinds.")
+	fs.DurationVar(&o.StrayPodGroupGrace, "stray-podgroup-grace", o.StrayPodGroupGrace, "Delete a workload's PodGroup written by gangmap or KAI's pod-grouper that is not in the workload's plan and that no pod has named for this long (with --dry-run: report it); 0 never deletes. Needs delete on podgroups.")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing. (default false)")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Pods grouped in parallel; at least 1.")
 	fs.IntVar(&o.MaxWorkloadMetrics, "max-workload-metrics", o.MaxWorkloadMetrics, "Most workloads with gangmap_workload_* series (status, GPUs per role, pods per phase); past it a workload gets none and gangmap_workload_metrics_dropped_total counts it; 0 turns the workload series off.")

@@ -55,6 +55,9 @@ func (o *Options) Validate() error {
 			add("%s: %q is not a label key: %s", f.flag, f.value, strings.Join(msgs, "; "))
 		}
 	}
+	if o.StrayPodGroupGrace < 0 {
+		add("--stray-podgroup-grace: must be 0 (never delete) or a positive duration such as 30s, got %v", o.StrayPodGroupGrace)
+	}
 	if o.MaxConcurrentReconciles < 1 {
 		add("--max-concurrent-reconciles: must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}

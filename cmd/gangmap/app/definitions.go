@@ -15,6 +15,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/bothgroupers"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
 )
@@ -102,6 +103,7 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 			reg.SetSource(definitions.SourceCluster, loaded)
 		}
 	}
+	both := kaiAlsoGroups(reg)
 	var drift, found map[string][]string
 	if o.cluster.enabled() && code == ExitOK {
 		if cfg, err := o.cluster.restConfig(); err == nil {
@@ -119,6 +121,7 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 		if e.Active {
 			e.Problems = append(e.Problems, found[fmt.Sprintf("%s (%s)", e.Name, e.Source)]...)
 		}
+		e.Problems = append(e.Problems, both[e.Origin]...)
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
 	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }); err != nil {
@@ -173,6 +176,20 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// kaiAlsoGroups notes, by definition origin, each cluster Karta KAI's own Karta fallback can see
+// for a kind gangmap groups (bothgroupers.Find), as the grouper says it with an Event.
+func kaiAlsoGroups(reg *definitions.Registry) map[string][]string {
+	out := map[string][]string{}
+	if !kaiRelease.KartaFallback {
+		return out
+	}
+	grouped := func(gvk schema.GroupVersionKind) bool { return !nativeInKAI(gvk) && reg.Lookup(gvk) != nil }
+	for _, o := range bothgroupers.Find(reg.Source(definitions.SourceCluster), grouped) {
+		out[o.Origin] = append(out[o.Origin], o.Message())
+	}
+	return out
 }
 
 // kaiNativeTable is the table of kinds KAI groups natively for this run: KAI's default release

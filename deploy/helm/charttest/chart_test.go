@@ -354,8 +354,8 @@ func TestWebhook(t *testing.T) {
 		if !equality.Semantic.DeepEqual(w.Rules, wantRules) {
 			t.Errorf("rules %+v, want Pod CREATE only: %+v", w.Rules, wantRules)
 		}
-		if w.FailurePolicy == nil || string(*w.FailurePolicy) != v.Webhook.FailurePolicy {
-			t.Errorf("failurePolicy %v, values say %q", deref(w.FailurePolicy), v.Webhook.FailurePolicy)
+		if want := v.failurePolicy(); w.FailurePolicy == nil || string(*w.FailurePolicy) != want {
+			t.Errorf("failurePolicy %v, values say %q", deref(w.FailurePolicy), want)
 		}
 		if filepath.Base(r.file) == "default.yaml" && (w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore) {
 			t.Errorf("default failurePolicy %v, want Ignore", deref(w.FailurePolicy))

@@ -130,6 +130,8 @@ type chartValues struct {
 	QueueLabelKey    string         `json:"queueLabelKey"`
 	NodePoolLabelKey string         `json:"nodePoolLabelKey"`
 	DryRun           bool           `json:"dryRun"`
+	MarkWorkloads    bool           `json:"markWorkloads"`
+	StrayGrace       string         `json:"strayPodGroupGrace"`
 	LogLevel         string         `json:"logLevel"`
 	MaxConcurrent    int            `json:"maxConcurrentReconciles"`
 	ClusterDefs      bool           `json:"clusterDefinitions"`
@@ -173,6 +175,7 @@ type chartValues struct {
 		Enabled           bool          `json:"enabled"`
 		Port              int           `json:"port"`
 		FailurePolicy     string        `json:"failurePolicy"`
+		Strict            bool          `json:"strict"`
 		TimeoutSeconds    int32         `json:"timeoutSeconds"`
 		DecisionTimeout   string        `json:"decisionTimeout"`
 		NamespaceSelector labelSelector `json:"namespaceSelector"`
@@ -187,6 +190,14 @@ type chartValues struct {
 			CABundle   string `json:"caBundle"`
 		} `json:"tls"`
 	} `json:"webhook"`
+}
+
+// failurePolicy is the webhook's failurePolicy the values ask for: Fail in strict mode.
+func (v *chartValues) failurePolicy() string {
+	if v.Webhook.Strict {
+		return "Fail"
+	}
+	return v.Webhook.FailurePolicy
 }
 
 // leaderElect is whether the chart turns leader election on.

@@ -413,11 +413,20 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	if v.Webhook.Enabled && (len(v.Webhook.NamespaceSelector) > 0 || onboardingReadsNamespaces(v)) {
 		want.add("", "namespaces", "get", "list", "watch")
 	}
-	// Workload kinds: read in full through the cache and watched; intermediate owners: metadata Get.
+	// Workload kinds: read in full through the cache and watched, and what ownerskip.Marker does
+	// when the grouper marks workloads; intermediate owners: metadata Get.
+	marks := marksWorkloads(t, r)
 	for _, k := range v.WorkloadKinds {
 		for _, res := range k.Resources {
 			want.add(k.APIGroup, res, "get", "list", "watch")
+			if marks {
+				want.add(k.APIGroup, res, markerVerbs(t)...)
+			}
 		}
+	}
+	// The stray PodGroup collector (strays.Collector), outside dry-run.
+	if deletesStrays(t, r) {
+		want.add(v2alpha2.SchemeGroupVersion.Group, "podgroups", strayVerbs(t)...)
 	}
 	for _, k := range v.OwnerKinds {
 		for _, res := range k.Resources {
@@ -562,16 +571,16 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{"scheduling.run.ai"}, Resources: []string{"podgroups"}, Verbs: []string{"create", "get", "list", "update", "watch"}},
+		{APIGroups: []string{"scheduling.run.ai"}, Resources: []string{"podgroups"}, Verbs: []string{"create", "delete", "get", "list", "update", "watch"}},
 		{APIGroups: []string{"scheduling.k8s.io"}, Resources: []string{"priorityclasses"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"run.ai"}, Resources: []string{"kartas"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"serving.kserve.io"}, Resources: []string{"inferenceservices", "llminferenceservices"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"apps.nvidia.com"}, Resources: []string{"nimservices"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"milvus.io"}, Resources: []string{"milvuses"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"workload.codeflare.dev"}, Resources: []string{"appwrappers"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"batch.volcano.sh"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"serving.kserve.io"}, Resources: []string{"inferenceservices", "llminferenceservices"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"apps.nvidia.com"}, Resources: []string{"nimservices"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"milvus.io"}, Resources: []string{"milvuses"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"workload.codeflare.dev"}, Resources: []string{"appwrappers"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"batch.volcano.sh"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: []string{"get"}},

@@ -120,10 +120,39 @@ Exists as "k", DoesNotExist as "!k"; requirements joined by ",".
 {{- range .Values.onboarding.rules }}{{ if or .namespaceSelector (and .queue .queue.fromNamespaceLabel) }}true{{ end }}{{ end -}}
 {{- end -}}
 
+{{/* "true" when the grouper marks workloads with KAI's skip annotation: markWorkloads, not in
+dry-run, and a kaiVersion whose pod-grouper honours it (v0.15+; kairelease). */}}
+{{- define "gangmap.marksWorkloads" -}}
+{{- $v := toString .Values.kaiVersion -}}
+{{- $honours := or (not (regexMatch "^v?[0-9]+\\.[0-9]+" $v)) (semverCompare ">=0.15.0-0" $v) -}}
+{{- if and .Values.markWorkloads (not .Values.dryRun) $honours -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the grouper deletes stray PodGroups: a grace period above 0, not in dry-run. */}}
+{{- define "gangmap.deletesStrays" -}}
+{{- if and (not .Values.dryRun) (not (has (toString .Values.strayPodGroupGrace) (list "0" "0s" "0m" "0h" ""))) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The webhook's failurePolicy: Fail in strict mode. */}}
+{{- define "gangmap.failurePolicy" -}}
+{{- if .Values.webhook.strict -}}Fail{{- else -}}{{ .Values.webhook.failurePolicy }}{{- end -}}
+{{- end -}}
+
 {{/* Checks on values that would otherwise fail at runtime. */}}
 {{- define "gangmap.validate" -}}
 {{- if and .Values.onboarding.enabled (not .Values.webhook.enabled) -}}
 {{- fail "onboarding.enabled needs webhook.enabled: pods are onboarded at creation by the webhook" -}}
+{{- end -}}
+{{- if .Values.webhook.strict -}}
+{{- if not .Values.webhook.enabled -}}
+{{- fail "webhook.strict needs webhook.enabled" -}}
+{{- end -}}
+{{- if lt (int .Values.replicas) 2 -}}
+{{- fail (printf "webhook.strict needs replicas >= 2 (with the PodDisruptionBudget), not %v: with one replica every restart blocks pod creation" .Values.replicas) -}}
+{{- end -}}
+{{- if not (include "gangmap.selectorString" .Values.webhook.namespaceSelector) -}}
+{{- fail "webhook.strict needs webhook.namespaceSelector: failurePolicy Fail for every namespace would block all pod creation (kube-system included) while gangmap is down" -}}
+{{- end -}}
 {{- end -}}
 {{- if not (has .Values.webhook.failurePolicy (list "Ignore" "Fail")) -}}
 {{- fail (printf "webhook.failurePolicy must be Ignore or Fail, not %q" (toString .Values.webhook.failurePolicy)) -}}

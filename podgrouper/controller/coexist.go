@@ -1,0 +1,78 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/strays"
+)
+
+// Event reasons of the coexistence with KAI's pod-grouper.
+const (
+	// ReasonOwnerMarked: gangmap put KAI's skip annotation on the workload.
+	ReasonOwnerMarked = "GangmapMarkedWorkload"
+	// ReasonOwnerMarkFailed: gangmap could not; KAI may group pods created while gangmap is down.
+	ReasonOwnerMarkFailed = "GangmapMarkWorkloadFailed"
+)
+
+// markOwner puts KAI's skip annotation on the decided workload the first time gangmap groups one
+// of its pods (ownerskip.Marker; nil or dry-run: nothing), before its PodGroup is written, so
+// that from then on KAI's pod-grouper leaves every later pod of the workload alone, even while
+// gangmap is down: those pods wait, unscheduled, until gangmap groups them. A failed write is
+// reported (Warning Event on the workload, log, gangmap_owner_skip_marks_total{result="Error"})
+// and does not stop the grouping.
+func (r *PodReconciler) markOwner(ctx context.Context, d *Decision) {
+	if r.DryRun || r.Owners == nil || ownerskip.Marked(d.Owner) || r.recentlyMarked(d.Owner) {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if _, err := r.Owners.Mark(ctx, d.Owner); err != nil {
+		log.Error(err, "Cannot put KAI's skip annotation on the workload; KAI's pod-grouper may group pods created while gangmap is down")
+		r.Recorder.Eventf(d.Owner, corev1.EventTypeWarning, ReasonOwnerMarkFailed,
+			"cannot set %s on the workload (%v): pods created while gangmap is down may be grouped by KAI's pod-grouper alone", "kai.scheduler/skip-podgrouper", err)
+		return
+	}
+	r.marked.Store(d.Owner.GetUID(), d.Owner.GetResourceVersion())
+	log.V(1).Info("Workload marked with KAI's skip annotation")
+	r.Recorder.Eventf(d.Owner, corev1.EventTypeNormal, ReasonOwnerMarked,
+		"set kai.scheduler/skip-podgrouper: KAI's pod-grouper leaves this workload's pods to gangmap, also those created while gangmap is down")
+}
+
+// recentlyMarked: gangmap marked this very version of the workload (the cache has not caught up).
+func (r *PodReconciler) recentlyMarked(owner *unstructured.Unstructured) bool {
+	rv, ok := r.marked.Load(owner.GetUID())
+	return ok && rv == owner.GetResourceVersion()
+}
+
+// unmarkKind removes gangmap's skip marks from the cached workloads of a kind that stopped being
+// gangmap's (its definition went away, or KAI groups it natively now), so KAI's pod-grouper groups
+// their later pods again. Called before the kind's informer is removed.
+func (r *PodReconciler) unmarkKind(ctx context.Context, gvk schema.GroupVersionKind) {
+	if r.Owners == nil {
+		return
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing workloads to remove gangmap's skip marks", "kind", gvk.String())
+		return
+	}
+	for i := range list.Items {
+		w := &list.Items[i]
+		if _, err := r.Owners.Unmark(ctx, w); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Removing gangmap's skip mark", "workload", client.ObjectKeyFromObject(w), "kind", gvk.String())
+		}
+		r.marked.Delete(w.GetUID())
+	}
+}
+
+// collectStrays asks the stray collector to look at the workload's PodGroups.
+func (r *PodReconciler) collectStrays(d *Decision) {
+	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
+}

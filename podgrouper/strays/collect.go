@@ -1,0 +1,152 @@
+package strays
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+)
+
+// Collect looks once at the PodGroups of w's namespace, deletes (or reports) each stray of w
+// unnamed for Grace, and returns after how long to look again (0: no stray is waiting).
+func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, error) {
+	c.init()
+	ns := w.Owner.GetNamespace()
+	pgs := &v2alpha2.PodGroupList{}
+	if err := c.Client.List(ctx, pgs, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	keep := map[string]bool{}
+	for _, n := range w.Keep {
+		keep[n] = true
+	}
+	var candidates []*v2alpha2.PodGroup
+	for i := range pgs.Items {
+		if pg := &pgs.Items[i]; isCandidate(pg, w.Owner.GetUID(), keep) {
+			candidates = append(candidates, pg)
+		}
+	}
+	if len(candidates) == 0 {
+		return 0, nil
+	}
+	named, err := c.namedPodGroups(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	var next time.Duration
+	for _, pg := range candidates {
+		if named[pg.Name] {
+			c.forgetCandidate(pg.UID)
+			continue
+		}
+		wait := c.Grace - now.Sub(c.firstUnnamed(pg.UID, now))
+		if wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		if c.act(ctx, w, pg) && (next == 0 || next > time.Second) {
+			next = time.Second
+		}
+	}
+	return next, nil
+}
+
+// isCandidate: a PodGroup gangmap or KAI's pod-grouper wrote for the workload with this owner
+// UID (its only owner reference), not in the current plan.
+func isCandidate(pg *v2alpha2.PodGroup, owner types.UID, keep map[string]bool) bool {
+	refs := pg.OwnerReferences
+	if len(refs) != 1 || refs[0].UID != owner || keep[pg.Name] || pg.DeletionTimestamp != nil {
+		return false
+	}
+	_, gangmaps := pg.Annotations[kaikeys.Definition]
+	_, kais := pg.Annotations[kaikeys.TopOwnerMetadata]
+	return gangmaps || kais
+}
+
+// namedPodGroups is the set of PodGroup names the pods of ns name (pod-group-name).
+func (c *Collector) namedPodGroups(ctx context.Context, ns string) (map[string]bool, error) {
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if n := p.Annotations[kaikeys.PodGroupName]; n != "" {
+			out[n] = true
+		}
+	}
+	return out, nil
+}
+
+func (c *Collector) firstUnnamed(uid types.UID, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.unnamedSince[uid]
+	if !ok {
+		c.unnamedSince[uid] = now
+		return now
+	}
+	return t
+}
+
+func (c *Collector) forgetCandidate(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unnamedSince, uid)
+}
+
+// act deletes the stray (preconditions: its UID and resourceVersion) or, in dry-run, reports it
+// once. It reports whether to look again (the delete failed or met a newer PodGroup).
+func (c *Collector) act(ctx context.Context, w Workload, pg *v2alpha2.PodGroup) bool {
+	log := ctrl.LoggerFrom(ctx).WithValues("podGroup", pg.Namespace+"/"+pg.Name)
+	writer := "KAI's pod-grouper"
+	if _, ok := pg.Annotations[kaikeys.Definition]; ok {
+		writer = "gangmap"
+	}
+	if c.DryRun {
+		c.mu.Lock()
+		done := c.reported[pg.UID]
+		c.reported[pg.UID] = true
+		c.mu.Unlock()
+		if !done {
+			strayTotal.WithLabelValues(ResultDryRun).Inc()
+			c.event(w, corev1.EventTypeNormal, fmt.Sprintf("dry-run: would delete stray PodGroup %s (written by %s; no pod has named it for %v)", pg.Name, writer, c.Grace))
+			log.Info("Dry-run: stray PodGroup reported, not deleted", "writer", writer)
+		}
+		return false
+	}
+	err := c.Client.Delete(ctx, pg, client.Preconditions{UID: &pg.UID, ResourceVersion: &pg.ResourceVersion})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		c.forgetCandidate(pg.UID)
+		if err == nil {
+			strayTotal.WithLabelValues(ResultDeleted).Inc()
+			c.event(w, corev1.EventTypeNormal, fmt.Sprintf("deleted stray PodGroup %s (written by %s; no pod has named it for %v)", pg.Name, writer, c.Grace))
+			log.Info("Deleted a stray PodGroup", "writer", writer)
+		}
+		return false
+	case apierrors.IsConflict(err):
+		log.V(1).Info("Stray PodGroup changed since it was judged; looking again later")
+	default:
+		strayTotal.WithLabelValues(ResultError).Inc()
+		log.Error(err, "Deleting a stray PodGroup")
+	}
+	return true
+}
+
+func (c *Collector) event(w Workload, typ, msg string) {
+	if c.Recorder != nil {
+		c.Recorder.Event(w.Owner, typ, ReasonStray, msg)
+	}
+}
