@@ -361,16 +361,6 @@ func TestMPIJob(t *testing.T) {
 	})
 }
 
-// The old kubeflow.org/v1 MPIJob (training-operator) is another kind with other defaults: the
-// v2beta1 definition must not be used for it, and the catalog has none for v1.
-func TestMPIJobV1IsNotTheV2beta1Kind(t *testing.T) {
-	objs, err := manifest.ReadFile(filepath.Join("testdata", "mpijob-v1-elastic-tf-mnist.yaml"))
-	require.NoError(t, err)
-	require.Len(t, objs, 1)
-	assert.Equal(t, schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "MPIJob"}, objs[0].GroupVersionKind())
-	assert.Nil(t, catalogRegistry(t).Lookup(objs[0].GroupVersionKind()))
-}
-
 // Knative Service: a revision starts with max(initial-scale (1), min-scale (0)) pods; the gang
 // minimum is min-scale (Knative autoscaling docs). Annotations are numeric strings.
 func TestKnativeService(t *testing.T) {
