@@ -270,6 +270,18 @@ func TestGrouperArgs(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("definitions-poll", o.DefinitionsPoll, poll)
+		for _, d := range []struct {
+			flag, value string
+			got         time.Duration
+		}{{"findings-more-than-planned-grace", v.Findings.MoreThanPlannedGrace, o.Findings.MoreThanPlannedGrace},
+			{"findings-gang-unsatisfiable-grace", v.Findings.GangUnsatisfiableGrace, o.Findings.GangUnsatisfiableGrace},
+			{"findings-event-interval", v.Findings.EventInterval, o.Findings.ResendInterval}} {
+			want, err := time.ParseDuration(d.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(d.flag, d.got, want)
+		}
 		check("metrics-bind-address", o.MetricsAddr, fmt.Sprintf(":%d", v.Metrics.Port))
 		check("health-probe-bind-address", o.ProbeAddr, fmt.Sprintf(":%d", v.ProbePort))
 		check("metrics-secure", o.MetricsSecure, v.Metrics.Secure)

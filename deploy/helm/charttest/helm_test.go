@@ -141,7 +141,12 @@ type chartValues struct {
 		Enabled bool             `json:"enabled"`
 		Rules   []map[string]any `json:"rules"`
 	} `json:"onboarding"`
-	DefinitionsPoll string     `json:"definitionsPoll"`
+	DefinitionsPoll string `json:"definitionsPoll"`
+	Findings        struct {
+		MoreThanPlannedGrace   string `json:"moreThanPlannedGrace"`
+		GangUnsatisfiableGrace string `json:"gangUnsatisfiableGrace"`
+		EventInterval          string `json:"eventInterval"`
+	} `json:"findings"`
 	WorkloadKinds   []kindRule `json:"workloadKinds"`
 	OwnerKinds      []kindRule `json:"ownerKinds"`
 	InstallKartaCRD bool       `json:"installKartaCRD"`
