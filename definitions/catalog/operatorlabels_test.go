@@ -214,3 +214,28 @@ func merge(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestOperatorLabelsTrainJob places TrainJob pods with the labels JobSet writes
+// (jobset.sigs.k8s.io/jobset-name, replicatedjob-name, job-index) for the replicated-job names of
+// Trainer's runtimes (kubeflow/trainer pkg/constants: Node "node", DatasetInitializer
+// "dataset-initializer"; pre-release v2 JobTrainerNode "trainer-node", JobInitializer
+// "initializer"). Node pods join the flat gang; initializer pods never do.
+func TestOperatorLabelsTrainJob(t *testing.T) {
+	const file = "trainjob-flux-resourcespernode-gpu.yaml"
+	jobset := func(rjob string) map[string]string {
+		return map[string]string{
+			"jobset.sigs.k8s.io/jobset-name":        "lammps-flux",
+			"jobset.sigs.k8s.io/replicatedjob-name": rjob,
+			"jobset.sigs.k8s.io/job-index":          "0",
+		}
+	}
+	assertOperatorPods(t, map[string]operatorPod{
+		"node":                     {file, jobset("node"), "pg-lammps-flux-trainjob", "node", false},
+		"pre-release trainer-node": {file, jobset("trainer-node"), "pg-lammps-flux-trainjob", "node", false},
+	})
+	for _, rjob := range []string{"dataset-initializer", "model-initializer", "initializer"} {
+		_, err := assignPod(t, file, jobset(rjob))
+		require.Error(t, err, rjob)
+		assert.Contains(t, err.Error(), "role initializer has 0 pods in the plan", rjob)
+	}
+}
