@@ -122,7 +122,8 @@ func TestDescribeSeedJobSet(t *testing.T) {
 	// get: one row for the JobSet.
 	rows, stderr, code := runCLI(t, "get", "jobsets", "-n", ns)
 	require.Equal(t, gangmapcli.ExitOK, code, stderr)
-	assert.Regexp(t, `(?m)^train-llm +describe +\S+ +0/3 +12 +`+pgName+`,`+kai.Name+`$`, rows)
+	// FINDINGS: none for the seed JobSet (its definition is right).
+	assert.Regexp(t, `(?m)^train-llm +describe +\S+ +0/3 +12 +`+pgName+`,`+kai.Name+` +None$`, rows)
 
 	// Errors: an unknown kind and a missing workload exit 1.
 	_, stderr, code = runCLI(t, "describe", "nosuchkind/x", "-n", ns)
