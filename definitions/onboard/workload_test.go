@@ -3,6 +3,7 @@ package onboard_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -212,32 +213,18 @@ func jsonCopy(t *testing.T, obj map[string]any) map[string]any {
 // TestWorkloadNotAPath: a template expression that builds a new object cannot be written through;
 // the error names the component and the definition field, and nothing is returned.
 func TestWorkloadNotAPath(t *testing.T) {
-	def := `apiVersion: run.ai/v1alpha1
-kind: Karta
-metadata: {name: built}
-spec:
-  structureDefinition:
-    rootComponent:
-      name: job
-      kind: {group: example.com, version: v1, kind: Built}
-      statusDefinition:
-        phaseDefinition: {path: .status.phase}
-    childComponents:
-      - name: worker
-        ownerRef: job
-        specDefinition:
-          podTemplateSpecPath: '{spec: {containers: .spec.containers}}'
-        scaleDefinition:
-          replicasPath: .spec.replicas
-`
-	reg := registryWith(t, def)
+	def, err := os.ReadFile("testdata/built-karta.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registryWith(t, string(def))
 	c := reg.Lookup(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Built"})
 	if c == nil {
 		t.Fatalf("definition not registered: %v", reg.Problems())
 	}
 	obj := map[string]any{"apiVersion": "example.com/v1", "kind": "Built", "metadata": map[string]any{"name": "b"},
 		"spec": map[string]any{"replicas": int64(2), "containers": []any{map[string]any{"name": "c"}}}}
-	_, err := onboard.Workload(context.Background(), c, reg.Compiler(), obj, podSettings(), onboard.Settings{})
+	_, err = onboard.Workload(context.Background(), c, reg.Compiler(), obj, podSettings(), onboard.Settings{})
 	var oe *onboard.Error
 	if !errors.As(err, &oe) {
 		t.Fatalf("err = %v, want *onboard.Error", err)

@@ -73,34 +73,11 @@ func TestOnboardDiffAndInPlace(t *testing.T) {
 // TestOnboardRefusesUnwritableRoles: a definition whose template expression builds the template
 // cannot be written through: exit 1, the role and the definition field named, nothing printed.
 func TestOnboardRefusesUnwritableRoles(t *testing.T) {
-	dir := t.TempDir()
-	def := filepath.Join(dir, "built.yaml")
-	require.NoError(t, os.WriteFile(def, []byte(`apiVersion: run.ai/v1alpha1
-kind: Karta
-metadata: {name: built}
-spec:
-  structureDefinition:
-    rootComponent:
-      name: job
-      kind: {group: example.com, version: v1, kind: Built}
-      statusDefinition:
-        phaseDefinition: {path: .status.phase}
-    childComponents:
-      - name: worker
-        ownerRef: job
-        specDefinition:
-          podTemplateSpecPath: '{spec: {containers: .spec.containers}}'
-        scaleDefinition:
-          replicasPath: .spec.replicas
-`), 0o600))
-	m := filepath.Join(dir, "built-job.yaml")
-	require.NoError(t, os.WriteFile(m, []byte(`apiVersion: example.com/v1
-kind: Built
-metadata: {name: b}
-spec:
-  replicas: 2
-  containers: [{name: c, image: x}]
-`), 0o600))
+	def := "../../../definitions/onboard/testdata/built-karta.yaml"
+	m := filepath.Join(t.TempDir(), "built-job.yaml")
+	src, err := os.ReadFile("../../../definitions/onboard/testdata/built-job.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(m, src, 0o600))
 	r := gangmap(t, "onboard", "-f", m, "--definitions", def, "--queue", "q", "-i")
 	assert.Equal(t, ExitProblems, r.code)
 	assert.Empty(t, r.stdout)
