@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
@@ -66,8 +67,9 @@ func TestDeletedDefinitionWhileWorkloadRuns(t *testing.T) {
 	require.NoError(t, err, "the watch of DoomedJob is stopped when its definition goes")
 
 	// A new pod of the workload (a restarted worker, a scale-up) is left to KAI.
-	job.Object["spec"].(map[string]any)["worker"].(map[string]any)["replicas"] = int64(3)
-	require.NoError(t, cp.Client.Update(ctx, job))
+	// A merge patch: gangmap itself patches the workload (KAI's skip annotation), so an Update of
+	// a stale copy would conflict.
+	require.NoError(t, cp.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"worker":{"replicas":3}}}`))))
 	late, err := cp.CreatePodFor(ctx, job, "worker", 2)
 	require.NoError(t, err)
 	time.Sleep(3 * time.Second)

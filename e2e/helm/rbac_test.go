@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -72,8 +73,7 @@ func mustNotGrant(o *app.Options) []access {
 		{ns: "team", verb: "create", resource: "pods", sub: "eviction"},
 		{ns: "team", verb: "create", resource: "pods", sub: "exec"},
 		{ns: "team", verb: "patch", resource: "pods", sub: "status"},
-		// PodGroups: no patch, no delete (garbage collection removes them).
-		{ns: "team", verb: "delete", group: "scheduling.run.ai", resource: "podgroups"},
+		// PodGroups: no patch (delete is granted: stray PodGroups, podgrouper/strays).
 		{ns: "team", verb: "patch", group: "scheduling.run.ai", resource: "podgroups"},
 		{verb: "deletecollection", group: "scheduling.run.ai", resource: "podgroups"},
 		// Kartas: read only.
@@ -217,6 +217,6 @@ func assertLeastPrivilege(t *testing.T, ctx context.Context, saConfig *rest.Conf
 	require.NoError(t, cp.Client.List(ctx, &pgs, client.InNamespace("team")))
 	require.NotEmpty(t, pgs.Items, "the webhook namespace's PodGroup")
 	podgroups := schema.GroupVersionResource{Group: "scheduling.run.ai", Version: "v2alpha2", Resource: "podgroups"}
-	err = dyn.Resource(podgroups).Namespace("team").Delete(ctx, pgs.Items[0].Name, metav1.DeleteOptions{})
-	assert.True(t, apierrors.IsForbidden(err), "delete a PodGroup: want Forbidden, got %v", err)
+	_, err = dyn.Resource(podgroups).Namespace("team").Patch(ctx, pgs.Items[0].Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"changed-by":"gangmap"}}}`), metav1.PatchOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "patch a PodGroup: want Forbidden, got %v", err)
 }
