@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -58,6 +59,12 @@ type PodReconciler struct {
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
+
+	// repairedOnce remembers the UIDs of pods already repaired, so that a reconcile that reads
+	// a cached pod older than its own repair patch (a workload event regroups every pod at once)
+	// neither counts nor reports the pod again. Bounded: see repairedUIDs.
+	repairedOnce sync.Once
+	repairedUIDs *lru.Cache
 	// Findings, when set, counts each pod against its workload's plan (see package findings).
 	Findings *findings.Tracker
 	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
@@ -268,7 +275,7 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, s
 	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	if repaired {
+	if repaired && r.firstRepair(pod.UID) {
 		repairs.Inc()
 		switch {
 		case cur != "" && cur != pgName:
@@ -280,6 +287,20 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, s
 		}
 	}
 	return nil
+}
+
+// maxRepairedUIDs bounds the memory of repaired pods (a UID is 36 bytes): past it the oldest are
+// forgotten, which at worst counts a long-gone pod's late stale reconcile again.
+const maxRepairedUIDs = 100_000
+
+// firstRepair reports whether the pod with uid is repaired for the first time (see repairedOnce).
+func (r *PodReconciler) firstRepair(uid types.UID) bool {
+	r.repairedOnce.Do(func() { r.repairedUIDs = lru.New(maxRepairedUIDs) })
+	if _, seen := r.repairedUIDs.Get(uid); seen {
+		return false
+	}
+	r.repairedUIDs.Add(uid, struct{}{})
+	return true
 }
 
 // fail reports an error on the pod (and the workload when known) with a Warning Event, counts
