@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
@@ -34,6 +35,9 @@ func FuzzPatch(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"labels":null,"annotations":{"kai.scheduler/skip-pod-grouper":"false","pod-group-name":"old"}}}`), "pg-2", "")
 	f.Add([]byte(`{"metadata":{"labels":{"kai.scheduler/subgroup-name":"stale","a/b~c":"d"}}}`), "pg-3", "")
 	f.Fuzz(func(t *testing.T, data []byte, podGroup, subGroup string) {
+		if !utf8.ValidString(podGroup) || !utf8.ValidString(subGroup) {
+			return // names come from the plan: DNS labels, never invalid UTF-8 (JSON would replace it)
+		}
 		raw, ok := canonicalPod(data)
 		if !ok {
 			return
