@@ -446,22 +446,23 @@ func TestLLMInferenceService(t *testing.T) {
 	routerUnknown := []string{"role router-scheduler: no pod template resolved"}
 	cases := map[string]planWant{
 		// DP/EP with workers: data 16 / dataLocal 8 = 2 pods per group, 8 GPUs each. KServe's
-		// multi-node LWS uses startupPolicy LeaderReady (workload_multi_node.go): the workers are
-		// created after their leader is Ready, so only main and prefill are required.
+		// multi-node LWS uses startupPolicy LeaderCreated in every release (v0.16+,
+		// workload_multi_node.go): workers are created with their leader, so all four roles
+		// are required (LeaderReady: TestLLMInferenceServiceStartupPolicy).
 		"llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml": {
 			podGroups: []podGroupWant{{
-				name: "pg-deepseek-r1-0528-pd-llminferenceservice", minSubGroup: 2, pods: 4,
+				name: "pg-deepseek-r1-0528-pd-llminferenceservice", minSubGroup: 4, pods: 4,
 				subGroups: []subGroupWant{{"main", 1, 1}, {"main-worker", 1, 1}, {"prefill", 1, 1}, {"prefill-worker", 1, 1}},
 			}},
 			roles: []roleWant{
 				{"main", 1, 1, 1, 1, 8},           // 1 replica, one leader per group
-				{"main-worker", 1, 1, 1, 0, 8},    // 1 replica × (size 2 − 1); held by LeaderReady
+				{"main-worker", 1, 1, 1, 1, 8},    // 1 replica × (size 2 − 1)
 				{"prefill", 1, 1, 1, 1, 8},        // prefill.replicas 1
-				{"prefill-worker", 1, 1, 1, 0, 8}, // prefill.parallelism data 16 / dataLocal 8 = 2 → 1 worker; held
+				{"prefill-worker", 1, 1, 1, 1, 8}, // prefill.parallelism data 16 / dataLocal 8 = 2 → 1 worker
 				{"router-scheduler", 1, 1, 0, 0, 0},
 			},
 			totalGPUs: 32, // 4 pods × 8
-			notes:     append([]string{"role main-worker is kept out of the gang minimum"}, routerUnknown...),
+			notes:     routerUnknown,
 		},
 		// P/D without workers: main 1 + prefill 2 pods, 1 GPU each (rdma next to the GPU).
 		"llminferenceservice-v1alpha2-pd-qwen-gpu.yaml": {
