@@ -317,3 +317,22 @@ func TestLoadPathsLoadsEachFileOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ls, 1)
 }
+
+// Two definitions of one kind from one source conflict: each entry lists the conflict once.
+func TestEntriesListConflictOnce(t *testing.T) {
+	r := definitions.NewRegistry(compiler(t))
+	a, err := decodeOne(t, customJob, true)
+	require.NoError(t, err)
+	a.Origin = "a.yaml#0"
+	b, err := decodeOne(t, strings.Replace(customJob, "metadata: {name: customjob}", "metadata: {name: customjob-copy}", 1), true)
+	require.NoError(t, err)
+	b.Origin = "b.yaml#0"
+	r.SetSource(definitions.SourceFile, []*definitions.Loaded{a, b})
+	entries := r.Entries()
+	require.Len(t, entries, 2)
+	want := `2 file definitions for CustomJob.e2e.example.com/v1: ["customjob" (a.yaml#0) "customjob-copy" (b.yaml#0)]; none is used until one is removed`
+	for _, e := range entries {
+		assert.False(t, e.Active, e.Name)
+		assert.Equal(t, []string{want}, e.Problems, e.Name)
+	}
+}

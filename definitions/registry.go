@@ -135,8 +135,10 @@ func (r *Registry) Entries() []Entry {
 					e.Active = true
 				}
 			}
+			// A conflict is recorded once per definition in it (recompute), with that definition's
+			// origin: matching by origin lists it once per entry.
 			for _, p := range r.problems {
-				if p.Origin == l.Origin || (p.Reason == "Conflict" && p.Source == src && p.Kind == e.Kind.String()) {
+				if p.Origin == l.Origin {
 					e.Problems = append(e.Problems, p.Message)
 				}
 			}

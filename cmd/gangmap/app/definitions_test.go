@@ -206,3 +206,32 @@ func TestDefinitionsConflictSaidOnce(t *testing.T) {
 	assert.ElementsMatch(t, []string{"team-jobset (" + dir + "/a.yaml#0)", "team-jobset-copy (" + dir + "/b.yaml#0)"}, strings.Split(strings.TrimSpace(owners), ", "))
 	assert.NotContains(t, r.stdout, "Kind=")
 }
+
+// A conflict is one problem of each definition in it: -o json lists it exactly once per
+// definition (it was listed twice: once by origin, once by kind and source).
+func TestDefinitionsJSONListsConflictOncePerDefinition(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/definitions/override/team-jobset.yaml")
+	require.NoError(t, err)
+	writeFile(t, dir+"/a.yaml", string(b))
+	writeFile(t, dir+"/b.yaml", strings.Replace(string(b), "name: team-jobset", "name: team-jobset-copy", 1))
+	r := gangmap(t, "definitions", "--definitions", dir, "-o", "json")
+	var doc struct {
+		Definitions []struct {
+			Name     string   `json:"name"`
+			Source   string   `json:"source"`
+			Active   bool     `json:"active"`
+			Problems []string `json:"problems"`
+		} `json:"definitions"`
+	}
+	decodeOne(t, r.stdout, &doc)
+	conflict := `2 file definitions for JobSet.jobset.x-k8s.io/v1alpha2: ["team-jobset" (` + dir + `/a.yaml#0) "team-jobset-copy" (` + dir + `/b.yaml#0)]; none is used until one is removed`
+	got := map[string][]string{}
+	for _, d := range doc.Definitions {
+		if d.Source == "file" {
+			got[d.Name] = d.Problems
+			assert.False(t, d.Active, d.Name)
+		}
+	}
+	assert.Equal(t, map[string][]string{"team-jobset": {conflict}, "team-jobset-copy": {conflict}}, got)
+}
