@@ -76,6 +76,9 @@ type Component struct {
 	// Onboard holds the compiled spec.gangmap.components[].onboard paths by field name
 	// (schedulerNamePath, labelsPath, annotationsPath); nil when the component has none.
 	Onboard map[string]expr.Program
+	// OnboardUnreachable are the component's pods the operator gives no way to onboard through
+	// the workload object (spec.gangmap.components[].onboard.unreachable).
+	OnboardUnreachable []*CompiledUnreachable
 
 	TypeKey     expr.Program // pod side
 	TypeValue   *string
@@ -198,7 +201,8 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 	if ext := k.Spec.Gangmap; ext != nil {
 		for i, ce := range ext.Components {
 			out.byName[ce.Name].PodsPerReplica = cc.compile(ce.PodsPerReplicaPath, expr.Object, gangmapPath.Child("components").Index(i).Child("podsPerReplicaPath"))
-			out.byName[ce.Name].Onboard = cc.onboardPaths(ce.Onboard, gangmapPath.Child("components").Index(i).Child("onboard"))
+			comp := out.byName[ce.Name]
+			comp.Onboard, comp.OnboardUnreachable = cc.onboardPaths(ce.Onboard, gangmapPath.Child("components").Index(i).Child("onboard"))
 		}
 		if g := ext.Gang; g != nil {
 			if g.PerReplicaOf != "" {
@@ -222,24 +226,6 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 	out.podMetadataOnly = metadataOnly(podExpressions(k))
 	out.Advisories = cc.matchAdvisories(out.byName)
 	return out, nil
-}
-
-// onboardPaths compiles a component's onboard paths (jq only: CEL yields values, not places).
-func (cc *compileCtx) onboardPaths(o *OnboardPaths, p *field.Path) map[string]expr.Program {
-	if o == nil {
-		return nil
-	}
-	out := map[string]expr.Program{}
-	for name, e := range map[string]Expr{"schedulerNamePath": o.SchedulerNamePath, "labelsPath": o.LabelsPath, "annotationsPath": o.AnnotationsPath} {
-		if e.CEL != "" {
-			cc.errs = append(cc.errs, field.Invalid(p.Child(name), e.CEL, "onboard paths must be jq paths (a CEL accessor yields a value, not a place to write)"))
-			continue
-		}
-		if prog := cc.compile(e, expr.Object, p.Child(name)); prog != nil {
-			out[name] = prog
-		}
-	}
-	return out
 }
 
 type compileCtx struct {

@@ -41,6 +41,27 @@ type OnboardPaths struct {
 	// annotations.
 	LabelsPath      Expr `json:"labelsPath,omitzero"`
 	AnnotationsPath Expr `json:"annotationsPath,omitzero"`
+	// Unreachable lists pods of the component that the operator builds without taking some of
+	// these fields from the workload object (NIMService's multi-node workers get no scheduler
+	// name; no TrainJob field reaches its pods' scheduler name): there is no place to write, so
+	// `gangmap onboard` refuses the workload naming the component, those pods and Reason, and
+	// points to the grouper's onboarding policy, which sets the fields on the pods at creation.
+	Unreachable []OnboardUnreachable `json:"unreachable,omitempty"`
+}
+
+// OnboardUnreachable says which pod fields the operator gives no way to set for some pods of a
+// component, and why (the operator's code that builds those pods).
+type OnboardUnreachable struct {
+	// Pods names those pods for a person ("multi-node worker pods"). Required.
+	Pods string `json:"pods"`
+	// When is an object-side boolean expression: the pods exist only when it holds (a multi-node
+	// NIMService). Absent: always.
+	When Expr `json:"when,omitzero"`
+	// Fields are the pod fields the operator does not take from the workload for them: any of
+	// schedulerName, labels, annotations. Required.
+	Fields []string `json:"fields"`
+	// Reason says why, citing the operator's source (file and type or function). Required.
+	Reason string `json:"reason"`
 }
 
 // GangExtension shapes the gang.

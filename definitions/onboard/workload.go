@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -86,7 +87,12 @@ func Workload(ctx context.Context, c *definitions.Compiled, compiler *expr.Compi
 		return nil, err
 	}
 	for _, comp := range c.PodBearing {
-		roles, problems := rolesOf(ctx, loc, comp, templateIDs(before, comp), pods)
+		problems, covered, err := unreachable(ctx, loc, comp, pods)
+		if err != nil {
+			return nil, err
+		}
+		oe.Problems = append(oe.Problems, problems...)
+		roles, problems := rolesOf(ctx, loc, comp, templateIDs(before, comp), pods, covered)
 		res.Roles = append(res.Roles, roles...)
 		oe.Problems = append(oe.Problems, problems...)
 	}
@@ -114,13 +120,24 @@ func Workload(ctx context.Context, c *definitions.Compiled, compiler *expr.Compi
 	return res, nil
 }
 
-// templateIDs lists the instance ids of the pod templates (with containers) the definition finds
-// for comp, in instance order.
+// IsRole reports whether an instance the definition resolved is a role with pods to onboard: a
+// template with containers, or one left to the operator's defaults (no container fragment, as a
+// Milvus component with only replicas) whose replicas are above 0. An empty template with no
+// replicas is a role the workload lacks, which some definitions still build.
+func IsRole(inst *definitions.Instance) bool {
+	if inst.Template == nil {
+		return false
+	}
+	return len(inst.Template.Spec.Containers) > 0 || (inst.Replicas != nil && *inst.Replicas > 0)
+}
+
+// templateIDs lists the instance ids of the roles (IsRole) the definition finds for comp, in
+// instance order.
 func templateIDs(w *definitions.Workload, comp *definitions.Component) []string {
 	var ids []string
 	if rc := w.Component(comp.Name); rc != nil {
 		for _, inst := range rc.Instances {
-			if inst.Template != nil && len(inst.Template.Spec.Containers) > 0 {
+			if IsRole(inst) {
 				ids = append(ids, inst.ID)
 			}
 		}
@@ -133,12 +150,15 @@ func templateIDs(w *definitions.Workload, comp *definitions.Component) []string 
 //
 // ids are the instance ids of the templates the definition reads; when there are as many as places
 // found, they name the roles (else the places are numbered).
-func rolesOf(ctx context.Context, loc *locator, comp *definitions.Component, ids []string, s Settings) ([]Role, []string) {
+//
+// covered are the fields already reported as unreachable for the component's pods: a missing
+// place for them is not reported again.
+func rolesOf(ctx context.Context, loc *locator, comp *definitions.Component, ids []string, s Settings, covered sets.Set[string]) ([]Role, []string) {
 	slots, names, err := slotsOf(ctx, loc, comp)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("component %s: %v", comp.Name, err)}
 	}
-	if len(slots) == 0 && comp.Fragments != nil && s.SchedulerName != "" && len(ids) > 0 {
+	if len(slots) == 0 && comp.Fragments != nil && s.SchedulerName != "" && len(ids) > 0 && !covered.Has("schedulerName") {
 		return nil, []string{fmt.Sprintf("component %s (%d templates) (%s): the definition gives no path for the pod's schedulerName", comp.Name, len(ids), missingField(comp, "schedulerName"))}
 	}
 	if len(ids) == len(slots) {
@@ -156,6 +176,9 @@ func rolesOf(ctx context.Context, loc *locator, comp *definitions.Component, ids
 			var ms *MissingSlotError
 			field := ""
 			if errors.As(err, &ms) {
+				if covered.Has(ms.Field) {
+					continue
+				}
 				field = fmt.Sprintf(" (%s)", missingField(comp, ms.Field))
 			}
 			problems = append(problems, fmt.Sprintf("component %s%s at %s%s: %v", comp.Name, names[i], sl.at, field, err))
@@ -292,14 +315,14 @@ func present(doc map[string]any, paths []Path) []Path {
 }
 
 // verify checks the onboarded object twice: onboarding it again changes nothing (every place
-// found carries the settings), and where the definition reads a role's template itself (no
-// spec.gangmap onboard paths), that template carries the scheduler name and labels of s, so what
-// `gangmap plan` reads is what was written. Templates without containers are no roles (a role the
+// found carries the settings), and every role's template as the definition reads it (built by
+// the definition too, as KServe's and Dynamo's are) carries the scheduler name and labels of s,
+// so what `gangmap plan` reads is what was written. Templates without containers are no roles (a role the
 // workload lacks, which some definitions still build) and are not checked.
 func verify(ctx context.Context, c *definitions.Compiled, loc *locator, s Settings) error {
 	var problems []string
 	for _, comp := range c.PodBearing {
-		roles, ps := rolesOf(ctx, loc, comp, nil, s)
+		roles, ps := rolesOf(ctx, loc, comp, nil, s, nil)
 		problems = append(problems, ps...)
 		for _, r := range roles {
 			if len(r.Changes) > 0 {
@@ -312,11 +335,8 @@ func verify(ctx context.Context, c *definitions.Compiled, loc *locator, s Settin
 		return fmt.Errorf("definition %s on the onboarded workload: %w", c.Name(), err)
 	}
 	for _, rc := range w.Components {
-		if rc.Component.Onboard != nil {
-			continue // the definition builds this template; the onboard paths were checked above
-		}
 		for _, inst := range rc.Instances {
-			if inst.Template == nil || len(inst.Template.Spec.Containers) == 0 {
+			if !IsRole(inst) {
 				continue
 			}
 			id := rc.Component.Name

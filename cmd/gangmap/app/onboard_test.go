@@ -101,3 +101,32 @@ func TestOnboardBadFlags(t *testing.T) {
 		assert.Equal(t, ExitUnusable, r.code, "%v: %s", args, r.stderr)
 	}
 }
+
+// TestOnboardSaysWhereTheOperatorHasNoField: Kubeflow Trainer offers no TrainJob field for its
+// pods' scheduler name (kubeflow/trainer pkg/apis/trainer/v1alpha1/trainjob_types.go: no pod
+// override type names one), and the NIM operator gives a multi-node NIMService's worker pods none
+// (k8s-nim-operator manifests/lws.yaml): `gangmap onboard` exits 1, prints nothing, names each
+// such role and why, and points to the grouper's onboarding policy. A single-node NIMService is
+// onboarded through spec.schedulerName, which `plan` reads back.
+func TestOnboardSaysWhereTheOperatorHasNoField(t *testing.T) {
+	for _, tc := range []struct{ manifest, role string }{
+		{"trainjob-flux-resourcespernode-gpu.yaml", "component node, training node pods: the operator has no field in the workload for their schedulerName"},
+		{"nimservice-multinode-deepseek-pp2.yaml", "component nimservice, multi-node worker pods: the operator has no field in the workload for their schedulerName"},
+	} {
+		r := gangmap(t, "onboard", "-f", "../../../definitions/catalog/testdata/"+tc.manifest, "--queue", "team-a")
+		assert.Equal(t, ExitProblems, r.code, tc.manifest)
+		assert.Empty(t, r.stdout, tc.manifest)
+		assert.Contains(t, r.stderr, tc.role, tc.manifest)
+		assert.Contains(t, r.stderr, "Onboard them with the grouper's onboarding policy instead", tc.manifest)
+		assert.Contains(t, r.stderr, "nothing written", tc.manifest)
+	}
+
+	r := gangmap(t, "onboard", "-f", "../../../definitions/catalog/testdata/nimservice-hpa-min1-max2.yaml", "--queue", "team-a")
+	require.Equal(t, ExitOK, r.code, "stderr: %s", r.stderr)
+	objs, err := manifest.Read(strings.NewReader(r.stdout), "stdout")
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	spec := objs[0].Object["spec"].(map[string]any)
+	assert.Equal(t, "kai-scheduler", spec["schedulerName"])
+	assert.Equal(t, "team-a", spec["labels"].(map[string]any)["kai.scheduler/queue"])
+}
