@@ -277,3 +277,30 @@ func TestOperatorPodsInferenceService(t *testing.T) {
 		})
 	})
 }
+
+// TestOperatorPodsMilvus: milvus-operator v1.3.8 pod labels (pkg/controllers/
+// deployment_updater.go updatePodTemplate → desiredPodTemplateLabels with GetSelectorLabels:
+// NewComponentAppLabels(instance, component name) plus milvus.io/deployment-group for a group's
+// Deployment). Per-zone groups g1 and g2: streamingnode 1+1, querynode 2+2, datanode 2+2,
+// proxy 1+1 pods, each component one sub-group whatever its group.
+func TestOperatorPodsMilvus(t *testing.T) {
+	const pg = "pg-my-release-milvus"
+	var pods []placedPod
+	for _, c := range []struct {
+		component string
+		perGroup  int
+	}{{"streamingnode", 1}, {"querynode", 2}, {"datanode", 2}, {"proxy", 1}} {
+		for _, group := range []string{"g1", "g2"} {
+			for i := 0; i < c.perGroup; i++ {
+				pods = append(pods, placedPod{map[string]string{
+					"app.kubernetes.io/instance":   "my-release",
+					"app.kubernetes.io/component":  c.component,
+					"app.kubernetes.io/name":       "milvus",
+					"app.kubernetes.io/managed-by": "milvus-operator",
+					"milvus.io/deployment-group":   group,
+				}, pg, c.component, c.component})
+			}
+		}
+	}
+	assertEveryPodClaimed(t, "milvus-deployment-groups.yaml", pods)
+}
