@@ -109,14 +109,27 @@ type planWant struct {
 // buildPlan plans the workload of a testdata file with the catalog definition of its kind.
 func buildPlan(t *testing.T, file string) *gang.Plan {
 	t.Helper()
-	objs, err := manifest.ReadFile(filepath.Join("testdata", file))
-	require.NoError(t, err)
-	require.Len(t, objs, 1, "%s holds one workload", file)
-	c := catalogRegistry(t).Lookup(objs[0].GroupVersionKind())
-	require.NotNil(t, c, "%s: no catalog definition for %s", file, objs[0].GroupVersionKind())
-	p, err := gang.Build(context.Background(), c, objs[0])
+	obj := workloadOf(t, file)
+	c := catalogRegistry(t).Lookup(obj.GroupVersionKind())
+	p, err := gang.Build(context.Background(), c, obj)
 	require.NoError(t, err, file)
 	return p
+}
+
+// workloadOf reads a testdata file and returns its workload: the one object of a catalog kind (a
+// sample may carry objects the workload uses, as the ConfigMap of a KubeRay sample).
+func workloadOf(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	objs, err := manifest.ReadFile(filepath.Join("testdata", file))
+	require.NoError(t, err)
+	var workloads []*unstructured.Unstructured
+	for _, o := range objs {
+		if catalogRegistry(t).Lookup(o.GroupVersionKind()) != nil {
+			workloads = append(workloads, o)
+		}
+	}
+	require.Len(t, workloads, 1, "%s holds one workload of a catalog kind", file)
+	return workloads[0]
 }
 
 // checkPlan compares a plan with what the framework's semantics say, and checks that every
@@ -970,12 +983,9 @@ func TestTrainJobInitializerPodsStayOutOfTheNodeGang(t *testing.T) {
 // assignPod places a pod with the given labels in the plan of a testdata workload.
 func assignPod(t *testing.T, file string, labels map[string]string) (*gang.Assignment, error) {
 	t.Helper()
-	objs, err := manifest.ReadFile(filepath.Join("testdata", file))
-	require.NoError(t, err)
-	require.Len(t, objs, 1)
-	c := catalogRegistry(t).Lookup(objs[0].GroupVersionKind())
-	require.NotNil(t, c)
-	p, err := gang.Build(context.Background(), c, objs[0])
+	obj := workloadOf(t, file)
+	c := catalogRegistry(t).Lookup(obj.GroupVersionKind())
+	p, err := gang.Build(context.Background(), c, obj)
 	require.NoError(t, err)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod", Namespace: "default", Labels: labels}}
 	podMap, err := expr.FromObject(pod)

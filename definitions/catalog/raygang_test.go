@@ -61,7 +61,7 @@ func rayRegistry(t *testing.T, mode string) *definitions.Registry {
 			}
 		}
 	}
-	require.Equal(t, 3, edited, "RayCluster, RayJob and RayService carry workerGangReplicas")
+	require.Equal(t, 6, edited, "RayCluster, RayJob and RayService (v1 and v1alpha1) carry workerGangReplicas")
 	compiler, err := expr.NewCompiler(expr.Limits{})
 	require.NoError(t, err)
 	r := definitions.NewRegistry(compiler)
