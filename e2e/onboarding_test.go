@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +116,95 @@ func TestOnboardingPolicy(t *testing.T) {
 	pgs, err := cp.PodGroups(ctx, out)
 	require.NoError(t, err)
 	assert.Empty(t, pgs)
+}
+
+// TestOnboardingPolicyNamespaceWithoutQueue: a namespace the policy's rule selects but which lacks
+// the label the rule takes the queue from is reported as soon as it exists (the grouper's check
+// on namespace changes): a Warning Event on the Namespace naming the policy field and the
+// namespace, and the gangmap_onboarding_namespace_problems gauge. Pod creation there is never
+// blocked: the JobSet's pods are stored unchanged (default-scheduler, no PodGroup), with a
+// Warning Event on the JobSet. Once the namespace gets the label the problem is cleared (a
+// Normal Event, gauge 0) and the next JobSet there is onboarded with that queue.
+func TestOnboardingPolicyNamespaceWithoutQueue(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := "onboard-noqueue"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{onboardLabel: "yes"}}}
+	require.NoError(t, cp.Client.Create(ctx, ns))
+
+	missing := waitNamespaceEvent(ctx, t, name, "GangmapOnboardingQueueMissing")
+	assert.Equal(t, corev1.EventTypeWarning, missing.Type)
+	assert.Contains(t, missing.Message, `onboarding policy rules[0].queue.fromNamespaceLabel: namespace "`+name+`", selected by rule "`+onboardingRule+`", has no label "`+teamQueueLabel+`"`)
+	m, err := framework.GatherMetrics()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, framework.Sum(m, "gangmap_onboarding_namespace_problems", `rule="`+onboardingRule+`"`), 1.0)
+
+	js := unscheduledJobSet(t, name)
+	js.SetName("not-onboarded")
+	require.NoError(t, cp.Client.Create(ctx, js))
+	pods, err := cp.RunJobSet(ctx, js)
+	require.NoError(t, err, "pod creation is never blocked")
+	require.Len(t, pods, 3)
+	for _, p := range pods {
+		stored := &corev1.Pod{}
+		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(p), stored))
+		assert.Equal(t, "default-scheduler", stored.Spec.SchedulerName, p.Name)
+		assert.NotContains(t, stored.Labels, onboardedByKey, p.Name)
+		assert.NotContains(t, stored.Annotations, kaikeys.PodGroupName, p.Name)
+	}
+	pgs, err := cp.PodGroups(ctx, name)
+	require.NoError(t, err)
+	assert.Empty(t, pgs)
+	require.Eventually(t, func() bool {
+		list := &corev1.EventList{}
+		if err := cp.Client.List(ctx, list, client.InNamespace(name)); err != nil {
+			return false
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == js.GetName() && e.Reason == "GangmapOnboarded" && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Message, "Pods not onboarded: onboarding policy rules[0].queue.fromNamespaceLabel") {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 200*time.Millisecond, "Warning Event on the JobSet")
+
+	require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns))
+	ns.Labels[teamQueueLabel] = onboardingQueue
+	require.NoError(t, cp.Client.Update(ctx, ns))
+	found := waitNamespaceEvent(ctx, t, name, "GangmapOnboardingQueueFound")
+	assert.Equal(t, corev1.EventTypeNormal, found.Type)
+
+	next := unscheduledJobSet(t, name)
+	require.NoError(t, cp.Client.Create(ctx, next))
+	pods, err = cp.RunJobSet(ctx, next)
+	require.NoError(t, err)
+	for _, p := range pods {
+		stored := &corev1.Pod{}
+		require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(p), stored))
+		assert.Equal(t, "kai-scheduler", stored.Spec.SchedulerName, p.Name)
+		assert.Equal(t, onboardingQueue, stored.Labels[kaikeys.DefaultQueueLabel], p.Name)
+	}
+}
+
+// waitNamespaceEvent waits for an Event with reason on Namespace name (client-go records Events
+// of cluster-scoped objects in the default namespace).
+func waitNamespaceEvent(ctx context.Context, t *testing.T, name, reason string) *corev1.Event {
+	t.Helper()
+	var found *corev1.Event
+	require.Eventually(t, func() bool {
+		list := &corev1.EventList{}
+		if err := cp.Client.List(ctx, list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return false
+		}
+		for i := range list.Items {
+			e := &list.Items[i]
+			if e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == name && e.Reason == reason {
+				found = e
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 200*time.Millisecond, "Event %s on namespace %s", reason, name)
+	return found
 }

@@ -243,7 +243,8 @@ type Target struct {
 	Kind schema.GroupKind
 	// OwnerLabels are the top owner's labels.
 	OwnerLabels map[string]string
-	// NamespaceLabels are the labels of the pod's namespace (needed when NeedsNamespaces).
+	// Namespace is the pod's namespace; NamespaceLabels its labels (needed when NeedsNamespaces).
+	Namespace       string
 	NamespaceLabels map[string]string
 }
 
@@ -253,10 +254,16 @@ type Match struct {
 	Rule string
 	// Settings is what the pod is given.
 	Settings onboard.Settings
-	// Problem is set when the rule applies but its queue source gave nothing (the namespace or
-	// owner lacks the label): the pod is onboarded without a queue label (KAI then uses its
-	// default queue) and the problem is reported.
+	// Problem is set when the rule applies but the top owner lacks the label its queue source
+	// names (queue.fromOwnerLabel): the pod is onboarded without a queue label (KAI then uses the
+	// top owner's or its default queue) and the problem is reported.
 	Problem string
+	// Refused is set when the rule selects the pod's namespace but that namespace lacks the label
+	// its queue source names (queue.fromNamespaceLabel; see NamespaceProblem): the rule does not
+	// onboard pods there (and no later rule does), so they keep their own scheduler rather than
+	// enter KAI in a queue nobody chose (KAI's default queue, which a PodGroup keeps for life).
+	// The pod is created unchanged and the refusal reported.
+	Refused *NamespaceProblem
 }
 
 // Match returns the first rule that applies to t, or nil. defaultScheduler is the grouper's
@@ -265,9 +272,12 @@ func (c *Compiled) Match(t Target, defaultScheduler, queueLabelKey string) *Matc
 	if c == nil {
 		return nil
 	}
-	for _, r := range c.rules {
+	for i, r := range c.rules {
 		if !r.kinds[t.Kind] || (r.selector != nil && !r.selector.Matches(labels.Set(t.NamespaceLabels))) {
 			continue
+		}
+		if p := r.namespaceProblem(i, t.Namespace, t.NamespaceLabels); p != nil {
+			return &Match{Rule: r.Name, Refused: p}
 		}
 		m := &Match{Rule: r.Name, Settings: onboard.Settings{
 			SchedulerName: r.SchedulerName, OverrideScheduler: r.OverrideScheduler,
@@ -294,10 +304,7 @@ func (q *QueueSource) resolve(t Target) (string, string) {
 	case q.Value != "":
 		return q.Value, ""
 	case q.FromNamespaceLabel != "":
-		if v := t.NamespaceLabels[q.FromNamespaceLabel]; v != "" {
-			return v, ""
-		}
-		return "", fmt.Sprintf("the namespace has no label %s (queue.fromNamespaceLabel)", q.FromNamespaceLabel)
+		return t.NamespaceLabels[q.FromNamespaceLabel], "" // present: Match refuses the rule otherwise
 	default:
 		if v := t.OwnerLabels[q.FromOwnerLabel]; v != "" {
 			return v, ""

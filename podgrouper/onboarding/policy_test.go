@@ -45,11 +45,15 @@ func TestParseAndMatch(t *testing.T) {
 	assert.Equal(t, map[string]string{"platform": "ml"}, m.Settings.Labels)
 	assert.Empty(t, m.Problem)
 
-	// the namespace lacks the queue label: onboarded without a queue, and the problem said
-	m = c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{"onboard": "yes"}}, "kai-scheduler", "kai.scheduler/queue")
+	// the namespace lacks the queue label: the rule is refused there (nothing set), naming the
+	// field and the namespace; no later rule applies instead
+	m = c.Match(Target{Kind: customJob, Namespace: "ml-b", NamespaceLabels: map[string]string{"onboard": "yes"}}, "kai-scheduler", "kai.scheduler/queue")
 	require.NotNil(t, m)
-	assert.Nil(t, m.Settings.DefaultLabels)
-	assert.Contains(t, m.Problem, "no label team-queue")
+	assert.Equal(t, "ml", m.Rule)
+	assert.True(t, m.Settings.Empty())
+	require.NotNil(t, m.Refused)
+	assert.Equal(t, NamespaceProblem{Rule: "ml", Field: "rules[0].queue.fromNamespaceLabel", Namespace: "ml-b", Label: "team-queue"}, *m.Refused)
+	assert.Contains(t, m.Refused.Error(), `onboarding policy rules[0].queue.fromNamespaceLabel: namespace "ml-b", selected by rule "ml", has no label "team-queue"`)
 
 	// another namespace falls to the second rule
 	m = c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{}}, "kai-scheduler", "kai.scheduler/queue")
@@ -104,4 +108,44 @@ func TestSourceKeepsLastValidPolicy(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("rules: [{name: x}]"), 0o600))
 	require.Error(t, s.Sync(ctx))
 	assert.Equal(t, []schema.GroupKind{customJob}, s.Current().Kinds(), "the previous policy stays")
+}
+
+// TestCheckNamespace: at load and on namespace changes, a namespace a rule selects that lacks the
+// rule's queue label is a problem naming the field and the namespace; namespaces the rule does not
+// select, that carry the label, or where an earlier rule covers every kind of the rule are not.
+func TestCheckNamespace(t *testing.T) {
+	other := schema.GroupKind{Group: "e2e.example.com", Kind: "OtherJob"}
+	c, err := Parse([]byte(`
+rules:
+  - name: ml
+    kinds: [{group: e2e.example.com, kind: CustomJob}]
+    namespaceSelector: {matchLabels: {onboard: "yes"}}
+    queue: {fromNamespaceLabel: team-queue}
+  - name: shadowed
+    kinds: [{group: e2e.example.com, kind: CustomJob}]
+    queue: {fromNamespaceLabel: other-queue}
+  - name: everywhere
+    kinds: [{group: e2e.example.com, kind: CustomJob}, {group: e2e.example.com, kind: OtherJob}]
+    queue: {fromNamespaceLabel: other-queue}
+`), "p.yaml", func(gk schema.GroupKind) bool { return gk == customJob || gk == other })
+	require.NoError(t, err)
+	assert.True(t, c.ReadsNamespaceQueues())
+
+	ps := c.CheckNamespace("ml-b", map[string]string{"onboard": "yes"})
+	require.Len(t, ps, 2)
+	assert.Equal(t, NamespaceProblem{Rule: "ml", Field: "rules[0].queue.fromNamespaceLabel", Namespace: "ml-b", Label: "team-queue"}, *ps[0])
+	assert.Equal(t, NamespaceProblem{Rule: "everywhere", Field: "rules[2].queue.fromNamespaceLabel", Namespace: "ml-b", Label: "other-queue"}, *ps[1],
+		"rule shadowed covers no kind rule ml does not; everywhere adds OtherJob")
+
+	assert.Empty(t, c.CheckNamespace("ml-a", map[string]string{"onboard": "yes", "team-queue": "a", "other-queue": "b"}))
+	ps = c.CheckNamespace("web", map[string]string{"other-queue": ""})
+	require.Len(t, ps, 2, "an empty label value is no queue")
+	assert.Equal(t, "shadowed", ps[0].Rule, "not selected by rule ml: rule shadowed applies")
+
+	fixed, err := Parse([]byte(goodPolicy), "p.yaml", knownCustomJob)
+	require.NoError(t, err)
+	assert.Empty(t, fixed.CheckNamespace("x", map[string]string{}), "the fallback rule's queue is a fixed value")
+	var none *Compiled
+	assert.Empty(t, none.CheckNamespace("x", nil))
+	assert.False(t, none.ReadsNamespaceQueues())
 }

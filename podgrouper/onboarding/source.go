@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,11 +27,12 @@ var (
 		Help: "Rules of the onboarding policy in force.",
 	})
 	// Onboarded counts pods the webhook onboarded (result Onboarded), would have onboarded in
-	// shadow mode (DryRun), onboarded without their queue (NoQueue), or left alone because they
-	// name another scheduler (OtherScheduler), per rule.
+	// shadow mode (DryRun), onboarded without their queue (NoQueue: the top owner lacks the
+	// queue label), or left alone because they name another scheduler (OtherScheduler) or their
+	// namespace lacks the rule's queue label (NamespaceQueueMissing), per rule.
 	Onboarded = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_onboarded_pods_total",
-		Help: "Pods the onboarding policy matched at creation, by rule and result (Onboarded, DryRun, NoQueue, OtherScheduler).",
+		Help: "Pods the onboarding policy matched at creation, by rule and result (Onboarded, DryRun, NoQueue, OtherScheduler, NamespaceQueueMissing).",
 	}, []string{"rule", "result"})
 )
 
@@ -53,12 +55,21 @@ type Source struct {
 	current atomic.Pointer[Compiled]
 	last    [32]byte
 	ok      bool
+
+	changesOnce sync.Once
+	changes     chan struct{}
 }
 
 var (
 	_ manager.Runnable               = (*Source)(nil)
 	_ manager.LeaderElectionRunnable = (*Source)(nil)
 )
+
+// Changes receives after a policy is put in force (coalesced: one pending signal at most).
+func (s *Source) Changes() <-chan struct{} {
+	s.changesOnce.Do(func() { s.changes = make(chan struct{}, 1) })
+	return s.changes
+}
 
 // Current returns the policy in force (nil: none).
 func (s *Source) Current() *Compiled { return s.current.Load() }
@@ -114,6 +125,11 @@ func (s *Source) Sync(ctx context.Context) error {
 	}
 	s.ok = true
 	s.current.Store(c)
+	s.Changes() // makes the channel
+	select {
+	case s.changes <- struct{}{}:
+	default:
+	}
 	policyValid.Set(1)
 	policyRules.Set(float64(len(c.rules)))
 	log.Info("Onboarding policy loaded", "file", s.Path, "rules", len(c.rules))

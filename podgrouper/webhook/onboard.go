@@ -35,10 +35,13 @@ type Onboarder struct {
 
 // Onboarded results, the result label of gangmap_onboarded_pods_total.
 const (
-	OnboardedResult      = "Onboarded"
-	OnboardedDryRun      = "DryRun"
-	OnboardedNoQueue     = "NoQueue"
-	OnboardedOtherSched  = "OtherScheduler"
+	OnboardedResult     = "Onboarded"
+	OnboardedDryRun     = "DryRun"
+	OnboardedNoQueue    = "NoQueue"
+	OnboardedOtherSched = "OtherScheduler"
+	// OnboardedRefused: the rule selects the pod's namespace but the namespace lacks the label
+	// the rule takes the queue from; the pod is created unchanged.
+	OnboardedRefused     = "NamespaceQueueMissing"
 	onboardedEventReason = "GangmapOnboarded"
 )
 
@@ -63,7 +66,7 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		return nil, fmt.Errorf("finding the top owner to onboard the pod: %w", err)
 	}
 	top := chain.Top()
-	t := onboarding.Target{Kind: top.GroupVersionKind().GroupKind(), OwnerLabels: top.Labels}
+	t := onboarding.Target{Kind: top.GroupVersionKind().GroupKind(), OwnerLabels: top.Labels, Namespace: pod.Namespace}
 	if policy.NeedsNamespaces() {
 		ns := &corev1.Namespace{}
 		if err := o.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
@@ -76,6 +79,15 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		return nil, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("rule", match.Rule, "workload", klog.KRef(top.Namespace, top.Name), "kind", t.Kind)
+	ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
+	if match.Refused != nil {
+		onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedRefused).Inc()
+		log.V(1).Info("Pod not onboarded: the rule's queue source is missing on the namespace", "problem", match.Refused.Error())
+		if o.Recorder != nil {
+			o.Recorder.Event(ref, corev1.EventTypeWarning, onboardedEventReason, "Pods not onboarded: "+match.Refused.Error())
+		}
+		return nil, nil
+	}
 	changes, err := match.Settings.Changes(podDocument(pod), onboard.PodSlots(nil))
 	var skip *onboard.SkipError
 	if errors.As(err, &skip) {
@@ -99,7 +111,6 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	}
 	onboarding.Onboarded.WithLabelValues(match.Rule, result).Inc()
 	if o.Recorder != nil {
-		ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
 		if match.Problem != "" {
 			o.Recorder.Event(ref, corev1.EventTypeWarning, onboardedEventReason, msg)
 		} else {

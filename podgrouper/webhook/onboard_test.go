@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -128,8 +129,8 @@ func TestOnboardingPolicyLeavesOthersAlone(t *testing.T) {
 		sched  string
 	}{
 		"namespace not selected": {ns: map[string]string{"team-queue": "team-a"}},
-		"dry run":                {ns: map[string]string{"onboard": "yes"}, dryRun: true},
-		"another scheduler":      {ns: map[string]string{"onboard": "yes"}, sched: "volcano"},
+		"dry run":                {ns: map[string]string{"onboard": "yes", "team-queue": "team-a"}, dryRun: true},
+		"another scheduler":      {ns: map[string]string{"onboard": "yes", "team-queue": "team-a"}, sched: "volcano"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, _ := onboardFixture(t, tc.ns, tc.dryRun)
@@ -149,21 +150,20 @@ func TestOnboardingPolicyLeavesOthersAlone(t *testing.T) {
 	}
 }
 
-// TestOnboardingWithoutQueueLabel: the namespace lacks the queue source label: the pod is still
-// onboarded (scheduler, labels, PodGroup), without a queue label, and a Warning Event says why.
+// TestOnboardingWithoutQueueLabel: the selected namespace lacks the label the rule takes the queue
+// from: the rule is refused there, so the pod is admitted unchanged (not onboarded to a queue
+// nobody chose, never blocked), a Warning Event on the workload names the policy field and the
+// namespace, and gangmap_onboarded_pods_total counts it as NamespaceQueueMissing.
 func TestOnboardingWithoutQueueLabel(t *testing.T) {
 	f, rec := onboardFixture(t, map[string]string{"onboard": "yes"}, false)
+	before := testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedRefused))
 	raw := unonboardedPod(t, f)
 	var out bytes.Buffer
 	resp, err := f.admit(context.Background(), request(raw), &out)
 	require.NoError(t, err)
-	p, err := jsonpatch.DecodePatch(resp.Patch)
-	require.NoError(t, err)
-	patched, err := p.Apply(raw)
-	require.NoError(t, err)
-	var after corev1.Pod
-	require.NoError(t, json.Unmarshal(patched, &after))
-	assert.Equal(t, "kai-scheduler", after.Spec.SchedulerName)
-	assert.NotContains(t, after.Labels, "kai.scheduler/queue")
-	assert.Contains(t, <-rec.Events, "Warning GangmapOnboarded")
+	assert.True(t, resp.Allowed)
+	assert.Empty(t, resp.Patch)
+	ev := <-rec.Events
+	assert.Contains(t, ev, "Warning GangmapOnboarded Pods not onboarded: onboarding policy rules[0].queue.fromNamespaceLabel: namespace \"bench\"")
+	assert.Equal(t, before+1, testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedRefused)))
 }

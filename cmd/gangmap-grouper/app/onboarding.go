@@ -12,8 +12,9 @@ import (
 	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
 )
 
-// addOnboarding runs the onboarding policy's file source and gives the webhook its Onboarder,
-// when --onboarding-policy is set. A policy kind is known when the registry has an active
+// addOnboarding runs the onboarding policy's file source and its namespace check (a rule's queue
+// label missing on a namespace it selects) and gives the webhook its Onboarder, when
+// --onboarding-policy is set. A policy kind is known when the registry has an active
 // definition for it (any version).
 func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Registry, m *gangmapwebhook.PodMutator) error {
 	if o.OnboardingPolicy == "" {
@@ -26,9 +27,11 @@ func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Regist
 	if err := mgr.Add(src); err != nil {
 		return err
 	}
+	recorder := mgr.GetEventRecorderFor("gangmap-onboarding")
 	m.Onboarding = &gangmapwebhook.Onboarder{Policy: src.Current, Namespaces: mgr.GetClient(),
-		SchedulerName: o.SchedulerName, QueueLabelKey: o.QueueLabelKey, Recorder: mgr.GetEventRecorderFor("gangmap-onboarding")}
-	return nil
+		SchedulerName: o.SchedulerName, QueueLabelKey: o.QueueLabelKey, Recorder: recorder}
+	return mgr.Add(&onboarding.NamespaceAuditor{Policy: src.Current, Changes: src.Changes(),
+		Namespaces: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: recorder})
 }
 
 // knownKind says whether the registry has an active definition for a kind, in any version.
