@@ -75,7 +75,16 @@ func ObjectExpressions(k *Karta) []FieldExpr {
 	}
 	if ext := k.Spec.Gangmap; ext != nil {
 		for i, c := range ext.Components {
-			add(gangmapPath.Child("components").Index(i).Child("podsPerReplicaPath"), c.PodsPerReplicaPath)
+			cp := gangmapPath.Child("components").Index(i)
+			add(cp.Child("podsPerReplicaPath"), c.PodsPerReplicaPath)
+			if o := c.Onboard; o != nil {
+				add(cp.Child("onboard", "schedulerNamePath"), o.SchedulerNamePath)
+				add(cp.Child("onboard", "labelsPath"), o.LabelsPath)
+				add(cp.Child("onboard", "annotationsPath"), o.AnnotationsPath)
+				for j, u := range o.Unreachable {
+					add(cp.Child("onboard", "unreachable").Index(j).Child("when"), u.When)
+				}
+			}
 		}
 		if g := ext.Gang; g != nil && g.Startup != nil {
 			add(gangmapPath.Child("gang", "startup", "when"), g.Startup.When)
