@@ -374,20 +374,23 @@ func TestMPIJob(t *testing.T) {
 	})
 }
 
-// Knative Service: a revision starts with max(initial-scale (1), min-scale (0)) pods; the gang
-// minimum is min-scale (Knative autoscaling docs). Annotations are numeric strings.
+// Knative Service: a revision starts with max(initial-scale (1), min-scale (0)) pods (Knative
+// autoscaling docs); the gang minimum is min-scale as KAI's Knative plugin reads it (only the
+// min-scale spelling, absent → 1). Annotations are numeric strings.
 func TestKnativeService(t *testing.T) {
 	cases := map[string]planWant{
-		// Legacy camelCase annotations minScale "50", maxScale "100".
+		// Legacy camelCase annotations minScale "50", maxScale "100": Knative runs 50 pods; the
+		// gang follows KAI's Knative plugin, which reads only min-scale (absent: 1).
+		// minScaleAnnotations "either" requires 50: TestKAIParityKnativeService.
 		"knativeservice-minscale50-maxscale100-annotations.yaml": {
-			podGroups: []podGroupWant{{name: "pg-activator-with-cc-service", minMember: 50, pods: 50}},
-			roles:     []roleWant{{"revision", 50, 50, 50, 50, 0}}, // max(initial 1, min 50) = 50; gang min-scale 50
+			podGroups: []podGroupWant{{name: "pg-activator-with-cc-service", minMember: 1, pods: 50}},
+			roles:     []roleWant{{"revision", 50, 1, 50, 1, 0}}, // max(initial 1, minScale 50) = 50 pods; gang min-scale absent → 1
 		},
 		// No annotations, two containers and no resources.
 		"knativeservice-multicontainer-sidecar.yaml": {
-			// min-scale 0: no pod is required, but a PodGroup with pods gets minMember 1
+			// no min-scale: KAI's plugin requires 1
 			podGroups: []podGroupWant{{name: "pg-multi-container-test-service", minMember: 1, pods: 1}},
-			roles:     []roleWant{{"revision", 1, 0, 1, 0, 0}}, // initial-scale default 1; min-scale default 0
+			roles:     []roleWant{{"revision", 1, 1, 1, 1, 0}}, // initial-scale default 1; min-scale absent → 1 (KAI's Knative plugin)
 		},
 	}
 	for file, want := range cases {
