@@ -87,6 +87,10 @@ func Workload(ctx context.Context, c *definitions.Compiled, compiler *expr.Compi
 		return nil, err
 	}
 	for _, comp := range c.PodBearing {
+		if ps := otherScheduler(before, comp, pods); len(ps) > 0 {
+			oe.Problems = append(oe.Problems, ps...)
+			continue
+		}
 		problems, covered, err := unreachable(ctx, loc, comp, pods)
 		if err != nil {
 			return nil, err
@@ -129,6 +133,34 @@ func IsRole(inst *definitions.Instance) bool {
 		return false
 	}
 	return len(inst.Template.Spec.Containers) > 0 || (inst.Replicas != nil && *inst.Replicas > 0)
+}
+
+// otherScheduler reports the roles of comp whose pods, as the definition reads them before
+// onboarding, name a scheduler other than the default one and s's, when s does not override it.
+// It catches what the written place alone cannot show: an operator default the role inherits
+// (a Milvus component without its own schedulerName takes the shared spec.components one).
+func otherScheduler(w *definitions.Workload, comp *definitions.Component, s Settings) []string {
+	if s.SchedulerName == "" || s.OverrideScheduler {
+		return nil
+	}
+	rc := w.Component(comp.Name)
+	if rc == nil {
+		return nil
+	}
+	var out []string
+	for _, inst := range rc.Instances {
+		if !IsRole(inst) {
+			continue
+		}
+		if cur := inst.Template.Spec.SchedulerName; cur != "" && cur != DefaultSchedulerName && cur != s.SchedulerName {
+			id := ""
+			if inst.ID != "" {
+				id = fmt.Sprintf(" (instance %q)", inst.ID)
+			}
+			out = append(out, fmt.Sprintf("component %s%s: %v", comp.Name, id, &SkipError{Scheduler: cur}))
+		}
+	}
+	return out
 }
 
 // templateIDs lists the instance ids of the roles (IsRole) the definition finds for comp, in

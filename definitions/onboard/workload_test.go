@@ -331,3 +331,47 @@ func registryWith(t *testing.T, yamlDef string) *definitions.Registry {
 	reg.SetSource(definitions.SourceFile, defs)
 	return reg
 }
+
+// TestWorkloadInheritedScheduler: a Milvus component without a schedulerName of its own runs
+// under the shared spec.components.schedulerName (milvus-operator MergeComponentSpec,
+// pkg/controllers/components.go), so a shared "volcano" makes every component another
+// scheduler's: refused without override, though each component's own field is empty; with
+// override every component gets kai-scheduler, which wins over the shared one, and the plan
+// reads it.
+func TestWorkloadInheritedScheduler(t *testing.T) {
+	reg := catalogRegistry(t)
+	objs, err := manifest.ReadFile("../catalog/testdata/milvus-cluster-components-map-resources.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := objs[0]
+	if err := unstructured.SetNestedField(u.Object, "volcano", "spec", "components", "schedulerName"); err != nil {
+		t.Fatal(err)
+	}
+	c := reg.Lookup(u.GroupVersionKind())
+	ctx := context.Background()
+	_, err = onboard.Workload(ctx, c, reg.Compiler(), u.Object, podSettings(), onboard.Settings{})
+	if err == nil || !strings.Contains(err.Error(), `component component (instance "datanode"): it names scheduler "volcano"`) {
+		t.Fatalf("err = %v, want every component named as volcano's", err)
+	}
+	s := podSettings()
+	s.OverrideScheduler = true
+	res, err := onboard.Workload(ctx, c, reg.Compiler(), u.Object, s, onboard.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Resolve(ctx, res.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, inst := range w.Component("component").Instances {
+		n++
+		if got := inst.Template.Spec.SchedulerName; got != "kai-scheduler" {
+			t.Errorf("%s: plan reads %q, want kai-scheduler", inst.ID, got)
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d components, want the sample's 8 (dataCoord, dataNode, indexCoord, indexNode, proxy, queryCoord, queryNode, rootCoord)", n)
+	}
+}
