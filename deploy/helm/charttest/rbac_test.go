@@ -299,13 +299,14 @@ func catalogWorkloadResources(t *testing.T) (map[schema.GroupResource]schema.Gro
 	t.Helper()
 	// The plural resource of each non-native catalog kind (the Karta format does not carry it).
 	resourceOf := map[schema.GroupKind]string{
-		{Group: "serving.kserve.io", Kind: "InferenceService"}:    "inferenceservices",
-		{Group: "serving.kserve.io", Kind: "LLMInferenceService"}: "llminferenceservices",
-		{Group: "apps.nvidia.com", Kind: "NIMService"}:            "nimservices",
-		{Group: "milvus.io", Kind: "Milvus"}:                      "milvuses",
-		{Group: "workload.codeflare.dev", Kind: "AppWrapper"}:     "appwrappers",
-		{Group: "batch.volcano.sh", Kind: "Job"}:                  "jobs",
-		{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}: "sparkapplications",
+		{Group: "serving.kserve.io", Kind: "InferenceService"}:         "inferenceservices",
+		{Group: "serving.kserve.io", Kind: "LLMInferenceService"}:      "llminferenceservices",
+		{Group: "apps.nvidia.com", Kind: "NIMService"}:                 "nimservices",
+		{Group: "milvus.io", Kind: "Milvus"}:                           "milvuses",
+		{Group: "workload.codeflare.dev", Kind: "AppWrapper"}:          "appwrappers",
+		{Group: "batch.volcano.sh", Kind: "Job"}:                       "jobs",
+		{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}:      "sparkapplications",
+		{Group: "disaggregatedset.x-k8s.io", Kind: "DisaggregatedSet"}: "disaggregatedsets",
 	}
 	ls, err := catalog.Load()
 	if err != nil {
@@ -581,6 +582,7 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 		{APIGroups: []string{"workload.codeflare.dev"}, Resources: []string{"appwrappers"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"batch.volcano.sh"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"disaggregatedset.x-k8s.io"}, Resources: []string{"disaggregatedsets"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: []string{"get"}},
