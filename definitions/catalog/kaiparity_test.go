@@ -204,3 +204,30 @@ func TestKAIParityTrainJob(t *testing.T) {
 	assertGang(t, planEdited(t, catalogRegistry(t), "trainjob-flux-resourcespernode-gpu.yaml", nil),
 		kaiGang{podGroups: 1, required: map[string]int64{"node": 2}})
 }
+
+// TestKAIParityPodCliqueSet: KAI's Grove plugin (grove/grove_grouper.go GetPodGroupMetadata,
+// parseChildSubGroups) groups by the PodGang the Grove operator writes: one PodGroup per PodGang,
+// a sub-group per PodGang podgroup (one per PodClique) with minMember = its minReplicas, root
+// minMember = their sum. Grove (ai-dynamo/grove v0.1.0-alpha.11 operator/internal/controller/
+// podcliqueset/components/podgang/syncflow.go computeExpectedPodGangs): a base PodGang per
+// PodCliqueSet replica with the standalone cliques and the scaling groups' replicas
+// [0, minAvailable), each clique at its minAvailable (buildPodCliqueInfo; defaulted to replicas by
+// operator/internal/webhook/admission/pcs/defaulting/podcliqueset.go); and
+// a "scaled" PodGang for each scaling-group replica above minAvailable
+// (buildExpectedScaledPodGangsForPCSG).
+func TestKAIParityPodCliqueSet(t *testing.T) {
+	reg := catalogRegistry(t)
+	// One replica, scaling group sga (replicas 1) over pcb and pcc: one base PodGang, every clique
+	// at its minAvailable (= replicas).
+	assertGang(t, planEdited(t, reg, "podcliqueset-autoscale-pcsg-simple1.yaml", nil),
+		kaiGang{podGroups: 1, required: map[string]int64{"pca": 3, "pcb": 2, "pcc": 2, "pcd": 2}})
+	// Scaling group prefill at replicas 2, minAvailable 1 (default): the base PodGang requires
+	// pleader 1, pworker 4, dleader 1, dworker 2, as the catalog's PodGroup does. Documented
+	// difference: Grove puts prefill replica 1 (pleader 1 + pworker 4) in a scaled PodGang, so KAI
+	// writes a second PodGroup requiring those 5 pods together; the catalog keeps them in the one
+	// PodGroup without requiring them (one perReplicaOf per definition: README, "Nested per-replica
+	// gangs").
+	p := planEdited(t, reg, "podcliqueset-multinode-disagg-pcsg.yaml", nil)
+	assertGang(t, p, kaiGang{podGroups: 1, required: map[string]int64{"pleader": 1, "pworker": 4, "dleader": 1, "dworker": 2}})
+	assert.Equal(t, int64(13), p.PodGroups[0].Pods, "KAI: 8 pods in the base PodGroup and 5 in the scaled one")
+}
