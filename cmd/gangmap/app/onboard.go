@@ -190,7 +190,7 @@ func (o *onboardOptions) run(ctx context.Context, stdout, stderr io.Writer) erro
 		out = append(out, f)
 	}
 	if failed {
-		return fail(ExitProblems, "nothing written: fix the definitions or flags above")
+		return fail(ExitProblems, "nothing written: fix the definitions or flags above (where the operator has no field for a role, use the onboarding policy instead)")
 	}
 	return o.write(out, stdout, stderr)
 }
