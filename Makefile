@@ -12,8 +12,12 @@ GOFMT ?= $(GO_BIN_DIR)/gofmt
 FUZZTIME ?= 10s
 # Extra flags of every fuzz run (fuzz-long sets -parallel 1).
 FUZZFLAGS ?=
+# Calls to the fuzz function spent minimizing each new interesting input (go test's default is
+# 60s per input, which on inputs of several KB took most of a run: FuzzPlan stalled 2 minutes in
+# 5, FuzzDecodeAndCompile fuzzed 28 inputs in 6 minutes; docs/reliability.md).
+FUZZMINIMIZE ?= 1000x
 # Packages whose Fuzz* targets `make fuzz` runs.
-FUZZ_PKGS ?= ./definitions/... ./gang/... ./podgrouper/webhook/...
+FUZZ_PKGS ?= ./definitions/... ./gang/... ./podgrouper/webhook/... ./podgrouper/podview/...
 
 BIN := bin
 BINARIES := gangmap gangmap-grouper
@@ -72,7 +76,7 @@ fuzz: ## Run every Fuzz* target under FUZZ_PKGS for FUZZTIME (10s) each.
 	  targets=$$($(GO) test -list 'Fuzz.*' "$$pkg" | awk '/^Fuzz/'); \
 	  for t in $$targets; do \
 	    echo "== $$pkg $$t ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) "$$pkg"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZFLAGS) "$$pkg"; \
 	  done; \
 	done
 

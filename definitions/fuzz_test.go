@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -25,18 +26,31 @@ func FuzzDecodeAndCompile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, strict := range []bool{true, false} {
-			ls, err := definitions.Decode(bytes.NewReader(data), "fuzz.yaml", definitions.SourceFile, definitions.DecodeOptions{Strict: strict})
-			if err != nil {
-				continue
-			}
-			for _, l := range ls {
-				c, err := definitions.Compile(l, comp)
-				if err == nil && c.Root() == nil {
-					t.Fatal("a compiled definition has no root")
-				}
-			}
+	f.Fuzz(func(t *testing.T, data []byte) { decodeAndCompile(t, comp, data) })
+}
+
+// decodeAndCompile is FuzzDecodeAndCompile's body: data is decoded strictly and leniently, and
+// every definition that decodes is compiled. Strict decoding only adds refusals (unknown
+// fields), so when it succeeds the lenient decoding must give the same definitions without a
+// warning; they are then compiled once (compiling is deterministic), not once per decoding.
+func decodeAndCompile(tb testing.TB, comp *expr.Compiler, data []byte) {
+	strict, strictErr := definitions.Decode(bytes.NewReader(data), "fuzz.yaml", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+	lenient, err := definitions.Decode(bytes.NewReader(data), "fuzz.yaml", definitions.SourceFile, definitions.DecodeOptions{})
+	if strictErr == nil {
+		if err != nil {
+			tb.Fatalf("decodes strictly but not leniently: %v", err)
 		}
-	})
+		if !reflect.DeepEqual(strict, lenient) {
+			tb.Fatal("strict and lenient decoding of the same definitions differ")
+		}
+	}
+	if err != nil {
+		return
+	}
+	for _, l := range lenient {
+		c, err := definitions.Compile(l, comp)
+		if err == nil && c.Root() == nil {
+			tb.Fatal("a compiled definition has no root")
+		}
+	}
 }

@@ -92,11 +92,14 @@ func Decode(r io.Reader, origin string, source Source, opts DecodeOptions) ([]*L
 // mapping that names a key twice is refused, whatever opts say (YAML and JSON decoders otherwise
 // keep the last value silently, so a definition could say two things and mean the second).
 func DecodeDocument(doc []byte, origin string, source Source, opts DecodeOptions) (*Loaded, error) {
-	jsonDoc, err := yaml.YAMLToJSON(doc)
+	// One parse for a valid document: the strict conversion's output is the lenient one's (both
+	// unmarshal into interface{}; strictness only refuses a repeated key). On an error, the lenient
+	// parse tells invalid YAML from a repeated key.
+	jsonDoc, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: invalid YAML: %w", origin, err)
-	}
-	if _, err := yaml.YAMLToJSONStrict(doc); err != nil {
+		if _, lerr := yaml.YAMLToJSON(doc); lerr != nil {
+			return nil, fmt.Errorf("%s: invalid YAML: %w", origin, lerr)
+		}
 		// It parsed leniently, so the strict decoder's only objection is a repeated key.
 		return nil, fmt.Errorf("%s: %w", origin, duplicateKeys(err))
 	}

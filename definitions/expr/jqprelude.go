@@ -184,15 +184,20 @@ def gsub($re; str; $flags): sub($re; str; $flags + "g");
 def gsub($re; str): sub($re; str; "g");
 `
 
-// preludeDef is one definition of the prelude: its source and the name/arity of every function
-// it calls (including those gojq's compiler calls for its operators and interpolations).
+// preludeDef is one definition of the prelude: its key (name/arity), its syntax tree and the
+// name/arity of every function it calls (including those gojq's compiler calls for its
+// operators and interpolations).
 type preludeDef struct {
-	key, src string
-	deps     []string
+	key  string
+	def  *gojq.FuncDef
+	deps []string
 }
 
 // jqPrelude is jqPreludeSource split into its definitions, in order (a definition only calls
-// earlier ones, as jq scoping requires).
+// earlier ones, as jq scoping requires), parsed once per process. The syntax trees are shared
+// by every compilation: gojq's compiler only reads a query (it shares its own builtins' parsed
+// definitions between compilations the same way), and gangmap's rewrite runs on the user's
+// query before the prelude is put in front of it (TestPreludeSharedTreesUnchanged).
 var jqPrelude = func() []preludeDef {
 	q, err := gojq.Parse(jqPreludeSource + ".")
 	if err != nil {
@@ -204,14 +209,25 @@ var jqPrelude = func() []preludeDef {
 		w.query(fd.Body)
 		deps := slices.Collect(maps.Keys(w.refs))
 		deps = append(deps, slices.Collect(maps.Keys(w.implicit))...)
-		out = append(out, preludeDef{key: fmt.Sprintf("%s/%d", fd.Name, len(fd.Args)), src: fd.String(), deps: deps})
+		// Parsed again from its printed form, as the compilations before this cache did.
+		def := parseFuncDef(fd.String())
+		out = append(out, preludeDef{key: fmt.Sprintf("%s/%d", fd.Name, len(fd.Args)), def: def, deps: deps})
 	}
 	return out
 }()
 
-// preludeFor parses, afresh (gojq's compiler modifies the syntax tree it compiles, so no tree is
-// shared between compilations), the prelude definitions that the names in needed call,
-// directly or through each other.
+// parseFuncDef parses the source of one jq definition; src is gangmap's own, so a failure is a
+// programming error.
+func parseFuncDef(src string) *gojq.FuncDef {
+	q, err := gojq.Parse(src + " .")
+	if err != nil || len(q.FuncDefs) != 1 {
+		panic(fmt.Sprintf("expr: the jq prelude definition %q does not parse: %v", src, err))
+	}
+	return q.FuncDefs[0]
+}
+
+// preludeFor returns, in prelude order, the prelude definitions that the names in needed call,
+// directly or through each other, in a new slice of shared (read-only) syntax trees.
 func preludeFor(needed map[string]bool) []*gojq.FuncDef {
 	use := make([]bool, len(jqPrelude))
 	want := maps.Clone(needed)
@@ -223,21 +239,13 @@ func preludeFor(needed map[string]bool) []*gojq.FuncDef {
 			}
 		}
 	}
-	var b strings.Builder
+	var out []*gojq.FuncDef
 	for i, d := range jqPrelude {
 		if use[i] {
-			b.WriteString(d.src)
-			b.WriteString(" ")
+			out = append(out, d.def)
 		}
 	}
-	if b.Len() == 0 {
-		return nil
-	}
-	q, err := gojq.Parse(b.String() + ".")
-	if err != nil {
-		panic(fmt.Sprintf("expr: the jq prelude does not parse: %v", err))
-	}
-	return q.FuncDefs
+	return out
 }
 
 // jqBuiltinNames lists every name/arity gojq resolves without a definition (its builtins), as
@@ -272,13 +280,27 @@ func withPrelude(q *gojq.Query, refs, implicit map[string]bool) *gojq.Query {
 		if !jqBuiltinNames[ref] || jqAllowed(ref) {
 			continue
 		}
-		name, arity, _ := strings.Cut(ref, "/")
-		defs = append(defs, unavailableDef(name, arity))
+		defs = append(defs, unavailableDefs[ref])
 	}
 	out := *q
 	out.FuncDefs = append(defs, q.FuncDefs...)
 	return &out
 }
+
+// unavailableDefs holds, per name/arity of a gojq builtin gangmap does not allow, the parsed
+// `def name(a0; a1...): error("...")` that shadows it, built once per process (shared and
+// read-only, as the prelude's trees).
+var unavailableDefs = func() map[string]*gojq.FuncDef {
+	out := map[string]*gojq.FuncDef{}
+	for ref := range jqBuiltinNames {
+		if jqAllowed(ref) {
+			continue
+		}
+		name, arity, _ := strings.Cut(ref, "/")
+		out[ref] = unavailableDef(name, arity)
+	}
+	return out
+}()
 
 // unavailableDef is `def name(a0; a1...): error("...")` for a builtin gangmap does not allow.
 func unavailableDef(name, arity string) *gojq.FuncDef {
@@ -286,15 +308,11 @@ func unavailableDef(name, arity string) *gojq.FuncDef {
 	for i := range atoiOr0(arity) {
 		params = append(params, fmt.Sprintf("a%d", i))
 	}
-	src := fmt.Sprintf(`def %s: error(%q); .`, name, name+"/"+arity+" is not available in gangmap definitions")
+	src := fmt.Sprintf(`def %s: error(%q);`, name, name+"/"+arity+" is not available in gangmap definitions")
 	if len(params) > 0 {
-		src = fmt.Sprintf(`def %s(%s): error(%q); .`, name, strings.Join(params, "; "), name+"/"+arity+" is not available in gangmap definitions")
+		src = fmt.Sprintf(`def %s(%s): error(%q);`, name, strings.Join(params, "; "), name+"/"+arity+" is not available in gangmap definitions")
 	}
-	q, err := gojq.Parse(src)
-	if err != nil || len(q.FuncDefs) != 1 {
-		panic(fmt.Sprintf("expr: shadowing %s/%s: %v", name, arity, err))
-	}
-	return q.FuncDefs[0]
+	return parseFuncDef(src)
 }
 
 func atoiOr0(s string) int {
