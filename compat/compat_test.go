@@ -181,24 +181,33 @@ func TestUpstreamGangs(t *testing.T) {
 		want:  []wantPG{{3, 3}},
 		notes: []string{`which has 0 instances`, `counts its 2 replicas as pods`},
 	}, {
-		// Dynamo (Grove backend): the whole graph is one PodCliqueSet replica, one gang.
-		// Frontend 1 + decode 1 × nodeCount 2 + prefill 1 × nodeCount 2 = 5. The keys read the
-		// component label, not the replica label: no per-replica split.
+		// Dynamo (Grove backend): the keys read the component label (nvidia.com/dynamo-component,
+		// the service's instance id), not the replica label: no per-replica split, and KAI's
+		// fallback makes one PodGroup per component (calcPodGroupName of the pod's key value), so
+		// gangmap does too: Frontend 1, decode 1 × nodeCount 2, prefill 1 × nodeCount 2, each a
+		// gang of its own (noted). "Frontend" is not a DNS-1123 name: KAI groups those pods
+		// nowhere (validatePodGroupNameFromGroupingKeys), gangmap fits the name (noted).
 		name: "Dynamo v1alpha1 multinode", def: "nvidia-com-dynamographdeployment-v1alpha1", manifest: "dynamographdeployment-v1alpha1-sglang-disagg-multinode-services-map",
-		want: []wantPG{{5, 5}},
+		want:  []wantPG{{1, 1}, {2, 2}, {2, 2}},
+		notes: []string{`alpha pod group "service" is 3 PodGroups`, `give "pg-sglang-disagg-multinode-Frontend", not a DNS-1123 subdomain`},
 	}, {
 		name: "Dynamo v1alpha1 4 services", def: "nvidia-com-dynamographdeployment-v1alpha1", manifest: "dynamographdeployment-v1alpha1-trtllm-disagg-planner-4services",
-		want: []wantPG{{4, 4}},
+		want:  []wantPG{{1, 1}, {1, 1}, {1, 1}, {1, 1}},
+		notes: []string{`alpha pod group "service" is 4 PodGroups`},
 	}, {
-		// v1beta1 upstream counts replicas only (multinode.nodeCount ignored): 1 + 1 + 1.
+		// v1beta1 upstream counts replicas only (multinode.nodeCount ignored): one PodGroup per
+		// component (its key is the lower-cased component label), 1 each.
 		name: "Dynamo v1beta1", def: "nvidia-com-dynamographdeployment-v1beta1", manifest: "dynamographdeployment-v1beta1-sglang-disagg-multinode-components-list",
-		want: []wantPG{{3, 3}},
+		want:  []wantPG{{1, 1}, {1, 1}, {1, 1}},
+		notes: []string{`alpha pod group "component" is 3 PodGroups`},
 	}, {
-		// JobSet: replicas default 1 (omitted here); workers parallelism 4 + driver 1 = 5, one
-		// gang. Upstream's replicas * parallelism meets null: read null-safe, with a note.
+		// JobSet: replicas default 1 (omitted here); workers parallelism 4, driver 1. Upstream
+		// groups by jobset.sigs.k8s.io/replicatedjob-name, the replicated job's instance id, so
+		// KAI's fallback makes one PodGroup per replicated job, and gangmap too (noted).
+		// Upstream's replicas * parallelism meets null: read null-safe, with a note.
 		name: "JobSet without replicas", def: "jobset-x-k8s-io-jobset-v1alpha2", manifest: "jobset-paralleljobs-two-rjobs",
-		want:  []wantPG{{5, 5}},
-		notes: []string{"met null", "an absent count is 1 in a product"},
+		want:  []wantPG{{4, 4}, {1, 1}},
+		notes: []string{"met null", "an absent count is 1 in a product", `alpha pod group "job" is 2 PodGroups (pg-paralleljobs-workers, pg-paralleljobs-driver)`},
 	}, {
 		// JobSet multislice: replicas 2 × parallelism 4 = 8.
 		name: "JobSet multislice", def: "jobset-x-k8s-io-jobset-v1alpha2", manifest: "jobset-tpu-multislice-replicas2",

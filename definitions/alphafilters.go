@@ -45,18 +45,13 @@ func (c *Compiled) HasAlphaFilters() bool {
 }
 
 // AlphaGroupOfPod judges the alpha filters on the pod itself, as KAI's fallback does: the
-// group of the first candidate member of comp whose filters all pass, or -1.
+// group of the first candidate member of comp whose filters all pass (AlphaMemberOfPod), or -1.
 func (c *Compiled) AlphaGroupOfPod(ctx context.Context, comp *Component, pod map[string]any) (int, error) {
-	for _, cand := range c.AlphaCandidates(comp) {
-		ok, err := c.PassesAlphaFilters(ctx, cand.Group, cand.Member, pod)
-		if err != nil {
-			return -1, err
-		}
-		if ok {
-			return cand.Group, nil
-		}
+	m, ok, err := c.AlphaMemberOfPod(ctx, comp, pod)
+	if err != nil || !ok {
+		return -1, err
 	}
-	return -1, nil
+	return m.Group, nil
 }
 
 // podMetadataRef matches a filter's read of pod labels or annotations (jq or CEL).

@@ -45,6 +45,9 @@ type Compiled struct {
 	// AlphaFilters holds the compiled filters of each alpha pod group member, indexed
 	// [podGroup][member].
 	AlphaFilters [][][]expr.Program
+	// AlphaKeys holds the compiled grouping keys of each alpha pod group member (its
+	// groupByKeyPaths, then its groupByExpressions), indexed [podGroup][member].
+	AlphaKeys [][][]expr.Program
 	// nullSafe holds, for each object-side jq program that has one, its expr.NullSafeJQ form:
 	// evaluated only when the program as written fails on null.
 	nullSafe map[expr.Program]expr.Program
@@ -181,21 +184,22 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 	out.Status = cc.status(k.Spec.StructureDefinition.RootComponent.StatusDefinition, structurePath.Child("rootComponent", "statusDefinition"))
 	if gs := k.Spec.OptimizationInstructions.GangScheduling; gs != nil {
 		for i, pg := range gs.PodGroups {
-			var members [][]expr.Program
+			var members, keys [][]expr.Program
 			for j, m := range pg.Members {
-				var fs []expr.Program
+				var fs, ks []expr.Program
 				for f, e := range m.Filters {
 					fs = append(fs, cc.compile(e, expr.Pod, gangPath.Child("podGroups").Index(i).Child("members").Index(j).Child("filters").Index(f)))
 				}
 				for f, e := range m.GroupByKeyPaths {
-					cc.compile(e, expr.Pod, gangPath.Child("podGroups").Index(i).Child("members").Index(j).Child("groupByKeyPaths").Index(f))
+					ks = append(ks, cc.compile(e, expr.Pod, gangPath.Child("podGroups").Index(i).Child("members").Index(j).Child("groupByKeyPaths").Index(f)))
 				}
 				for f, e := range m.GroupByExpressions {
-					cc.compile(e, expr.Pod, gangPath.Child("podGroups").Index(i).Child("members").Index(j).Child("groupByExpressions").Index(f))
+					ks = append(ks, cc.compile(e, expr.Pod, gangPath.Child("podGroups").Index(i).Child("members").Index(j).Child("groupByExpressions").Index(f)))
 				}
-				members = append(members, fs)
+				members, keys = append(members, fs), append(keys, ks)
 			}
 			out.AlphaFilters = append(out.AlphaFilters, members)
+			out.AlphaKeys = append(out.AlphaKeys, keys)
 		}
 	}
 	if ext := k.Spec.Gangmap; ext != nil {

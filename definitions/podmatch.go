@@ -29,6 +29,12 @@ type PodPlacement struct {
 	// judges them on the pod.
 	AlphaJudged bool
 	AlphaGroup  int
+	// AlphaKeys are, in the alpha form, the pod's values of the grouping keys of the member that
+	// takes it (AlphaMemberOfPod, AlphaKeyValues): KAI's fallback names the pod's PodGroup by
+	// them. AlphaKeysErr says why they could not be read (then KAI's fallback groups the pod
+	// nowhere); both are empty when the member has no keys or no member takes the pod.
+	AlphaKeys    []string
+	AlphaKeysErr error
 }
 
 // PlacePod finds the pod's component, instance and replica keys by the definition's pod
@@ -77,12 +83,20 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 		return nil, ErrNoComponent
 	}
 	pl := &PodPlacement{Component: comp}
-	if c.HasAlphaFilters() {
-		g, err := c.AlphaGroupOfPod(ctx, comp, pod)
+	if c.IsAlphaForm() {
+		m, ok, err := c.AlphaMemberOfPod(ctx, comp, pod)
 		if err != nil {
 			return nil, err
 		}
-		pl.AlphaJudged, pl.AlphaGroup = true, g
+		if c.HasAlphaFilters() {
+			pl.AlphaJudged, pl.AlphaGroup = true, -1
+			if ok {
+				pl.AlphaGroup = m.Group
+			}
+		}
+		if ok {
+			pl.AlphaKeys, pl.AlphaKeysErr = c.AlphaKeyValues(ctx, m, pod)
+		}
 	}
 	if comp.InstanceKey != nil {
 		id, err := singleKey(ctx, comp.InstanceKey, in)

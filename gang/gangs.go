@@ -15,32 +15,6 @@ type gangSpec struct {
 	roles     []*Role
 	subGroups []definitions.SubGroupMapping // nil: no sub-groups
 	topology  *definitions.TopologyConstraint
-	// alpha: the gang is an entry of the alpha podGroups form, named as KAI names those
-	// (AlphaPodGroupName) rather than after the gang.
-	alpha bool
-}
-
-// podGroupName names one gang's PodGroup per the definition's form: AlphaPodGroupName with the
-// replica key as the one grouping-key value for the alpha form (gangmap splits an alpha gang per
-// replica only when its member groups by keys, and the replica key is the value the upstream
-// definitions group by, e.g. LWS's group index), else PodGroupName. Two alpha gangs without keys
-// would share KAI's name "pg-<UID>" (KAI then merges them into one PodGroup); gangmap keeps the
-// later ones apart by their gang name and says so in the plan's Notes.
-func (p *Plan) podGroupName(gs *gangSpec, ownerKey, key string, taken map[string]bool) string {
-	if !gs.alpha {
-		return PodGroupName(ownerKey, gs.name, key)
-	}
-	var keys []string
-	if key != "" {
-		keys = []string{key}
-	}
-	name := AlphaPodGroupName(ownerKey, keys...)
-	if taken[name] {
-		alt := PodGroupName(ownerKey, gs.name, key)
-		p.Notes = append(p.Notes, fmt.Sprintf("alpha pod group %q would share PodGroup %s with another gang (KAI merges them); gangmap names it %s", gs.name, name, alt))
-		return alt
-	}
-	return name
 }
 
 // buildGangs decides the gangs, splits them per replica where the definition says so, and fills
@@ -58,10 +32,17 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 	if err != nil {
 		return err
 	}
-	taken := map[string]bool{}
+	p.ownerKey = ownerKey
+	if c.IsAlphaForm() {
+		if err := p.buildAlphaPodGroups(ctx, c, specs, keys); err != nil {
+			return err
+		}
+		p.sumGPUs()
+		return nil
+	}
 	for _, gs := range specs {
 		for _, key := range keys {
-			pg := &PodGroup{Name: p.podGroupName(gs, ownerKey, key, taken), Gang: gs.name, Replica: key, Topology: gs.topology, SubGroups: []*SubGroup{}}
+			pg := &PodGroup{Name: PodGroupName(ownerKey, gs.name, key), Gang: gs.name, Replica: key, Topology: gs.topology, SubGroups: []*SubGroup{}}
 			for _, r := range gs.roles {
 				m, err := p.share(r, int64(len(keys)))
 				if err != nil {
@@ -81,18 +62,22 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 				return err
 			}
 			p.PodGroups = append(p.PodGroups, pg)
-			taken[pg.Name] = true
-			p.gangIndex[gangKey{gs.name, key}] = pg
+			p.gangIndex[gangKey{gang: gs.name, replica: key}] = pg
 			for _, m := range pg.members {
 				p.roleGang[m.role] = gs.name
 			}
 		}
 	}
+	p.sumGPUs()
+	return nil
+}
+
+// sumGPUs sets each role's gang and total GPUs and the plan's total.
+func (p *Plan) sumGPUs() {
 	for _, r := range p.Roles {
 		r.GangGPUs, r.GPUs = r.GPUsPerPod.Times(r.GangPods), r.GPUsPerPod.Times(r.Pods)
 		p.TotalGPUs += r.GPUs
 	}
-	return nil
 }
 
 // gangSpecs reads the gang hints: the current podGroup form (one gang, optional sub-groups), the
@@ -126,37 +111,40 @@ func (p *Plan) gangSpecs(ctx context.Context, c *definitions.Compiled) ([]*gangS
 func (p *Plan) alphaGangs(ctx context.Context, c *definitions.Compiled, groups []definitions.PodGroupDefinition) ([]*gangSpec, error) {
 	specs := make([]*gangSpec, len(groups))
 	for i, g := range groups {
-		specs[i] = &gangSpec{name: SanitizeLabel(g.Name), alpha: true}
+		specs[i] = &gangSpec{name: SanitizeLabel(g.Name)}
 	}
 	for _, r := range p.Roles {
-		g, err := p.alphaGroupOf(ctx, c, r)
+		m, ok, err := p.alphaMemberOf(ctx, c, r)
 		if err != nil {
 			return nil, err
 		}
-		if g < 0 {
+		if !ok {
 			p.Notes = append(p.Notes, fmt.Sprintf("role %s is in no pod group of the definition; gangmap leaves its pods to KAI", roleLabel(r)))
 			continue
 		}
-		specs[g].roles = append(specs[g].roles, r)
+		p.alphaMember[r] = m
+		specs[m.Group].roles = append(specs[m.Group].roles, r)
 	}
 	return specs, nil
 }
 
-func (p *Plan) alphaGroupOf(ctx context.Context, c *definitions.Compiled, r *Role) (int, error) {
+// alphaMemberOf is the alpha pod group member that takes role r's pods (see alphaGangs); ok is
+// false when none does.
+func (p *Plan) alphaMemberOf(ctx context.Context, c *definitions.Compiled, r *Role) (definitions.AlphaMember, bool, error) {
 	var tplPod map[string]any
 	for _, cand := range c.AlphaCandidates(r.component) {
 		if len(c.AlphaFilters[cand.Group][cand.Member]) > 0 && tplPod == nil {
 			var err error
 			if tplPod, err = templatePod(r); err != nil {
-				return -1, err
+				return definitions.AlphaMember{}, false, err
 			}
 		}
 		ok, err := c.PassesAlphaFilters(ctx, cand.Group, cand.Member, tplPod)
 		if err != nil {
-			return -1, err
+			return definitions.AlphaMember{}, false, err
 		}
 		if ok {
-			return cand.Group, nil
+			return cand, true, nil
 		}
 		var labels, annotations map[string]string
 		if r.instance != nil && r.instance.Template != nil {
@@ -164,10 +152,10 @@ func (p *Plan) alphaGroupOf(ctx context.Context, c *definitions.Compiled, r *Rol
 		}
 		if c.AlphaFiltersReadAbsentMetadata(cand, labels, annotations) {
 			p.Notes = append(p.Notes, fmt.Sprintf("role %s: the filters of podGroups[%d].members[%d] read pod labels or annotations its template does not set (the operator sets them): the plan counts the role in pod group %q, and each pod joins it only if the filters hold on the pod itself (as KAI's fallback judges them); a pod they reject is left to KAI", roleLabel(r), cand.Group, cand.Member, c.Loaded.Karta.Spec.OptimizationInstructions.GangScheduling.PodGroups[cand.Group].Name))
-			return cand.Group, nil
+			return cand, true, nil
 		}
 	}
-	return -1, nil
+	return definitions.AlphaMember{}, false, nil
 }
 
 // templatePod renders a role's pod template as a pod (metadata and spec), so that pod-side

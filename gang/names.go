@@ -28,20 +28,38 @@ func PodGroupName(ownerUID, gang, replica string) string {
 	return fitName(strings.Join(parts, "-"))
 }
 
-// AlphaPodGroupName is the name of a gang's PodGroup in the alpha gangScheduling.podGroups form:
-// "pg-<top owner UID>" followed by "-<value>" for each grouping-key value, exactly as KAI v0.17's
-// Karta fallback names it (KAI pkg/podgrouper/podgrouper/plugins/karta/grouper.go,
-// getPodGroupMetadataAlpha and calcPodGroupName: "%s-%s" of PodGroupNamePrefix and the UID, then
-// strings.Join(groupingKeys, "-")). The alpha group's own name is not part of it (KAI's rule).
-// KAI refuses a keyed name that is not a DNS-1123 subdomain (validatePodGroupNameFromGroupingKeys);
-// gangmap cuts one longer than 253 characters with a hash instead, as fitName does at 63.
+// KAIAlphaName is the name KAI v0.17's Karta fallback gives a pod's PodGroup in the alpha
+// gangScheduling.podGroups form: "pg-<top owner UID>", then "-" and the pod's grouping-key values
+// joined with "-" when it has any (KAI pkg/podgrouper/podgrouper/plugins/karta/grouper.go,
+// calcPodGroupName: fmt.Sprintf("%s-%s", PodGroupNamePrefix, UID), then
+// strings.Join(groupingKeys, "-")). The values are used as they are: KAI neither lower-cases,
+// sanitizes, cuts nor hashes them, and the alpha group's own name is not part of the name.
+func KAIAlphaName(ownerUID string, keys ...string) string {
+	base := "pg-" + ownerUID
+	if len(keys) == 0 {
+		return base
+	}
+	return base + "-" + strings.Join(keys, "-")
+}
+
+// AlphaPodGroupName is the name gangmap gives a pod's PodGroup in the alpha form: KAIAlphaName,
+// so that a pod KAI grouped is in the same object. KAI refuses a keyed name that is not a
+// DNS-1123 subdomain (grouping_instruction_validation.go validatePodGroupNameFromGroupingKeys)
+// and then groups the pod nowhere, so there is no KAI object to join: gangmap then writes the
+// name lower-cased, with every character other than a-z, 0-9 and "-" made "-", cut to fit 253
+// characters, and ending with "-" and 8 hex digits of the SHA-256 of KAI's name (so that two
+// such names stay distinct).
 func AlphaPodGroupName(ownerUID string, keys ...string) string {
-	name := strings.Join(append([]string{"pg", ownerUID}, keys...), "-")
-	if len(name) <= validation.DNS1123SubdomainMaxLength {
+	name := KAIAlphaName(ownerUID, keys...)
+	if len(keys) == 0 || len(validation.IsDNS1123Subdomain(name)) == 0 {
 		return name
 	}
 	h := shortHash(name)
-	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(h)-1], "-.") + "-" + h
+	out := strings.Trim(invalidLabelChars.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if max := validation.DNS1123SubdomainMaxLength - len(h) - 1; len(out) > max {
+		out = strings.TrimRight(out[:max], "-")
+	}
+	return out + "-" + h
 }
 
 var invalidLabelChars = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -70,6 +70,10 @@ type Plan struct {
 	roleIndex  map[roleKey]*Role
 	gangIndex  map[gangKey]*PodGroup
 	roleGang   map[*Role]string
+	// ownerKey is the top owner's UID (its name in offline plans), which PodGroup names start with.
+	ownerKey string
+	// alphaMember is, in the alpha form, the pod group member that takes each grouped role's pods.
+	alphaMember map[*Role]definitions.AlphaMember
 }
 
 // WorkloadRef names the workload.
@@ -173,7 +177,12 @@ type member struct {
 
 type roleKey struct{ component, instance string }
 
-type gangKey struct{ gang, replica string }
+// gangKey finds a PodGroup: by gang and replica key, and in the alpha form by role too (a gang's
+// roles can be in different PodGroups there, named by their grouping-key values).
+type gangKey struct {
+	gang, replica string
+	role          *Role
+}
 
 // Build computes the plan of obj (a workload of the definition's root kind). Errors name the
 // definition field path and what was expected (a replica count that is not a number, a negative
@@ -193,6 +202,8 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		roleIndex:  map[roleKey]*Role{},
 		gangIndex:  map[gangKey]*PodGroup{},
 		roleGang:   map[*Role]string{},
+
+		alphaMember: map[*Role]definitions.AlphaMember{},
 	}
 	p.Misses = w.Misses
 	if st, err := c.EvaluateStatus(ctx, content, w.Variables); err != nil {

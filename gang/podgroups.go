@@ -186,7 +186,11 @@ var ErrNotGrouped = errors.New("the pod's role is in no gang of the definition")
 
 // Assignment is where one pod goes.
 type Assignment struct {
+	// PodGroup is the planned PodGroup of the pod's gang; Name is the name of the PodGroup the pod
+	// goes in: PodGroup.Name, except in the alpha form, where it is named by the pod's own
+	// grouping-key values as KAI's fallback names it (AlphaPodGroupName).
 	PodGroup *PodGroup
+	Name     string
 	// SubGroup is the pod's leaf sub-group; nil when the PodGroup has none.
 	SubGroup *SubGroup
 	Role     *Role
@@ -223,11 +227,21 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 			return nil, fmt.Errorf("role %s: the pod has no replica key for per-replica component %q", roleLabel(r), p.perReplica.Name)
 		}
 	}
-	pg := p.gangIndex[gangKey{gang, key}]
+	pg := p.gangIndex[gangKey{gang: gang, replica: key}]
+	if pg == nil {
+		pg = p.gangIndex[gangKey{gang: gang, replica: key, role: r}]
+	}
 	if pg == nil {
 		return nil, fmt.Errorf("role %s: replica %q of %q is not in the plan", roleLabel(r), key, p.perReplica.Name)
 	}
-	a := &Assignment{PodGroup: pg, Role: r}
+	a := &Assignment{PodGroup: pg, Name: pg.Name, Role: r}
+	if _, alpha := p.alphaMember[r]; alpha {
+		// KAI's fallback names the pod's PodGroup by the pod's own grouping-key values.
+		if pl.AlphaKeysErr != nil {
+			return nil, fmt.Errorf("role %s: the pod's PodGroup name cannot be read from it (KAI's fallback groups it nowhere either): %w", roleLabel(r), pl.AlphaKeysErr)
+		}
+		a.Name = AlphaPodGroupName(p.ownerKey, pl.AlphaKeys...)
+	}
 	for _, m := range pg.members {
 		if m.role != r {
 			continue

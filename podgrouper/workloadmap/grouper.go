@@ -290,7 +290,7 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 // with a copy of the pod's own sub-group listing the pod.
 func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podName string) {
 	pg := a.PodGroup
-	md.Name = pg.Name
+	md.Name = a.Name
 	md.MinSubGroup = nil
 	md.MinAvailable = 0
 	if pg.MinSubGroup != nil {

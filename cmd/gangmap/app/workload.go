@@ -391,7 +391,7 @@ func placePodView(ctx context.Context, c *definitions.Compiled, plan *gang.Plan,
 	case err != nil:
 		pv.Reason = err.Error()
 	default:
-		pv.PodGroup = a.PodGroup.Name
+		pv.PodGroup = a.Name
 		if a.SubGroup != nil {
 			pv.SubGroup = a.SubGroup.Name
 		}
