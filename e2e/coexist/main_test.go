@@ -47,6 +47,7 @@ func run(m *testing.M) int {
 			"../testdata/crds/e2e.example.com_customjobs.yaml",
 			"../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 			"../faults/testdata/faults.example.com_doomedjobs.yaml",
+			"testdata/e2e.example.com_alphajobs.yaml",
 		},
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper", &metav1.LabelSelector{})},
 	})

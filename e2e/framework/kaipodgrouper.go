@@ -41,7 +41,11 @@ import (
 //     default-queue (KAI plugins/defaultgrouper/default_grouper.go GetPodGroupMetadata). So every
 //     pod it takes is in a PodGroup whose minimum it alone satisfies: the partial gang gangmap
 //     must prevent;
-//   - it creates the PodGroup when missing, sets minMember back to 1 when it differs (KAI
+//   - for a kind an alpha-form Karta covers that KAI's Karta hub sees (its three run.ai/karta-*
+//     labels), it names and sizes the PodGroup as KAI v0.17's Karta fallback does
+//     (pkg/podgrouper/podgrouper/plugins/karta/grouper.go getPodGroupMetadataAlpha and
+//     calcPodGroupName: "pg-<top owner UID>[-<the pod's grouping-key values>]"; see alphaKarta);
+//   - it creates the PodGroup when missing, sets minMember back to its own when it differs (KAI
 //     handler.go ApplyToCluster replaces the spec), and rewrites the pod's pod-group-name
 //     whenever it differs from its own result (pod_controller.go assignPodToGroupAndSubGroup).
 //
@@ -110,8 +114,15 @@ func (k *KAIPodGrouper) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if err != nil || skip {
 		return reconcile.Result{}, err
 	}
-	name := fmt.Sprintf("pg-%s-%s", top.GetName(), top.GetUID())
-	if err := k.apply(ctx, pod, top, name); err != nil {
+	name, minMember := fmt.Sprintf("pg-%s-%s", top.GetName(), top.GetUID()), int32(1)
+	kg, err := k.alphaKarta(ctx, pod, top)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if kg != nil {
+		name, minMember = kg.name, kg.minMember
+	}
+	if err := k.apply(ctx, pod, top, name, minMember); err != nil {
 		return reconcile.Result{}, err
 	}
 	if pod.Annotations[kaikeys.PodGroupName] == name {
@@ -155,8 +166,9 @@ func (k *KAIPodGrouper) topOwner(ctx context.Context, pod *corev1.Pod) (*metav1.
 	return last, false, nil
 }
 
-// apply creates the one-pod PodGroup, or sets its minMember back to 1.
-func (k *KAIPodGrouper) apply(ctx context.Context, pod *corev1.Pod, top *metav1.PartialObjectMetadata, name string) error {
+// apply creates the PodGroup with minMember (1 for the default grouper's one-pod PodGroup), or
+// sets its minMember back to that.
+func (k *KAIPodGrouper) apply(ctx context.Context, pod *corev1.Pod, top *metav1.PartialObjectMetadata, name string, minMember int32) error {
 	queue := top.Labels[kaikeys.DefaultQueueLabel]
 	if queue == "" {
 		queue = kaikeys.DefaultQueue
@@ -169,17 +181,17 @@ func (k *KAIPodGrouper) apply(ctx context.Context, pod *corev1.Pod, top *metav1.
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name,
 				Annotations:     map[string]string{kaikeys.TopOwnerMetadata: fmt.Sprintf("name: %s\nuid: %s\ngroup: %s\nversion: %s\nkind: %s\n", top.Name, top.UID, gv.Group, gv.Version, gv.Kind)},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: gv.GroupVersion().String(), Kind: gv.Kind, Name: top.Name, UID: top.UID}}},
-			Spec: v2alpha2.PodGroupSpec{MinMember: ptr.To[int32](1), Queue: queue, SubGroups: []v2alpha2.SubGroup{}},
+			Spec: v2alpha2.PodGroupSpec{MinMember: ptr.To(minMember), Queue: queue, SubGroups: []v2alpha2.SubGroup{}},
 		}
 		return client.IgnoreAlreadyExists(k.client.Create(ctx, pg))
 	}
 	if err != nil {
 		return err
 	}
-	if ptr.Deref(pg.Spec.MinMember, -1) == 1 && pg.Spec.MinSubGroup == nil && len(pg.Spec.SubGroups) == 0 {
+	if ptr.Deref(pg.Spec.MinMember, -1) == minMember && pg.Spec.MinSubGroup == nil && len(pg.Spec.SubGroups) == 0 {
 		return nil
 	}
-	pg.Spec.MinMember, pg.Spec.MinSubGroup, pg.Spec.SubGroups = ptr.To[int32](1), nil, []v2alpha2.SubGroup{}
+	pg.Spec.MinMember, pg.Spec.MinSubGroup, pg.Spec.SubGroups = ptr.To(minMember), nil, []v2alpha2.SubGroup{}
 	return k.client.Update(ctx, pg)
 }
 
