@@ -304,3 +304,126 @@ func TestOperatorPodsMilvus(t *testing.T) {
 	}
 	assertEveryPodClaimed(t, "milvus-deployment-groups.yaml", pods)
 }
+
+// TestOperatorPodsTrainingAndBatch: every pod of real PyTorchJob, MPIJob v2beta1 and Volcano Job
+// manifests, labelled as the operators label them (sources as in TestOperatorLabelsTrainingOperators:
+// training-operator common/pod.go ReconcilePods/CreateNewPod; mpi-operator
+// mpi_job_controller.go defaultLabels; volcano job_controller_util.go createJobPod).
+func TestOperatorPodsTrainingAndBatch(t *testing.T) {
+	t.Run("pytorchjob: 2 workers", func(t *testing.T) {
+		var pods []placedPod
+		for i := 0; i < 2; i++ {
+			pods = append(pods, placedPod{map[string]string{
+				"training.kubeflow.org/operator-name": "pytorchjob-controller",
+				"training.kubeflow.org/job-name":      "elastic-example-imagenet",
+				"training.kubeflow.org/replica-type":  "worker",
+				"training.kubeflow.org/replica-index": fmt.Sprint(i),
+			}, "pg-elastic-example-imagenet-pytorchjob", "worker", "worker"})
+		}
+		assertEveryPodClaimed(t, "pytorchjob-kai-elastic-min1-max3.yaml", pods)
+	})
+	t.Run("mpijob v2beta1: launcher and 2 workers", func(t *testing.T) {
+		const pg = "pg-tensorflow-benchmarks-mpijob"
+		labels := func(role string) map[string]string {
+			return map[string]string{
+				"training.kubeflow.org/operator-name": "mpi-operator",
+				"training.kubeflow.org/job-name":      "tensorflow-benchmarks",
+				"training.kubeflow.org/job-role":      role,
+			}
+		}
+		pods := []placedPod{{labels("launcher"), pg, "launcher", ""}}
+		for i := 0; i < 2; i++ {
+			pods = append(pods, placedPod{merge(labels("worker"), map[string]string{"training.kubeflow.org/replica-index": fmt.Sprint(i)}), pg, "worker", ""})
+		}
+		assertEveryPodClaimed(t, "mpijob-tf-benchmarks-worker-gpu-limits.yaml", pods)
+	})
+	t.Run("volcano job: master 1, workers 9", func(t *testing.T) {
+		const pg = "pg-elastic-job-job"
+		labels := func(task string, index int) map[string]string {
+			return map[string]string{
+				"volcano.sh/job-name":      "elastic-job",
+				"volcano.sh/job-namespace": "default",
+				"volcano.sh/queue-name":    "default",
+				"volcano.sh/task-spec":     task,
+				"volcano.sh/task-index":    fmt.Sprint(index),
+			}
+		}
+		pods := []placedPod{{labels("master", 0), pg, "master", ""}}
+		for i := 0; i < 9; i++ {
+			pods = append(pods, placedPod{labels("worker", i), pg, "worker", ""})
+		}
+		assertEveryPodClaimed(t, "volcanojob-elastic-minavailable3-of-10.yaml", pods)
+	})
+}
+
+// TestOperatorPodsRaySpark: every pod of a RayCluster (kuberay common/pod.go labelPod) and of a
+// SparkApplication (Spark's spark-role, spark-operator pkg/common/spark.go LabelSparkRole).
+func TestOperatorPodsRaySpark(t *testing.T) {
+	t.Run("raycluster: head and 2 workers", func(t *testing.T) {
+		const pg = "pg-raycluster-half-gpu-raycluster"
+		labels := func(nodeType, group string) map[string]string {
+			return map[string]string{
+				"ray.io/is-ray-node": "yes", "ray.io/cluster": "raycluster-half-gpu",
+				"ray.io/node-type": nodeType, "ray.io/group": group,
+				"ray.io/identifier":      "raycluster-half-gpu-" + nodeType,
+				"app.kubernetes.io/name": "kuberay", "app.kubernetes.io/created-by": "kuberay-operator",
+			}
+		}
+		assertEveryPodClaimed(t, "raycluster-kai-gpu-fraction-annotation.yaml", []placedPod{
+			{labels("head", "headgroup"), pg, "headgroup", "headgroup"},
+			{labels("worker", "shared-gpu"), pg, "shared-gpu", "shared-gpu"},
+			{labels("worker", "shared-gpu"), pg, "shared-gpu", "shared-gpu"},
+		})
+	})
+	t.Run("sparkapplication: driver and 2 executors", func(t *testing.T) {
+		const pg = "pg-spark-pi-dynamic-allocation-sparkapplication"
+		labels := func(role string) map[string]string {
+			return map[string]string{
+				"spark-role": role, "spark-app-selector": "spark-0123456789abcdef",
+				"sparkoperator.k8s.io/app-name":                   "spark-pi-dynamic-allocation",
+				"sparkoperator.k8s.io/launched-by-spark-operator": "true",
+			}
+		}
+		assertEveryPodClaimed(t, "sparkapplication-dynamic-allocation-min1-max5.yaml", []placedPod{
+			{labels("driver"), pg, "driver", "driver"},
+			{merge(labels("executor"), map[string]string{"spark-exec-id": "1"}), pg, "executor", "executor"},
+			{merge(labels("executor"), map[string]string{"spark-exec-id": "2"}), pg, "executor", "executor"},
+		})
+	})
+}
+
+// TestOperatorPodsLLMInferenceServiceAndTrainJob: every pod of the multi-node DP/EP
+// LLMInferenceService (KServe workload_multi_node.go leaderLabels/workerLabels, LWS labels; the
+// router scheduler's template is not in the object, so it has no planned pod), and the node pods
+// of a TrainJob (JobSet labelAndAnnotateObject on Trainer's replicated job "node").
+func TestOperatorPodsLLMInferenceServiceAndTrainJob(t *testing.T) {
+	t.Run("llminferenceservice: decode and prefill leader + worker", func(t *testing.T) {
+		const pg = "pg-deepseek-r1-0528-pd-llminferenceservice"
+		pod := func(component, lws, index string) map[string]string {
+			return map[string]string{
+				"app.kubernetes.io/component": component, "app.kubernetes.io/name": "deepseek-r1-0528-pd",
+				"app.kubernetes.io/part-of":        "llminferenceservice",
+				"leaderworkerset.sigs.k8s.io/name": lws, "leaderworkerset.sigs.k8s.io/group-index": "0",
+				"leaderworkerset.sigs.k8s.io/worker-index": index,
+			}
+		}
+		assertEveryPodClaimed(t, "llminferenceservice-v1alpha2-dp-ep-deepseek-pd-worker.yaml", []placedPod{
+			{pod("llminferenceservice-workload-leader", "deepseek-r1-0528-pd-kserve-mn", "0"), pg, "main", "main"},
+			{pod("llminferenceservice-workload-worker", "deepseek-r1-0528-pd-kserve-mn", "1"), pg, "main-worker", "main-worker"},
+			{pod("llminferenceservice-workload-leader-prefill", "deepseek-r1-0528-pd-kserve-mn-prefill", "0"), pg, "prefill", "prefill"},
+			{pod("llminferenceservice-workload-worker-prefill", "deepseek-r1-0528-pd-kserve-mn-prefill", "1"), pg, "prefill-worker", "prefill-worker"},
+		})
+	})
+	t.Run("trainjob: numNodes 2 node pods", func(t *testing.T) {
+		var pods []placedPod
+		for i := 0; i < 2; i++ {
+			pods = append(pods, placedPod{map[string]string{
+				"jobset.sigs.k8s.io/jobset-name":           "lammps-flux",
+				"jobset.sigs.k8s.io/replicatedjob-name":    "node",
+				"jobset.sigs.k8s.io/job-index":             "0",
+				"batch.kubernetes.io/job-completion-index": fmt.Sprint(i),
+			}, "pg-lammps-flux-trainjob", "node", ""})
+		}
+		assertEveryPodClaimed(t, "trainjob-flux-resourcespernode-gpu.yaml", pods)
+	})
+}
