@@ -175,6 +175,23 @@ func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, e
 	return dec, nil
 }
 
+// KnownNotGrouped reports, without any read and without blocking, that Decide returns nil
+// without an error for pod: the pod is not of the scheduler, is being deleted or has no owner
+// references, or every owner of its chain is in the walker's owner cache and the top owner's
+// kind is one gangmap does not group (native to KAI, or without a definition). false means only
+// that it cannot tell so cheaply: call Decide. The admission webhook asks it first, so a pod of
+// a native kind costs no decision goroutine and no owner read.
+func (d *Decider) KnownNotGrouped(pod *corev1.Pod) bool {
+	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
+		return true
+	}
+	if d.Walker == nil {
+		return false
+	}
+	top, ok := d.Walker.CachedTop(pod.Namespace, pod.OwnerReferences)
+	return ok && d.Hub.GetPodGrouperPlugin(top.GroupVersionKind()) == nil
+}
+
 // readOwner reads the top owner the walk found, by its namespace and name: from the cache, or from
 // the API server when the cache lacks it or holds an object of another UID (a replaced workload
 // the cache has not caught up with). An object whose UID still differs is an error: the PodGroup

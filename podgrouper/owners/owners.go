@@ -218,14 +218,8 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 		return nil, err
 	}
 	ck := cacheKey{namespace: key.Namespace, uid: ref.UID}
-	if w.CacheTTL > 0 {
-		if v, ok := w.cache.Get(ck); ok {
-			c := v.(cachedOwner)
-			if time.Since(c.at) < w.CacheTTL && c.obj.Name == key.Name && c.obj.Namespace == key.Namespace &&
-				c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() {
-				return c.obj, nil
-			}
-		}
+	if obj := w.cached(ck, key, gvk); obj != nil {
+		return obj, nil
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
@@ -248,6 +242,63 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now()})
 	}
 	return obj, nil
+}
+
+// cached returns the live cache entry for ck when it has the reference's name and group/kind,
+// else nil.
+func (w *Walker) cached(ck cacheKey, key client.ObjectKey, gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	if w.CacheTTL <= 0 {
+		return nil
+	}
+	v, ok := w.cache.Get(ck)
+	if !ok {
+		return nil
+	}
+	c := v.(cachedOwner)
+	if time.Since(c.at) < w.CacheTTL && c.obj.Name == key.Name && c.obj.Namespace == key.Namespace &&
+		c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() {
+		return c.obj
+	}
+	return nil
+}
+
+// CachedTop is Walk's top owner when every owner of the chain is in the owner cache (CacheTTL),
+// found without any read: ok is false when an owner is not cached or has expired, and for
+// everything Walk reports as an error (a cycle, a chain deeper than MaxDepth, a reference
+// resolved to no owner). It never reads through Reader, so a caller on a latency budget (the
+// admission webhook) may call it inline and fall back to Walk. The result is shared: callers
+// must not modify it.
+func (w *Walker) CachedTop(namespace string, refs []metav1.OwnerReference) (top *metav1.PartialObjectMetadata, ok bool) {
+	if len(refs) == 0 || w.CacheTTL <= 0 {
+		return nil, false
+	}
+	w.once.Do(func() { w.cache, w.seen = lru.New(ownerCacheSize), lru.New(ownerCacheSize) })
+	var seen [MaxDepth]types.UID
+	ref := Pick(refs)
+	for depth := 0; depth < MaxDepth; depth++ {
+		for _, uid := range seen[:depth] {
+			if uid == ref.UID {
+				return nil, false
+			}
+		}
+		seen[depth] = ref.UID
+		gvk, key, err := w.resolve(namespace, ref)
+		if err != nil {
+			return nil, false
+		}
+		obj := w.cached(cacheKey{namespace: key.Namespace, uid: ref.UID}, key, gvk)
+		if obj == nil {
+			return nil, false
+		}
+		if len(obj.OwnerReferences) == 0 {
+			return obj, true
+		}
+		if obj.Namespace == "" {
+			namespace = ""
+		}
+		ref = Pick(obj.OwnerReferences)
+	}
+	return nil, false
 }
 
 // elsewhere returns the namespace the walker saw uid in when it is not namespace, else "".

@@ -23,10 +23,18 @@ type Decoded struct {
 // compiled k8s.io/api does not know is neither an error nor lost, since nothing is re-encoded).
 // Keys are matched case-sensitively, as the API server does (sigs.k8s.io/json).
 // Errors: the JSON is malformed, or a kept field has the wrong type.
+//
+// A pod as the API server sends it is decoded in one pass without reflection (decodeFast, about
+// ten times faster); any other shape falls back to sigs.k8s.io/json, with the same result. The
+// decoded strings share one copy of raw, so the pod keeps raw's bytes alive: a decoded pod is
+// for one admission, not for keeping.
 func DecodePod(raw []byte) (*Decoded, error) {
-	var in podJSON
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &in); err != nil {
-		return nil, fmt.Errorf("decoding the pod: %w", err)
+	in, ok := decodeFast(raw)
+	if !ok {
+		in = &podJSON{}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, in); err != nil {
+			return nil, fmt.Errorf("decoding the pod: %w", err)
+		}
 	}
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}}
 	if m := in.Metadata; m != nil {

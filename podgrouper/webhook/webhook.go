@@ -103,6 +103,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if name, ok := podview.SchedulerName(req.Object.Raw); ok && name != m.Decider.SchedulerName && !onboardingActive(m.Onboarding) {
 		return skipped("not a pod of gangmap's scheduler")
 	}
+	if msg, ok := m.knownSkipped(req); ok {
+		return skipped(msg)
+	}
 	decoded, err := podview.DecodePod(req.Object.Raw)
 	if err != nil {
 		return m.admitUnchanged(ctx, req, nil, "Decode", err)
@@ -128,7 +131,8 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 			return skipped("the namespace selector excludes the pod's namespace")
 		}
 	}
-	if m.Timeout > 0 {
+	if m.Timeout > 0 && onboardingActive(m.Onboarding) {
+		// bounds onboarding's reads; decideWithin bounds the decision
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.Timeout)
 		defer cancel()
@@ -140,7 +144,10 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
 		return skipped("not a pod of gangmap's scheduler")
 	}
-	d, err := m.decideWithin(ctx, pod)
+	var d *controller.Decision
+	if !m.Decider.KnownNotGrouped(pod) {
+		d, err = m.decideWithin(ctx, pod)
+	}
 	if controller.IsInvalidOwnerReference(err) {
 		// Not an error to log per admission: the pod has no owner for gangmap; the pod controller
 		// tells the pod once, with a Warning Event, after it exists.
@@ -181,6 +188,35 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		return admission.Allowed("the pod already carries its PodGroup")
 	}
 	return patched(append(pre, ops...), "")
+}
+
+// knownSkipped tells, from the pod's owner references and the owner cache only, that the pod is
+// not one gangmap groups, without decoding the pod (podview.DecodeOwners) or starting a decision:
+// the path of a pod of a kind native to KAI. It answers only when nothing else in Handle could
+// change the outcome (no onboarding policy, no selectors) and the decider can tell without a
+// read (controller.Decider.KnownNotGrouped); ok false sends the pod down the full path. msg is
+// the full path's message for the same pod.
+func (m *PodMutator) knownSkipped(req admission.Request) (msg string, ok bool) {
+	if onboardingActive(m.Onboarding) || (m.ObjectSelector != nil && !m.ObjectSelector.Empty()) ||
+		(m.NamespaceSelector != nil && !m.NamespaceSelector.Empty()) {
+		return "", false
+	}
+	o, ok := podview.DecodeOwners(req.Object.Raw)
+	if !ok {
+		return "", false
+	}
+	if o.SchedulerName != m.Decider.SchedulerName {
+		return "not a pod of gangmap's scheduler", true
+	}
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, OwnerReferences: o.References},
+		Spec: corev1.PodSpec{SchedulerName: o.SchedulerName}}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if !m.Decider.KnownNotGrouped(&pod) {
+		return "", false
+	}
+	return "not a pod gangmap groups", true
 }
 
 // patched allows the pod with the JSON patch of ops (onboarding's first, then gangmap's group keys).

@@ -1,0 +1,60 @@
+package owners_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangmap/gangmap/podgrouper/owners"
+)
+
+// TestCachedTopIsWalksTop: CachedTop knows nothing before a walk, then gives the walk's top owner
+// (the same shared object) for the same references, and declines what the cache cannot answer
+// alone: another namespace, another name for the cached UID, an expired entry, no cache.
+func TestCachedTopIsWalksTop(t *testing.T) {
+	ctx := context.Background()
+	dep := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "u-dep"}
+	rs := replicaSet("web-1", "u-rs", &dep)
+	refs := []metav1.OwnerReference{rsRef("web-1", "u-rs")}
+
+	w := &owners.Walker{Reader: badOwnersClient(rs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u-dep"}}), Mapper: badMapper(), CacheTTL: time.Hour}
+	_, ok := w.CachedTop("ns", refs)
+	assert.False(t, ok, "nothing cached yet")
+
+	chain, err := w.Walk(ctx, "ns", refs)
+	require.NoError(t, err)
+	top, ok := w.CachedTop("ns", refs)
+	require.True(t, ok)
+	assert.Same(t, chain.Top(), top)
+	assert.Equal(t, "Deployment", top.Kind)
+
+	for name, tc := range map[string]struct {
+		ns   string
+		refs []metav1.OwnerReference
+	}{
+		"another namespace":        {"other", refs},
+		"another name for the UID": {"ns", []metav1.OwnerReference{rsRef("web-2", "u-rs")}},
+		"no references":            {"ns", nil},
+	} {
+		_, ok := w.CachedTop(tc.ns, tc.refs)
+		assert.False(t, ok, name)
+	}
+
+	expired := &owners.Walker{Reader: w.Reader, Mapper: badMapper(), CacheTTL: time.Nanosecond}
+	_, err = expired.Walk(ctx, "ns", refs)
+	require.NoError(t, err)
+	time.Sleep(time.Millisecond)
+	_, ok = expired.CachedTop("ns", refs)
+	assert.False(t, ok, "expired")
+
+	uncached := &owners.Walker{Reader: w.Reader, Mapper: badMapper()}
+	_, err = uncached.Walk(ctx, "ns", refs)
+	require.NoError(t, err)
+	_, ok = uncached.CachedTop("ns", refs)
+	assert.False(t, ok, "no CacheTTL")
+}
