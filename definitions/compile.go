@@ -42,6 +42,9 @@ type Compiled struct {
 	Startup *CompiledStartup
 	// podMetadataOnly says every pod-side expression reads only .metadata (see PodInput).
 	podMetadataOnly bool
+	// podLabelKeys, when not nil, are the only pod labels the definition reads: every pod-side
+	// expression is a plain label lookup (see PodInput).
+	podLabelKeys []string
 	// AlphaFilters holds the compiled filters of each alpha pod group member, indexed
 	// [podGroup][member].
 	AlphaFilters [][][]expr.Program
@@ -228,6 +231,7 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 		return nil, &DefinitionError{Name: k.Metadata.Name, Origin: l.Origin, Errs: cc.errs}
 	}
 	out.podMetadataOnly = metadataOnly(podExpressions(k))
+	out.podLabelKeys = labelKeysRead(k)
 	out.Advisories = cc.matchAdvisories(out.byName)
 	return out, nil
 }

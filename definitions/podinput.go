@@ -2,6 +2,7 @@ package definitions
 
 import (
 	"regexp"
+	"slices"
 
 	"github.com/itchyny/gojq"
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +14,22 @@ import (
 // expression reads only .metadata (the usual case: selectors on labels), it builds just the
 // metadata by hand, which is several times cheaper than converting the whole pod; otherwise it
 // converts the whole pod (expr.FromObject).
+//
+// When every pod-side expression is a plain label lookup (.metadata.labels["key"]: every catalog
+// definition's), the pod's placement reads nothing but those labels and the components'
+// matchLabels, so PodInput builds just {"metadata": {"labels": ...}} with the labels among them.
 func (c *Compiled) PodInput(pod *corev1.Pod) (map[string]any, error) {
 	if !c.podMetadataOnly {
 		return expr.FromObject(pod)
+	}
+	if c.podLabelKeys != nil {
+		labels := map[string]any{}
+		for _, k := range c.podLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				labels[k] = v
+			}
+		}
+		return map[string]any{"metadata": map[string]any{"labels": labels}}, nil
 	}
 	md := map[string]any{"name": pod.Name, "namespace": pod.Namespace, "uid": string(pod.UID)}
 	if pod.GenerateName != "" {
@@ -47,6 +61,35 @@ func stringMap(in map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// labelKeysRead returns the pod labels k reads when every pod-side expression of k is a plain
+// label lookup (newLabelProgram's form, which reads one label and nothing else), with the keys of
+// every component's componentTypeSelector.matchLabels; nil when some expression may read more.
+func labelKeysRead(k *Karta) []string {
+	keys := []string{}
+	for _, e := range podExpressions(k) {
+		if e.IsZero() {
+			continue
+		}
+		if e.CEL != "" {
+			return nil
+		}
+		lp, ok := newLabelProgram(e.JQ).(*labelProgram)
+		if !ok {
+			return nil
+		}
+		keys = append(keys, lp.key)
+	}
+	for _, r := range k.componentRefs() {
+		if ps := r.def.PodSelector; ps != nil && ps.ComponentTypeSelector != nil {
+			for l := range ps.ComponentTypeSelector.MatchLabels {
+				keys = append(keys, l)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // podExpressions lists the pod-side expressions of k.

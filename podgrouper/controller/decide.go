@@ -29,6 +29,9 @@ type Decider struct {
 	APIReader client.Reader
 	Walker    *owners.Walker
 	Hub       *hub.Hub
+	// SharedOwners, when set, gives DecideShared the top owner as the informer cache holds it,
+	// without a deep copy (see DecideShared for the read-only contract).
+	SharedOwners SharedOwnerReader
 	// Access, when set, checks that gangmap may get, list and watch a kind before its first read
 	// through the cache, and reports when it may not.
 	Access        *AccessChecker
@@ -88,6 +91,25 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 // places in no gang (no component claims it, or its role is in no gang) gets a Decision with nil
 // Metadata and what the grouper saw (Seen), for the findings.
 func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
+	return d.decide(ctx, pod, false)
+}
+
+// DecideShared is Decide, for a caller that only reads the Decision (the admission webhook):
+// the top owner is read through SharedOwners when set, without a deep copy, so Decision.Owner
+// (and DecideError.Owner) may be the informer cache's own object, shared with every reader.
+// Read-only contract: nothing may change it, its maps or its slices; the grouper's plan build,
+// expressions (expr.Normalize copies what it converts; jq and CEL do not write their input) and
+// KAI's default metadata (unstructured getters return copies) only read it.
+// TestDecideSharedLeavesTheCachedOwnerAlone checks this under the race detector.
+func (d *Decider) DecideShared(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
+	dec, err := d.decide(ctx, pod, true)
+	if dec != nil && dec.Metadata == nil {
+		return nil, err
+	}
+	return dec, err
+}
+
+func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool) (*Decision, error) {
 	// 1. Only live pods of our scheduler that have owners.
 	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
 		return nil, nil
@@ -141,7 +163,7 @@ func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, e
 	}
 
 	// 5. Read the top owner in full: cache first, the API server for one the cache lacks yet.
-	owner, err := d.readOwner(ctx, gvk, top)
+	owner, err := d.readOwner(ctx, gvk, top, shared)
 	if err != nil {
 		return nil, &DecideError{Reason: "TopOwnerRead", Err: fmt.Errorf("top owner %s %s: %w", gvk.Kind, top.Name, err)}
 	}
@@ -192,12 +214,18 @@ func (d *Decider) KnownNotGrouped(pod *corev1.Pod) bool {
 	return ok && d.Hub.GetPodGrouperPlugin(top.GroupVersionKind()) == nil
 }
 
-// readOwner reads the top owner the walk found, by its namespace and name: from the cache, or from
+// readOwner reads the top owner the walk found, by its namespace and name: shared with the
+// cache when shared and SharedOwners has it (the walk's UID), else a copy from the cache, or from
 // the API server when the cache lacks it or holds an object of another UID (a replaced workload
 // the cache has not caught up with). An object whose UID still differs is an error: the PodGroup
 // is never written for another object than the walk's.
-func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, top *metav1.PartialObjectMetadata) (*unstructured.Unstructured, error) {
+func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, top *metav1.PartialObjectMetadata, shared bool) (*unstructured.Unstructured, error) {
 	key := types.NamespacedName{Namespace: top.Namespace, Name: top.Name}
+	if shared && d.SharedOwners != nil {
+		if owner, ok := d.SharedOwners.GetShared(ctx, gvk, key); ok && owner.GetUID() == top.UID {
+			return owner, nil
+		}
+	}
 	owner := &unstructured.Unstructured{}
 	owner.SetGroupVersionKind(gvk)
 	err := d.Client.Get(ctx, key, owner)

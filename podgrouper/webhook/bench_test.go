@@ -77,6 +77,12 @@ func (r *cacheReader) Get(_ context.Context, key client.ObjectKey, out client.Ob
 	return nil
 }
 
+// GetShared gives the stored object itself, as controller.InformerOwners does.
+func (r *cacheReader) GetShared(_ context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, bool) {
+	u, ok := r.objs[gvk][key].(*unstructured.Unstructured)
+	return u, ok
+}
+
 func (r *cacheReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return nil
 }
@@ -132,7 +138,7 @@ func newAdmissionFixture(tb testing.TB) *admissionFixture {
 		tb.Fatal(err)
 	}
 	decider := &controller.Decider{
-		Client: reader, APIReader: reader,
+		Client: reader, APIReader: reader, SharedOwners: reader,
 		Walker:        &owners.Walker{Reader: reader, CacheTTL: time.Hour},
 		Hub:           &hub.Hub{Native: table, Registry: reg, Grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}}},
 		SchedulerName: "kai-scheduler",

@@ -19,7 +19,7 @@ var ErrDecisionTimeout = fmt.Errorf("the decision did not finish in time")
 // cached for the pod controller, which repairs the pod). A decision that panics is an error.
 func (m *PodMutator) decideWithin(ctx context.Context, pod *corev1.Pod) (*controller.Decision, error) {
 	if m.Timeout <= 0 {
-		return m.Decider.Decide(ctx, pod)
+		return m.Decider.DecideShared(ctx, pod)
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
 	defer cancel()
@@ -34,7 +34,7 @@ func (m *PodMutator) decideWithin(ctx context.Context, pod *corev1.Pod) (*contro
 				done <- result{err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		d, err := m.Decider.Decide(ctx, pod)
+		d, err := m.Decider.DecideShared(ctx, pod)
 		done <- result{d, err}
 	}()
 	timer := time.NewTimer(m.Timeout)

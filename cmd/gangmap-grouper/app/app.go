@@ -247,8 +247,11 @@ func newDecider(mgr manager.Manager, o *Options, registry *definitions.Registry,
 	return &controller.Decider{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Walker:    &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
-		Hub:       &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release}},
+		// The webhook reads top owners from the informers' stores without a deep copy
+		// (Decider.DecideShared); the pod controller reads copies.
+		SharedOwners: &controller.InformerOwners{Cache: mgr.GetCache()},
+		Walker:       &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
+		Hub:          &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release}},
 		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
 			Recorder: mgr.GetEventRecorderFor(controller.Name)},
 		SchedulerName: o.SchedulerName,

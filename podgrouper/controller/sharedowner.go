@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// SharedOwnerReader reads a top owner as the informer cache holds it, without the deep copy a
+// cached client's Get makes. The object is shared with the cache and with every other reader:
+// it is read-only. ok is false when the reader cannot give it (no synced informer for the kind
+// yet, not in the cache): the caller then reads the owner the ordinary way.
+type SharedOwnerReader interface {
+	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
+}
+
+// InformerOwners is the SharedOwnerReader of a controller-runtime cache whose client reads
+// unstructured objects through the cache (client.CacheOptions.Unstructured): it looks the owner
+// up in the store of the kind's unstructured informer. The stored object is what the cache's
+// transform kept (podview.TransformWorkload) and what the cached client would return a deep
+// copy of; client-go replaces stored objects on updates and never changes one in place, so a
+// reader that does not write sees one consistent version.
+type InformerOwners struct {
+	Cache cache.Cache
+}
+
+var _ SharedOwnerReader = (*InformerOwners)(nil)
+
+// GetShared implements SharedOwnerReader. It never waits for an informer to sync.
+func (s *InformerOwners) GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, bool) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	inf, err := s.Cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+	if err != nil || !inf.HasSynced() {
+		return nil, false
+	}
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, false
+	}
+	k := key.Name
+	if key.Namespace != "" {
+		k = key.Namespace + "/" + key.Name
+	}
+	obj, exists, err := indexed.GetIndexer().GetByKey(k)
+	if err != nil || !exists {
+		return nil, false
+	}
+	owner, ok := obj.(*unstructured.Unstructured)
+	if !ok || owner.GroupVersionKind() != gvk {
+		return nil, false
+	}
+	return owner, true
+}
