@@ -307,6 +307,7 @@ func catalogWorkloadResources(t *testing.T) (map[schema.GroupResource]schema.Gro
 		{Group: "batch.volcano.sh", Kind: "Job"}:                       "jobs",
 		{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}:      "sparkapplications",
 		{Group: "disaggregatedset.x-k8s.io", Kind: "DisaggregatedSet"}: "disaggregatedsets",
+		{Group: "sparkoperator.k8s.io", Kind: "SparkConnect"}:          "sparkconnects",
 	}
 	ls, err := catalog.Load()
 	if err != nil {
@@ -581,7 +582,7 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 		{APIGroups: []string{"milvus.io"}, Resources: []string{"milvuses"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"workload.codeflare.dev"}, Resources: []string{"appwrappers"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"batch.volcano.sh"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "patch", "watch"}},
-		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications", "sparkconnects"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"disaggregatedset.x-k8s.io"}, Resources: []string{"disaggregatedsets"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
