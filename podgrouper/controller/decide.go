@@ -169,8 +169,16 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool) (*De
 	}
 
 	// 6. Decide the PodGroup from the workload's gang plan.
+	return d.decidePodGroup(ctx, grp, gvk, owner, chain, pod)
+}
+
+// decidePodGroup asks the kind's grouper for the pod's PodGroup. The PodGroup is always in the
+// pod's own namespace, whatever the top owner's scope: a cluster-scoped owner may be named by pods
+// of any namespace, and pods of two namespaces are never one PodGroup.
+func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk schema.GroupVersionKind, owner *unstructured.Unstructured, chain *owners.Chain, pod *corev1.Pod) (*Decision, error) {
 	var md *podgroup.Metadata
 	var seen grouper.Seen
+	var err error
 	if pg, ok := grp.(grouper.PlanGrouper); ok {
 		md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
 	} else {
@@ -184,6 +192,9 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool) (*De
 			return nil, nil
 		}
 		return &Decision{Kind: gvk, Owner: owner, Chain: chain, Seen: seen}, nil
+	}
+	if md.Namespace != pod.Namespace {
+		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: fmt.Errorf("PodGroup %s/%s is not in the pod's namespace %s", md.Namespace, md.Name, pod.Namespace)}
 	}
 	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md, Seen: seen, Planned: []string{md.Name}}
 	if p, ok := grp.(grouper.Planner); ok {

@@ -67,8 +67,14 @@ func Marked(obj client.Object) bool {
 // Mark sets the skip annotation and gangmap's SetBy on owner unless it carries the skip
 // annotation already (set by gangmap or by a user, who then keeps it). It reports whether it
 // wrote. A nil Marker does nothing.
+//
+// A cluster-scoped owner is never marked: a pod of any namespace may name one as its owner
+// (Kubernetes allows a namespaced dependent a cluster-scoped owner), and the mark would make
+// KAI's pod-grouper skip the pods of every other namespace that owner has: a user of one
+// namespace must not cause a write that acts on another. Such a workload's first-pod guarantee
+// rests on the webhook (strict mode) alone.
 func (m *Marker) Mark(ctx context.Context, owner *unstructured.Unstructured) (bool, error) {
-	if m == nil || Marked(owner) {
+	if m == nil || Marked(owner) || owner.GetNamespace() == "" {
 		return false, nil
 	}
 	err := m.patch(ctx, owner, map[string]any{kaikeys.SkipPodGrouper: "true", SetBy: SetByValue})

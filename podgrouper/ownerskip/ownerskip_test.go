@@ -89,3 +89,16 @@ func TestStripMark(t *testing.T) {
 	ownerskip.StripMark(user)
 	assert.Equal(t, map[string]string{kaikeys.SkipPodGrouper: "true"}, user, "a user's own skip annotation is copied as KAI copies it")
 }
+
+// A cluster-scoped top owner (one any namespace's pod may name) is never marked: the mark would
+// make KAI skip that owner's pods in every other namespace.
+func TestClusterScopedOwnerNotMarked(t *testing.T) {
+	ctx := context.Background()
+	w := workload(map[string]string{"team": "a"})
+	w.SetNamespace("")
+	c := fake.NewClientBuilder().WithObjects(w.DeepCopy()).Build()
+	wrote, err := (&ownerskip.Marker{Client: c}).Mark(ctx, w)
+	require.NoError(t, err)
+	assert.False(t, wrote)
+	assert.Equal(t, map[string]string{"team": "a"}, read(t, c, w))
+}

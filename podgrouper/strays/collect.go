@@ -44,7 +44,7 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 	now := time.Now()
 	var next time.Duration
 	for _, pg := range candidates {
-		if named[pg.Name] {
+		if named[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}] {
 			c.forgetCandidate(pg.UID)
 			continue
 		}
@@ -74,16 +74,19 @@ func isCandidate(pg *v2alpha2.PodGroup, owner types.UID, keep map[string]bool) b
 	return gangmaps || kais
 }
 
-// namedPodGroups is the set of PodGroup names the pods of ns name (pod-group-name).
-func (c *Collector) namedPodGroups(ctx context.Context, ns string) (map[string]bool, error) {
+// namedPodGroups is the set of PodGroups the pods of ns name (pod-group-name, which names a
+// PodGroup of the pod's own namespace; all namespaces when ns is "", for a cluster-scoped owner
+// whose pods may live in several). Keyed by namespace and name, so that a pod of one namespace
+// never keeps (or lets go) another namespace's PodGroup of the same name.
+func (c *Collector) namedPodGroups(ctx context.Context, ns string) (map[types.NamespacedName]bool, error) {
 	pods := &corev1.PodList{}
 	if err := c.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
+	out := map[types.NamespacedName]bool{}
 	for _, p := range pods.Items {
 		if n := p.Annotations[kaikeys.PodGroupName]; n != "" {
-			out[n] = true
+			out[types.NamespacedName{Namespace: p.Namespace, Name: n}] = true
 		}
 	}
 	return out, nil

@@ -154,3 +154,31 @@ func TestDryRunReportsOnly(t *testing.T) {
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], "dry-run: would delete stray PodGroup pg-train-uid-1")
 }
+
+// A cluster-scoped top owner's pods may live in several namespaces, each with its own PodGroup of
+// the same name (PodGroups are written in the pod's namespace). A pod of namespace team-b naming
+// it keeps team-b's PodGroup only: team-a's, which no pod of team-a names, is still a stray.
+func TestClusterScopedOwnerNamedPerNamespace(t *testing.T) {
+	ctx := context.Background()
+	inB := func(o client.Object) client.Object {
+		o.SetNamespace("team-b")
+		o.SetUID(o.GetUID() + "-b")
+		return o
+	}
+	c := newClient(t,
+		podGroup("pg-uid-1-old", "uid-1", gangmaps),
+		inB(podGroup("pg-uid-1-old", "uid-1", gangmaps)),
+		inB(pod("p0", "pg-uid-1-old")),
+	)
+	w := owner()
+	w.SetNamespace("")
+	col := &strays.Collector{Client: c, Grace: 10 * time.Millisecond}
+	_, err := col.Collect(ctx, strays.Workload{Owner: w, Keep: []string{"pg-uid-1-customjob"}})
+	require.NoError(t, err)
+	time.Sleep(20 * time.Millisecond)
+	_, err = col.Collect(ctx, strays.Workload{Owner: w, Keep: []string{"pg-uid-1-customjob"}})
+	require.NoError(t, err)
+	assert.Empty(t, names(t, c), "team-a's copy is a stray: no pod of team-a names it")
+	kept := &v2alpha2.PodGroup{}
+	assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "pg-uid-1-old"}, kept), "team-b's is named by team-b's pod")
+}
