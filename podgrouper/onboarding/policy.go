@@ -209,6 +209,24 @@ func validateSettings(r Rule, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("annotations").Key(k), k, strings.Join(e, "; ")))
 		}
 	}
+	return append(errs, groupingKeyErrors(r, path)...)
+}
+
+// groupingKeyErrors refuses labels and annotations that are KAI's grouping keys (the PodGroup
+// name, the sub-group label, the skip annotation: onboard.CheckKey), which the grouper writes
+// per pod and a rule must never set on every pod.
+func groupingKeyErrors(r Rule, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, m := range []struct {
+		name string
+		keys map[string]string
+	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
+		for k := range m.keys {
+			if err := onboard.CheckKey(k); err != nil {
+				errs = append(errs, field.Forbidden(path.Child(m.name).Key(k), err.Error()))
+			}
+		}
+	}
 	return errs
 }
 

@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/definitions/onboard"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
 var customJob = schema.GroupKind{Group: "e2e.example.com", Kind: "CustomJob"}
@@ -79,12 +82,24 @@ func TestParseRefusesBadPolicies(t *testing.T) {
 		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}]}, {name: a, kinds: [{group: e2e.example.com, kind: CustomJob}]}]`, `rules[1].name: Duplicate value`},
 		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], queu: {value: q}}]`, `unknown field "rules[0].queu"`},
 		{"rules:\n- name: a\n  name: b\n  kinds: [{group: e2e.example.com, kind: CustomJob}]\n", `already set`},
+		// KAI's grouping keys are the grouper's, per pod: an admin's rule setting them on every pod
+		// (the skip annotation would hide from KAI's pod-grouper the pods gangmap does not group)
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], annotations: {kai.scheduler/skip-podgrouper: "true"}}]`, `rules[0].annotations[kai.scheduler/skip-podgrouper]: Forbidden: kai.scheduler/skip-podgrouper is set by the pod-grouper per pod`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], annotations: {pod-group-name: pg-1}}]`, `rules[0].annotations[pod-group-name]: Forbidden`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], labels: {kai.scheduler/subgroup-name: leader}}]`, `rules[0].labels[kai.scheduler/subgroup-name]: Forbidden`},
+		{`rules: [{name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], labels: {pod-group-name: pg-1}}]`, `rules[0].labels[pod-group-name]: Forbidden`},
 	} {
 		_, err := Parse([]byte(tc.policy), "p.yaml", knownCustomJob)
 		require.Error(t, err, tc.policy)
 		assert.Contains(t, err.Error(), tc.want, tc.policy)
 		assert.True(t, strings.Contains(err.Error(), "p.yaml"), "names the file: %v", err)
 	}
+}
+
+// TestGroupingKeysAreKAIs: the keys onboarding refuses are exactly KAI's pod-grouper keys that
+// gangmap's webhook and controller write per pod.
+func TestGroupingKeysAreKAIs(t *testing.T) {
+	assert.ElementsMatch(t, []string{kaikeys.PodGroupName, kaikeys.SubGroupName, kaikeys.SkipPodGrouper}, onboard.GroupingKeys())
 }
 
 // TestSourceKeepsLastValidPolicy: a bad file is refused and the previous policy stays in force;

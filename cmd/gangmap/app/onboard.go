@@ -130,6 +130,9 @@ func keyValues(flag string, kvs []string, label bool) (map[string]string, error)
 			return nil, fmt.Errorf("%s %q: expected key=value", flag, kv)
 		}
 		errs := validation.IsQualifiedName(k)
+		if err := onboard.CheckKey(k); err != nil {
+			errs = append(errs, err.Error())
+		}
 		if label {
 			errs = append(errs, validation.IsValidLabelValue(v)...)
 		}

@@ -96,6 +96,11 @@ func TestOnboardBadFlags(t *testing.T) {
 		{"--queue", "not a label value"},
 		{"--scheduler-name", ""},
 		{"-i", "--diff", "--queue", "q"},
+		// KAI's grouping keys: set on every pod template they would put every pod in one PodGroup,
+		// or (the skip annotation) hide pods nobody groups from KAI's pod-grouper
+		{"--annotation", "kai.scheduler/skip-podgrouper=true"},
+		{"--annotation", "pod-group-name=pg-other"},
+		{"--label", "kai.scheduler/subgroup-name=leader"},
 	} {
 		r := gangmap(t, append([]string{"onboard", "-f", seed}, args...)...)
 		assert.Equal(t, ExitUnusable, r.code, "%v: %s", args, r.stderr)
