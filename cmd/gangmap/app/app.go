@@ -71,6 +71,11 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 	defer func() {
 		kaiNativeTable, kaiRelease = native.DefaultTable(), kairelease.MustParse(native.DefaultRelease)
 	}()
+	// What a workload's author wrote reaches the terminal only as text (controlEscaper).
+	out, errOut := escapeControls(stdout), escapeControls(stderr)
+	defer out.flush()
+	defer errOut.flush()
+	stdout, stderr = out, errOut
 	root := NewRootCommand(rootUse(argv0))
 	root.SetArgs(args)
 	root.SetOut(stdout)
