@@ -37,13 +37,24 @@ func (g *Grouper) sharedPlan(ctx context.Context, topOwner *unstructured.Unstruc
 	ch := g.flight.DoChan(key, func() (any, error) {
 		return g.buildPlan(detached, topOwner, compiled), nil
 	})
+	if ctx.Err() != nil {
+		// A caller already past its deadline never waits, and never takes a result that happens
+		// to be ready (select would pick either at random): the build goes on for the next one.
+		return nil, stillBuilding(ctx, topOwner, compiled)
+	}
 	select {
 	case res := <-ch:
 		return res.Val.(*cachedPlan), nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("definition %q: the plan of %s %s/%s is still being built: %w",
-			compiled.Name(), topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName(), ctx.Err())
+		return nil, stillBuilding(ctx, topOwner, compiled)
 	}
+}
+
+// stillBuilding is the error of a caller that stopped waiting for a plan build: it names the
+// definition and the workload and wraps the context's error.
+func stillBuilding(ctx context.Context, topOwner *unstructured.Unstructured, compiled *definitions.Compiled) error {
+	return fmt.Errorf("definition %q: the plan of %s %s/%s is still being built: %w",
+		compiled.Name(), topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName(), ctx.Err())
 }
 
 // buildPlan builds and caches the plan of topOwner (or its failure). A panic is a failure: the
