@@ -48,6 +48,7 @@ func run(m *testing.M) int {
 			"../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 			"../faults/testdata/faults.example.com_doomedjobs.yaml",
 			"testdata/e2e.example.com_alphajobs.yaml",
+			"testdata/e2e.example.com_clusterjobs.yaml",
 		},
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper", &metav1.LabelSelector{})},
 	})
