@@ -93,7 +93,9 @@ bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plan
 	assets=$$(bash hack/control-plane.sh); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -run '^$$' -bench . -benchtime 1x -timeout 20m ./e2e/bench/
 
-# Pods of the scale benchmark, and pods per workload (one gang each).
+# Pods of the scale benchmark, and pods per workload (one gang each). The environment may add
+# GANGMAP_SCALE_GROUPER_ARGS (the grouper's extra flags, e.g. "--qps=500 --burst=1000") and
+# GANGMAP_SCALE_HEAP_PROFILE (a file for the grouper's heap profile once every pod is grouped).
 SCALE_PODS ?= 20000
 SCALE_PODS_PER_WORKLOAD ?= 10
 

@@ -3,12 +3,19 @@ package definitions
 import (
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/itchyny/gojq"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gangmap/gangmap/definitions/expr"
 )
+
+// PodReadsOnlyMetadata reports whether every pod-side expression of the definition provably reads
+// nothing of the pod but .metadata (the compiler's proof, see metadataOnly). The grouper's pod
+// cache keeps little more than a pod's metadata; for a definition where this is false the pod
+// controller reads the whole pod from the API server before placing it.
+func (c *Compiled) PodReadsOnlyMetadata() bool { return c.podMetadataOnly }
 
 // PodInput converts a pod for the definition's pod-side expressions. When every pod-side
 // expression reads only .metadata (the usual case: selectors on labels), it builds just the
@@ -169,7 +176,13 @@ func isIdentity(q *gojq.Query) bool {
 	return q != nil && q.Term != nil && q.Term.Type == gojq.TermTypeIdentity && len(q.Term.SuffixList) == 0
 }
 
+// jqTermMetadataOnly walks a jq term. Every value an accepted expression computes derives from the
+// pod's metadata only (a term that would output the pod itself, such as `.` or `. as $p`, is
+// refused at the root), so a variable ($name) never holds more than metadata.
 func jqTermMetadataOnly(t *gojq.Term, root bool) bool {
+	if !jqSuffixesMetadataOnly(t.SuffixList, root) {
+		return false
+	}
 	switch t.Type {
 	case gojq.TermTypeIdentity:
 		if !root {
@@ -185,7 +198,20 @@ func jqTermMetadataOnly(t *gojq.Term, root bool) bool {
 		return false
 	case gojq.TermTypeQuery:
 		return jqRootReadsMetadataOnly(t.Query, root)
+	case gojq.TermTypeIf:
+		if t.If == nil {
+			return !root
+		}
+		for _, e := range t.If.Elif {
+			if !jqRootReadsMetadataOnly(e.Cond, root) || !jqRootReadsMetadataOnly(e.Then, root) {
+				return false
+			}
+		}
+		return jqRootReadsMetadataOnly(t.If.Cond, root) && jqRootReadsMetadataOnly(t.If.Then, root) && jqRootReadsMetadataOnly(t.If.Else, root)
 	case gojq.TermTypeFunc:
+		if strings.HasPrefix(t.Func.Name, "$") {
+			return true // a variable: see above
+		}
 		for _, a := range t.Func.Args {
 			if !jqRootReadsMetadataOnly(a, root) {
 				return false
@@ -202,6 +228,27 @@ func jqTermMetadataOnly(t *gojq.Term, root bool) bool {
 	default:
 		return !root
 	}
+}
+
+// jqSuffixesMetadataOnly checks what a term's suffixes evaluate on the term's input: the queries
+// of an index or slice (`.a[.b]` reads .b of the input). A binding (`E as $x | body`) is a pipe
+// with patterns, whose body reads E's input: see jqRootReadsMetadataOnly.
+func jqSuffixesMetadataOnly(suffixes []*gojq.Suffix, root bool) bool {
+	for _, s := range suffixes {
+		if idx := s.Index; idx != nil {
+			if !jqRootReadsMetadataOnly(idx.Start, root) || !jqRootReadsMetadataOnly(idx.End, root) {
+				return false
+			}
+			if idx.Str != nil {
+				for _, q := range idx.Str.Queries {
+					if !jqRootReadsMetadataOnly(q, root) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
 }
 
 func isConstantFunc(name string) bool {

@@ -5,8 +5,12 @@ package scale
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,7 +65,8 @@ func BenchmarkGroupScale(b *testing.B) {
 		if _, err := cp.ApplyFile(ctx, "../testdata/customjob-karta.yaml", ""); err != nil {
 			b.Fatal(err)
 		}
-		g, err := framework.StartGrouperProcess(ctx, grouperBin, cp.Kubeconfig, workDir)
+		args, pprofAddr := grouperArgs(b)
+		g, err := framework.StartGrouperProcess(ctx, grouperBin, cp.Kubeconfig, workDir, args...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -98,6 +103,7 @@ func BenchmarkGroupScale(b *testing.B) {
 		}
 		rss, _ := g.RSSBytes()
 		heapAfter := lowestHeap(ctx, b, g)
+		writeHeapProfile(ctx, b, pprofAddr)
 		calls := framework.Sum(done, "rest_client_requests_total") - framework.Sum(idle, "rest_client_requests_total")
 		b.Logf("%d pods of %d CustomJobs created in %v, all grouped after %v; grouper: %.2f API requests per pod, RSS %.0f MiB (peak %.0f MiB), live heap %.0f MiB (%.0f MiB before the pods)",
 			n, m, createdIn.Round(time.Second), groupedIn.Round(time.Second), calls/float64(n), float64(rss)/(1<<20), float64(peakRSS)/(1<<20), heapAfter/(1<<20), heapBefore/(1<<20))
@@ -114,6 +120,47 @@ func BenchmarkGroupScale(b *testing.B) {
 		b.ReportMetric((heapAfter-heapBefore)/float64(n), "heap-bytes/pod")
 		_ = g.Stop()
 		_ = cp.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+}
+
+// grouperArgs are the grouper's extra arguments: GANGMAP_SCALE_GROUPER_ARGS (space-separated,
+// e.g. "--qps=500 --burst=1000" to lift the client rate limit the default run is bound by) and,
+// when GANGMAP_SCALE_HEAP_PROFILE names a file, --pprof-bind-address on a free localhost port,
+// returned as pprofAddr ("" without a profile).
+func grouperArgs(b *testing.B) (args []string, pprofAddr string) {
+	args = strings.Fields(os.Getenv("GANGMAP_SCALE_GROUPER_ARGS"))
+	if os.Getenv("GANGMAP_SCALE_HEAP_PROFILE") == "" {
+		return args, ""
+	}
+	port, err := framework.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pprofAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return append(args, "--pprof-bind-address", pprofAddr), pprofAddr
+}
+
+// writeHeapProfile writes the grouper's heap profile, taken after a GC, to
+// GANGMAP_SCALE_HEAP_PROFILE (read it with `go tool pprof -sample_index=inuse_space`).
+func writeHeapProfile(ctx context.Context, b *testing.B, pprofAddr string) {
+	if pprofAddr == "" {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatalf("heap profile: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile: %s %v", resp.Status, err)
+	}
+	if err := os.WriteFile(os.Getenv("GANGMAP_SCALE_HEAP_PROFILE"), data, 0o644); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -56,7 +56,14 @@ type Decision struct {
 	// Planned names every PodGroup of the workload's current plan (Metadata.Name among them),
 	// when the grouper can say (grouper.Planner); otherwise just Metadata.Name.
 	Planned []string
+	// Pod is the pod the decision read when it is not the one given: the whole pod read by
+	// DecideCached's full function (the definition's pod-side expressions read beyond .metadata).
+	Pod *corev1.Pod
 }
+
+// FullPodFunc returns the whole pod (as the admission webhook sees it: podview.Pod) for one the
+// caller holds only in part (the pod cache's podview.Record).
+type FullPodFunc func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 
 // DecideError is an error of Decide with the step that failed, the reason label of
 // gangmap_grouping_errors_total (OwnerWalk, InvalidOwnerReference, RBACMissing, TopOwnerRead,
@@ -91,7 +98,16 @@ func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error
 // places in no gang (no component claims it, or its role is in no gang) gets a Decision with nil
 // Metadata and what the grouper saw (Seen), for the findings.
 func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	return d.decide(ctx, pod, false)
+	return d.decide(ctx, pod, false, nil)
+}
+
+// DecideCached is DecideSeen for a pod of which only the pod cache's fields are known
+// (podview.Record: metadata, scheduler name, priority class, phase): when the winning
+// definition's pod-side expressions read beyond .metadata (definitions.Compiled.
+// PodReadsOnlyMetadata is false), the pod is first read whole with full, and the Decision's Pod is
+// that pod. A nil full decides on pod as given (the webhook's pod is already whole).
+func (d *Decider) DecideCached(ctx context.Context, pod *corev1.Pod, full FullPodFunc) (*Decision, error) {
+	return d.decide(ctx, pod, false, full)
 }
 
 // DecideShared is Decide, for a caller that only reads the Decision (the admission webhook):
@@ -102,14 +118,14 @@ func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, e
 // KAI's default metadata (unstructured getters return copies) only read it.
 // TestDecideSharedLeavesTheCachedOwnerAlone checks this under the race detector.
 func (d *Decider) DecideShared(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	dec, err := d.decide(ctx, pod, true)
+	dec, err := d.decide(ctx, pod, true, nil)
 	if dec != nil && dec.Metadata == nil {
 		return nil, err
 	}
 	return dec, err
 }
 
-func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool) (*Decision, error) {
+func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full FullPodFunc) (*Decision, error) {
 	// 1. Only live pods of our scheduler that have owners.
 	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
 		return nil, nil
@@ -168,8 +184,33 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool) (*De
 		return nil, &DecideError{Reason: "TopOwnerRead", Err: fmt.Errorf("top owner %s %s: %w", gvk.Kind, top.Name, err)}
 	}
 
-	// 6. Decide the PodGroup from the workload's gang plan.
-	return d.decidePodGroup(ctx, grp, gvk, owner, chain, pod)
+	// 6. Decide the PodGroup from the workload's gang plan, on the whole pod when the definition
+	// reads beyond its metadata.
+	var read *corev1.Pod
+	if full != nil && d.readsBeyondMetadata(gvk) {
+		if read, err = full(ctx, pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, &DecideError{Reason: "PodRead", Owner: owner, Err: fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)}
+		}
+		pod = read
+	}
+	dec, err := d.decidePodGroup(ctx, grp, gvk, owner, chain, pod)
+	if dec != nil {
+		dec.Pod = read
+	}
+	return dec, err
+}
+
+// readsBeyondMetadata reports whether the definition of gvk has pod-side expressions that may read
+// more of a pod than its metadata.
+func (d *Decider) readsBeyondMetadata(gvk schema.GroupVersionKind) bool {
+	if d.Hub == nil || d.Hub.Registry == nil {
+		return true
+	}
+	c := d.Hub.Registry.Lookup(gvk)
+	return c == nil || !c.PodReadsOnlyMetadata()
 }
 
 // decidePodGroup asks the kind's grouper for the pod's PodGroup. The PodGroup is always in the

@@ -26,6 +26,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podcache"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/strays"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
@@ -43,10 +44,13 @@ const (
 	ReasonInvalidOwner = "GangmapInvalidOwnerReference"
 )
 
-// PodReconciler groups pods. Client is the manager's cached client (pods filtered by scheduler
-// name); Decider decides each pod's PodGroup (shared with the admission webhook).
+// PodReconciler groups pods. Client is the manager's client; Pods, when set, is the pod cache
+// (podcache: each pod's podview.Record), else pods are read through Client (a cache of typed
+// pods filtered by scheduler name); Decider decides each pod's PodGroup (shared with the
+// admission webhook).
 type PodReconciler struct {
 	Client   client.Client
+	Pods     *podcache.Cache
 	Decider  *Decider
 	Applier  *podgroup.Applier
 	Recorder record.EventRecorder
@@ -88,8 +92,8 @@ var _ reconcile.Reconciler = (*PodReconciler)(nil)
 
 // Reconcile fetches the pod and groups it; see reconcile for the steps.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pod := &corev1.Pod{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+	pod, err := r.getPod(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.index.forget(req.NamespacedName)
 			r.forgetFinding(req.NamespacedName)
@@ -110,7 +114,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 
 	// 1. Decide: our scheduler, owners walked to the top owner, a kind gangmap groups (not
 	// native, with a definition), the gang plan of the live workload, the pod's place in it.
-	d, err := r.Decider.DecideSeen(ctx, pod)
+	d, err := r.Decider.DecideCached(ctx, pod, r.fullPod())
 	if err != nil {
 		var de *DecideError
 		if IsInvalidOwnerReference(err) && errors.As(err, &de) {
@@ -122,6 +126,9 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
 		}
 		return r.fail(ctx, pod, nil, "Decide", err)
+	}
+	if d != nil && d.Pod != nil {
+		pod = d.Pod
 	}
 	r.observe(key, pod, d)
 	if d == nil || d.Metadata == nil {
@@ -163,21 +170,11 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
 	// when it already matches).
 	r.markOwner(ctx, d)
-	res, err := r.Applier.Apply(ctx, md)
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner); requeue || err != nil {
+		if err != nil {
+			return r.fail(ctx, pod, owner, "PodGroupWrite", err)
+		}
 		return ctrl.Result{Requeue: true}, nil
-	}
-	if err != nil {
-		return r.fail(ctx, pod, owner, "PodGroupWrite", err)
-	}
-	podGroupWrites.WithLabelValues(string(res)).Inc()
-	switch res {
-	case podgroup.Created:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s", md.Name, gangSummary(md))
-		log.V(1).Info("PodGroup created")
-	case podgroup.Updated:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s", md.Name, gangSummary(md))
-		log.V(1).Info("PodGroup updated")
 	}
 
 	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
@@ -188,6 +185,29 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	r.track(ctx, pod, d)
 	r.collectStrays(d)
 	return ctrl.Result{}, nil
+}
+
+// writePodGroup writes the PodGroup (nothing when it already matches) and says so with an Event on
+// the workload; requeue is true when another writer won a race (conflict, already exists).
+func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata, owner *unstructured.Unstructured) (requeue bool, err error) {
+	res, err := r.Applier.Apply(ctx, md)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	podGroupWrites.WithLabelValues(string(res)).Inc()
+	log := ctrl.LoggerFrom(ctx)
+	switch res {
+	case podgroup.Created:
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s", md.Name, gangSummary(md))
+		log.V(1).Info("PodGroup created")
+	case podgroup.Updated:
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s", md.Name, gangSummary(md))
+		log.V(1).Info("PodGroup updated")
+	}
+	return false, nil
 }
 
 // yieldToKAI reports whether gangmap leaves the pod to KAI's pod-grouper: the KAI release does not

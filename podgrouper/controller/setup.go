@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,6 +21,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/podcache"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -36,7 +38,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 				r.workloads.prune(ctx, func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped })
 			}
 		}
-		if err := mgr.Add(&regrouper{client: mgr.GetClient(), in: regroup, out: events, prune: prune}); err != nil {
+		if err := mgr.Add(&regrouper{client: mgr.GetClient(), pods: r.Pods, in: regroup, out: events, prune: prune}); err != nil {
 			return err
 		}
 	}
@@ -44,9 +46,14 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		p, ok := o.(*corev1.Pod)
 		return ok && p.Spec.SchedulerName == r.Decider.SchedulerName
 	})
-	c, err := ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&corev1.Pod{}, builder.WithPredicates(ours)).
+	b := ctrl.NewControllerManagedBy(mgr).Named(Name)
+	if r.Pods != nil {
+		// Every pod of the cache is of our scheduler (its field selector).
+		b = b.WatchesRawSource(r.Pods.Source())
+	} else {
+		b = b.For(&corev1.Pod{}, builder.WithPredicates(ours))
+	}
+	c, err := b.
 		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
 		Watches(&v2alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(r.podsOfPodGroup), builder.WithPredicates(gangChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
@@ -106,9 +113,11 @@ func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []rec
 // stopping the watches of kinds gangmap no longer groups.
 type regrouper struct {
 	client client.Client
-	in     <-chan struct{}
-	out    chan<- event.TypedGenericEvent[*corev1.Pod]
-	prune  func(context.Context)
+	// pods, when set, is the pod cache to list instead of client's.
+	pods  *podcache.Cache
+	in    <-chan struct{}
+	out   chan<- event.TypedGenericEvent[*corev1.Pod]
+	prune func(context.Context)
 }
 
 // Start implements manager.Runnable.
@@ -121,20 +130,41 @@ func (g *regrouper) Start(ctx context.Context) error {
 			if g.prune != nil {
 				g.prune(ctx)
 			}
-			pods := &corev1.PodList{}
-			if err := g.client.List(ctx, pods); err != nil {
+			pods, err := g.list(ctx)
+			if err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Listing pods to regroup after a definition change")
 				continue
 			}
-			for i := range pods.Items {
+			for _, p := range pods {
 				select {
-				case g.out <- event.TypedGenericEvent[*corev1.Pod]{Object: &pods.Items[i]}:
+				case g.out <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
 				case <-ctx.Done():
 					return nil
 				}
 			}
 		}
 	}
+}
+
+// list returns every cached pod, as much of it as the event needs (its key).
+func (g *regrouper) list(ctx context.Context) ([]*corev1.Pod, error) {
+	if g.pods != nil {
+		keys := g.pods.Keys()
+		out := make([]*corev1.Pod, len(keys))
+		for i, k := range keys {
+			out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		}
+		return out, nil
+	}
+	pods := &corev1.PodList{}
+	if err := g.client.List(ctx, pods); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		out[i] = &pods.Items[i]
+	}
+	return out, nil
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

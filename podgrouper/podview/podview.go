@@ -1,8 +1,11 @@
 // Package podview is what gangmap keeps of a pod and of a workload: the fields its decisions
-// read. The grouper's cache stores pods and workloads through its transforms (TransformPod,
-// TransformWorkload), and the admission webhook decodes an admitted pod into the same view
-// (DecodePod), so the pod controller and the webhook decide on the same fields and the cache
-// holds nothing else.
+// read. The admission webhook decodes an admitted pod into the view (DecodePod, the same as Pod
+// of the typed pod); the grouper's pod cache (podcache) keeps less, a Record per pod (metadata,
+// priority class, phase: what the pod controller reads for a definition whose pod-side
+// expressions read only .metadata, the usual case), and the controller reads the whole pod from
+// the API server and makes it the view for any other definition, so the controller and the
+// webhook decide on the same fields. Workloads and the other cached objects go through
+// TransformWorkload.
 //
 // What each decision reads of a pod (so what Pod keeps):
 //   - selecting the pod and walking its owners (controller.Decider): metadata.namespace, name,
@@ -34,6 +37,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Pod returns the view of pod: a new Pod holding only the fields gangmap reads (see the package
@@ -80,7 +84,8 @@ func compact(pod *corev1.Pod) {
 	pod.Annotations = internMap(pod.Annotations)
 	for i := range pod.OwnerReferences {
 		r := &pod.OwnerReferences[i]
-		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
+		r.Controller, r.BlockOwnerDeletion = canonicalBool(r.Controller), canonicalBool(r.BlockOwnerDeletion)
 	}
 	pod.Namespace, pod.GenerateName = intern(pod.Namespace), intern(pod.GenerateName)
 	pod.Spec.SchedulerName, pod.Spec.PriorityClassName, pod.Spec.NodeName = intern(pod.Spec.SchedulerName), intern(pod.Spec.PriorityClassName), intern(pod.Spec.NodeName)
@@ -90,6 +95,22 @@ func compact(pod *corev1.Pod) {
 		}
 	}
 }
+
+// canonicalBool returns a shared pointer to *b's value (nil stays nil): an owner reference's
+// controller and blockOwnerDeletion flags are otherwise two small allocations per pod.
+func canonicalBool(b *bool) *bool {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return &canonicalTrue
+	default:
+		return &canonicalFalse
+	}
+}
+
+// canonicalTrue and canonicalFalse are shared by every cached owner reference; never written.
+var canonicalTrue, canonicalFalse = true, false
 
 func intern(s string) string {
 	if s == "" {

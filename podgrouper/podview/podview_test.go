@@ -2,12 +2,14 @@ package podview
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 )
 
@@ -158,4 +160,28 @@ func FuzzSchedulerName(f *testing.F) {
 			t.Errorf("skim %q, decoded %q", name, d.Pod.Spec.SchedulerName)
 		}
 	})
+}
+
+// TestTransformWorkloadKeepsValues: the workload transform drops managed fields and nothing else
+// (its maps are rebuilt and strings made canonical: the values are equal).
+func TestTransformWorkloadKeepsValues(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.example.com/v1", "kind": "CustomJob",
+		"metadata": map[string]any{"name": "w", "namespace": "ns", "labels": map[string]any{"a": "b"},
+			"managedFields": []any{map[string]any{"manager": "m"}}},
+		"spec": map[string]any{"replicas": int64(3), "ratio": 0.5, "on": true, "none": nil,
+			"list": []any{"x", int64(1), map[string]any{"k": "v"}}, "long": strings.Repeat("y", 300)},
+	}}
+	want := u.DeepCopy()
+	unstructured.RemoveNestedField(want.Object, "metadata", "managedFields")
+	got, err := TransformWorkload(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TransformWorkload (-want +got):\n%s", diff)
+	}
+	if _, err := TransformWorkload(&unstructured.Unstructured{}); err != nil {
+		t.Errorf("empty object: %v", err)
+	}
 }

@@ -79,6 +79,15 @@ func isCandidate(pg *v2alpha2.PodGroup, owner types.UID, keep map[string]bool) b
 // whose pods may live in several). Keyed by namespace and name, so that a pod of one namespace
 // never keeps (or lets go) another namespace's PodGroup of the same name.
 func (c *Collector) namedPodGroups(ctx context.Context, ns string) (map[types.NamespacedName]bool, error) {
+	if c.Pods != nil {
+		out := map[types.NamespacedName]bool{}
+		for _, n := range c.Pods.AnnotationValues(ns, kaikeys.PodGroupName) {
+			if n.Name != "" {
+				out[n] = true
+			}
+		}
+		return out, nil
+	}
 	pods := &corev1.PodList{}
 	if err := c.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
 		return nil, err

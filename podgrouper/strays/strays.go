@@ -68,6 +68,9 @@ type Workload struct {
 type Collector struct {
 	// Client reads PodGroups and pods (the manager's cache) and deletes PodGroups.
 	Client client.Client
+	// Pods, when set, gives the pod-group-name of the cached pods of a namespace instead of a
+	// list of pods through Client (the grouper's podcache.Cache).
+	Pods PodGroupNames
 	// Grace is how long a PodGroup must stay unnamed by any pod before it is deleted; it must be
 	// above 0.
 	Grace time.Duration
@@ -83,6 +86,12 @@ type Collector struct {
 	workloads    map[types.UID]Workload
 	unnamedSince map[types.UID]time.Time
 	reported     map[types.UID]bool
+}
+
+// PodGroupNames gives, for each cached pod of namespace ns (all namespaces when ns is "") that
+// carries annotation key, its namespace and the annotation's value (podcache.Cache.AnnotationValues).
+type PodGroupNames interface {
+	AnnotationValues(ns, key string) []types.NamespacedName
 }
 
 var (

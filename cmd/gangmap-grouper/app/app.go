@@ -47,6 +47,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/native"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podcache"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/podview"
 	"github.com/gangmap/gangmap/podgrouper/strays"
@@ -194,8 +195,17 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	decider := newDecider(mgr, o, registry, table, release)
+	// The pod controller's pods: a Record per pod of our scheduler (podcache), not typed pods.
+	pods, err := podcache.New(cfg, o.SchedulerName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, nil, err
+	}
 	r := &controller.PodReconciler{
 		Client:   mgr.GetClient(),
+		Pods:     pods,
 		Decider:  decider,
 		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
@@ -266,6 +276,7 @@ func (o *Options) managerOptions() ctrl.Options {
 		Scheme:                  Scheme(),
 		Metrics:                 o.MetricsServerOptions(),
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -276,8 +287,9 @@ func (o *Options) managerOptions() ctrl.Options {
 			// is kept without its managed fields; see podview for what each decision reads.
 			DefaultTransform: podview.TransformWorkload,
 			ByObject: map[client.Object]cache.ByObject{
-				// Only pods of our scheduler are cached, as KAI's pod-grouper does, and only the
-				// fields gangmap reads of them (podview.Pod, the same view the webhook decodes).
+				// The pod controller reads pods from its own cache (podcache: a podview.Record per
+				// pod). Should anything read pods through the manager's cache, only pods of our
+				// scheduler are cached, as KAI's pod-grouper does, and only the webhook's view.
 				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName), Transform: podview.TransformPod},
 			},
 		},
@@ -304,7 +316,7 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 		r.Owners = &ownerskip.Marker{Client: mgr.GetClient()}
 	}
 	if o.StrayPodGroupGrace > 0 {
-		r.Strays = &strays.Collector{Client: mgr.GetClient(), Grace: o.StrayPodGroupGrace, DryRun: o.DryRun, Recorder: mgr.GetEventRecorderFor(controller.Name)}
+		r.Strays = &strays.Collector{Client: mgr.GetClient(), Pods: r.Pods, Grace: o.StrayPodGroupGrace, DryRun: o.DryRun, Recorder: mgr.GetEventRecorderFor(controller.Name)}
 		return mgr.Add(r.Strays)
 	}
 	return nil
@@ -416,6 +428,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	logStart(ctrl.Log.WithName("setup"), o, cfg)
+	o.applyMemoryLimit(ctrl.Log.WithName("setup"))
 	mgr, _, err := New(o, cfg)
 	if err != nil {
 		return err

@@ -41,8 +41,13 @@ type Options struct {
 	MaxConcurrentReconciles int
 	MaxWorkloadMetrics      int
 	QPS                     float32
-	Burst                   int
-	MetricsAddr             string
+	// PprofAddr serves net/http/pprof (host:port) when not "0" or empty.
+	PprofAddr string
+	// MemoryLimit is the Go runtime's soft memory limit (a quantity; "" for the default, see
+	// memoryLimit).
+	MemoryLimit string
+	Burst       int
+	MetricsAddr string
 	// MetricsSecure serves metrics over HTTPS, each request authenticated (TokenReview) and
 	// authorized (SubjectAccessReview: get on the non-resource URL /metrics); off, plain HTTP
 	// with no authentication, for local use only.
@@ -161,6 +166,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with the metrics server's tls.crt and tls.key, reloaded when they change. (default none: a self-signed certificate generated at start)")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the webhook and metrics servers negotiate HTTP/2. Off, they speak HTTP/1.1 only, out of reach of the HTTP/2 Rapid Reset and stream attacks (CVE-2023-44487, CVE-2023-39325). (default false)")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3 (the API server and Prometheus speak 1.3).")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "Soft limit of the grouper's Go memory (a quantity such as 230Mi; 0: none): the garbage collector runs more often near it instead of letting the resident set grow to twice the live heap. (default: $GOMEMLIMIT if set, else 90% of the container's memory limit read from its cgroup, else none)")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address (host:port) serving Go's net/http/pprof profiles (heap, CPU), unauthenticated: bind it to localhost or leave it off. (default none: off)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health (/healthz) and readiness (/readyz) probe address (host:port); 0 disables.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica writes. (default false)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")

@@ -34,6 +34,9 @@ func (o *Options) Validate() error {
 		add("--scheduler-name: must not be empty (KAI's scheduler name, e.g. kai-scheduler)")
 	}
 	errs = append(errs, o.validateNativeKinds()...)
+	if err := o.validateMemoryLimit(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range o.DefinitionPaths {
 		if err := checkDefinitionPath(p); err != nil {
 			add("--definitions: %w", err)

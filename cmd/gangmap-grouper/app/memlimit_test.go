@@ -1,0 +1,54 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestMemoryLimit: --memory-limit wins; $GOMEMLIMIT is left to the runtime; else 90% of the
+// cgroup limit (v2 "max" and v1's huge value mean none).
+func TestMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, v string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v2max, v2, v1huge := write("v2max", "max\n"), write("v2", "536870912\n"), write("v1", "9223372036854771712\n")
+	old := cgroupMemoryFiles
+	defer func() { cgroupMemoryFiles = old }()
+	t.Setenv("GOMEMLIMIT", "")
+
+	for _, tc := range []struct {
+		name, flag string
+		files      []string
+		env        string
+		want       int64
+		source     string
+	}{
+		{"flag", "230Mi", []string{v2}, "", 230 << 20, "--memory-limit"},
+		{"cgroup v2", "", []string{v2}, "", 536870912 / 10 * 9, "90% of " + v2},
+		{"no cgroup limit", "", []string{v2max, v1huge}, "", 0, ""},
+		{"env", "", []string{v2}, "300MiB", 0, "GOMEMLIMIT"},
+		{"missing files", "", []string{filepath.Join(dir, "none")}, "", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cgroupMemoryFiles = tc.files
+			t.Setenv("GOMEMLIMIT", tc.env)
+			o := DefaultOptions()
+			o.MemoryLimit = tc.flag
+			got, source := o.memoryLimit()
+			if got != tc.want || source != tc.source {
+				t.Errorf("memoryLimit() = %d, %q; want %d, %q", got, source, tc.want, tc.source)
+			}
+		})
+	}
+	o := DefaultOptions()
+	o.MemoryLimit = "lots"
+	if err := o.validateMemoryLimit(); err == nil {
+		t.Error("--memory-limit lots: want an error")
+	}
+}
