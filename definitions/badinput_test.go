@@ -244,7 +244,10 @@ func TestBadInputCELOverCostLimit(t *testing.T) {
 		items[i] = int64(i)
 	}
 	obj["spec"].(map[string]any)["items"] = items
-	err := resolveErr(t, doc, expr.Limits{CELCostLimit: 10_000}, obj)
+	// A generous timeout: the cost limit, not the clock, must stop it (under -race on a loaded
+	// machine the default 1 s timeout could fire first).
+	limits := expr.Limits{CELCostLimit: 10_000, Timeout: time.Minute}
+	err := resolveErr(t, doc, limits, obj)
 	var le *expr.LimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, expr.LimitCost, le.Kind)
@@ -252,7 +255,7 @@ func TestBadInputCELOverCostLimit(t *testing.T) {
 
 	// The same expression on a short list is within the limit.
 	obj["spec"].(map[string]any)["items"] = items[:3]
-	assert.NoError(t, resolveErr(t, doc, expr.Limits{CELCostLimit: 10_000}, obj))
+	assert.NoError(t, resolveErr(t, doc, limits, obj))
 }
 
 func TestBadInputDefinitionForNativeKind(t *testing.T) {
