@@ -1,9 +1,13 @@
 package podview
 
 import (
+	"strings"
+	"unsafe"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -302,12 +306,16 @@ type Owners struct {
 // twice is left to DecodePod), so the admission webhook can tell a pod of a kind
 // gangmap does not group without decoding the pod. ok is false when it cannot tell for sure
 // that DecodePod would read the same (decodeFast's reasons, or a deletionTimestamp, which
-// DecodePod parses): the caller decodes the pod instead. The strings share one copy of raw.
+// DecodePod parses): the caller decodes the pod instead. The strings are copies: Owners keeps nothing of raw.
 // For a document DecodePod refuses only for a field it keeps having the wrong type (never one the API server sends, which has decoded and
 // re-encoded the pod), DecodeOwners may still report ok. FuzzDecodeOwners checks it agrees with
 // DecodePod.
 func DecodeOwners(raw []byte) (Owners, bool) {
-	s := &scanner{raw: raw, str: string(raw)}
+	if len(raw) == 0 {
+		return Owners{}, false
+	}
+	// The scanner reads a view of raw, not a copy: nothing read escapes this call uncopied.
+	s := &scanner{raw: raw, str: unsafe.String(&raw[0], len(raw))}
 	var o Owners
 	var seen uint16
 	ok := s.object(func(k string) bool {
@@ -322,6 +330,12 @@ func DecodeOwners(raw []byte) (Owners, bool) {
 	s.ws()
 	if !ok || s.i != len(raw) {
 		return Owners{}, false
+	}
+	o.Namespace, o.SchedulerName = strings.Clone(o.Namespace), strings.Clone(o.SchedulerName)
+	for i := range o.References {
+		r := &o.References[i]
+		r.APIVersion, r.Kind, r.Name = strings.Clone(r.APIVersion), strings.Clone(r.Kind), strings.Clone(r.Name)
+		r.UID = types.UID(strings.Clone(string(r.UID)))
 	}
 	return o, true
 }
