@@ -139,12 +139,12 @@ func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*descr
 	if err != nil {
 		return nil, fail(ExitUnusable, "%v", err)
 	}
-	in, err := splitManifest(objs)
+	in, err := splitManifest(objs, stderr)
 	if err != nil {
 		return nil, fail(ExitUnusable, "%v", err)
 	}
 	if len(in.workloads) == 0 {
-		return nil, fail(ExitUnusable, "no workload in %s (only Pods, PodGroups or owned objects)", strings.Join(o.files, ", "))
+		return nil, fail(ExitUnusable, "no workload in %s (only Pods, PodGroups, owned objects or supporting kinds)", strings.Join(o.files, ", "))
 	}
 	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
@@ -167,8 +167,9 @@ type manifestInput struct {
 }
 
 // splitManifest sorts the objects of a manifest: Pods (core/v1), PodGroups (scheduling.run.ai),
-// and the rest; workloads are the rest without owner references.
-func splitManifest(objs []*unstructured.Unstructured) (*manifestInput, error) {
+// and the rest; workloads are the rest without owner references that are not supporting kinds
+// (plan's rule: a runtime, a ConfigMap, a Service are not workloads; each is said on warn).
+func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifestInput, error) {
 	in := &manifestInput{graph: &manifestGraph{byUID: map[string]*unstructured.Unstructured{}, byName: map[workloadKey]*unstructured.Unstructured{}}}
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
@@ -187,7 +188,11 @@ func splitManifest(objs []*unstructured.Unstructured) (*manifestInput, error) {
 			in.podGroups = append(in.podGroups, pg)
 		default:
 			in.graph.add(u)
-			if len(u.GetOwnerReferences()) == 0 {
+			switch {
+			case len(u.GetOwnerReferences()) > 0:
+			case supportingKinds[gvk.GroupKind()]:
+				fmt.Fprintf(warn, "note: skipping %s: not a workload\n", workloadLabel(u))
+			default:
 				in.workloads = append(in.workloads, u)
 			}
 		}

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -315,7 +317,7 @@ func TestKubeOwnerCache(t *testing.T) {
 func TestGetRows(t *testing.T) {
 	objs, err := readManifests([]string{seedCopy})
 	require.NoError(t, err)
-	in, err := splitManifest(objs)
+	in, err := splitManifest(objs, io.Discard)
 	require.NoError(t, err)
 	reg, err := newOfflineRegistry(nil, definitions.DecodeOptions{})
 	require.NoError(t, err)
@@ -444,7 +446,7 @@ func TestDescribeManifestLoosePodAndClusterFlags(t *testing.T) {
 func TestGetNotesPathMisses(t *testing.T) {
 	objs, err := readManifests([]string{seedCopy})
 	require.NoError(t, err)
-	in, err := splitManifest(objs)
+	in, err := splitManifest(objs, io.Discard)
 	require.NoError(t, err)
 	reg, err := newOfflineRegistry([]string{"testdata/definitions/jobset-typo.yaml"}, definitions.DecodeOptions{})
 	require.NoError(t, err)
@@ -453,4 +455,24 @@ func TestGetNotesPathMisses(t *testing.T) {
 	require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
 	assert.Contains(t, out.String(), "note: JobSet/train-llm: spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath (")
 	assert.Contains(t, out.String(), ") resolved to nothing; 'describe' shows the plan\n")
+}
+
+// TestDescribeOfflineSkipsSupportingKinds: describe -f takes the same objects as workloads as
+// plan -f: a bundle's runtime (Kubeflow Trainer's ClusterTrainingRuntime), ConfigMap and Service
+// are not workloads. Before, each was described as a workload without a definition (exit 1), and
+// the manifest's one real workload no longer received the pods without owner references.
+func TestDescribeOfflineSkipsSupportingKinds(t *testing.T) {
+	seedYAML, err := os.ReadFile("../../../examples/jobset-leader-workers.yaml")
+	require.NoError(t, err)
+	path := t.TempDir() + "/bundle.yaml"
+	writeFile(t, path, "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\nmetadata: {name: torch}\nspec: {}\n---\n"+
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n---\n"+string(seedYAML))
+	r := gangmap(t, "describe", "-f", path, "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var doc describeJSON
+	decodeOne(t, r.stdout, &doc)
+	require.Len(t, doc.Workloads, 1)
+	assert.Empty(t, doc.Workloads[0].Error)
+	assert.Equal(t, 12.0, doc.Workloads[0].TotalGPUs)
+	assert.Contains(t, r.stderr, "note: skipping ClusterTrainingRuntime/torch: not a workload")
 }

@@ -269,12 +269,12 @@ func (o *testOptions) runCase(ctx context.Context, c testCase, shared *definitio
 	if err != nil {
 		return []string{err.Error()}, nil
 	}
-	in, err := splitManifest(objs)
+	in, err := splitManifest(objs, io.Discard)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", testManifestFile, err)}, nil
 	}
 	if len(in.workloads) != 1 {
-		return []string{fmt.Sprintf("%s: expected one workload (a top-level object that is not a Pod or PodGroup), found %d", testManifestFile, len(in.workloads))}, nil
+		return []string{fmt.Sprintf("%s: expected one workload (a top-level object that is not a Pod, a PodGroup or a supporting kind), found %d", testManifestFile, len(in.workloads))}, nil
 	}
 	reg := shared
 	defFile := filepath.Join(c.dir, testDefinitionFile)
