@@ -14,6 +14,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions/onboard"
 	"github.com/gangmap/gangmap/podgrouper/onboarding"
+	"github.com/gangmap/gangmap/podgrouper/owners"
 )
 
 // Onboarder applies the onboarding policy to pods at creation, before gangmap decides their
@@ -62,6 +63,13 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	}
 	policy := o.Policy()
 	chain, err := m.Decider.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
+	var invalid *owners.InvalidReferenceError
+	if errors.As(err, &invalid) {
+		// An owner reference the pod may not have (another namespace's object, a replaced owner):
+		// the pod has no owner for gangmap, so no rule applies; not an error to count per pod
+		// (the decision path treats it the same, and the pod controller tells the pod once).
+		return nil, nil
+	}
 	if err != nil || chain == nil {
 		return nil, fmt.Errorf("finding the top owner to onboard the pod: %w", err)
 	}

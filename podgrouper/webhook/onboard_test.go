@@ -167,3 +167,24 @@ func TestOnboardingWithoutQueueLabel(t *testing.T) {
 	assert.Contains(t, ev, "Warning GangmapOnboarded Pods not onboarded: onboarding policy rules[0].queue.fromNamespaceLabel: namespace \"bench\"")
 	assert.Equal(t, before+1, testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedRefused)))
 }
+
+// TestOnboardingIgnoresInvalidOwnerReference: with an onboarding policy in force, a pod whose
+// owner reference names its JobSet with another UID (a pod forging an owner it may not have, as
+// owners.InvalidReferenceError rejects) is not onboarded and is admitted unchanged as a pod
+// without an owner, the way the decision path treats it: no webhook error and no error log per
+// such pod (before, each counted in gangmap_webhook_errors_total{reason="Onboard"}).
+func TestOnboardingIgnoresInvalidOwnerReference(t *testing.T) {
+	f, _ := onboardFixture(t, map[string]string{"onboard": "yes", "team-queue": "team-a"}, false)
+	raw := f.variant(t, func(pod map[string]any) {
+		pod["spec"].(map[string]any)["schedulerName"] = "default-scheduler"
+		md := pod["metadata"].(map[string]any)
+		md["ownerReferences"].([]any)[0].(map[string]any)["uid"] = "00000000-0000-0000-0000-0000000000ff"
+	})
+	before := testutil.ToFloat64(admissionErrors.WithLabelValues("Onboard"))
+	var out bytes.Buffer
+	resp, err := f.admit(context.Background(), request(raw), &out)
+	require.NoError(t, err)
+	assert.True(t, resp.Allowed)
+	assert.Empty(t, resp.Patch)
+	assert.Equal(t, before, testutil.ToFloat64(admissionErrors.WithLabelValues("Onboard")))
+}
