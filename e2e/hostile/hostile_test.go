@@ -45,9 +45,9 @@ func jobTemplate() map[string]any {
 
 // hostileCases: 300 KB of author text in the pod set path (split into 150,000 steps, the input
 // the catalog's old `scan` took 47 s on; 300,000 digits exploded, checked and converted by
-// tonumber; 100,000 index steps given to getpath); a wrapped JobSet of 4,000 replicated jobs
+// tonumber; 100,000 index steps given to getpath); a wrapped JobSet of 500 replicated jobs
 // whose replicas, parallelism and completions are all 2^31-1 (the inferred pod counts multiply
-// and add to about 1.8e22); and 8,000 components inferred one by one. Each object stays under
+// and add to about 2.3e21, past int64); and 8,000 components inferred one by one. Each object stays under
 // etcd's 1.5 MiB request limit, so the API server stores it as written.
 func hostileCases() []hostileCase {
 	many := make([]any, 8000)
@@ -55,7 +55,7 @@ func hostileCases() []hostileCase {
 		many[i] = map[string]any{"template": map[string]any{"apiVersion": "v1", "kind": "Pod"}}
 	}
 	const maxInt32 = int64(1<<31 - 1)
-	rjs := make([]any, 4000)
+	rjs := make([]any, 500)
 	for i := range rjs {
 		rjs[i] = map[string]any{"name": fmt.Sprintf("r%d", i), "replicas": maxInt32, "template": map[string]any{
 			"spec": map[string]any{"parallelism": maxInt32, "completions": maxInt32, "template": map[string]any{}}}}
