@@ -239,7 +239,8 @@ func (g *Grouper) Forget(namespace string, uid types.UID) {
 // GetPodGroupMetadata implements grouper.Grouper: KAI's default metadata for the top owner, with
 // the gang of the pod's PodGroup from the plan: name, minMember or minSubGroup, sub-groups (the
 // pod listed in its own), topology, and gangmap's definition and GPU annotations. It returns nil
-// metadata and no error when the definition places the pod in no gang.
+// metadata and no error when the definition places the pod in no gang, unless KAI's pod-grouper
+// skips the workload (ungrouped: KAI's default PodGroup, minMember 1).
 func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
 	md, _, err := g.GroupPod(ctx, topOwner, pod, otherOwners...)
 	return md, err
@@ -263,14 +264,19 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 	placement, err := compiled.PlacePod(ctx, podMap)
 	if errors.Is(err, definitions.ErrNoComponent) {
 		seen.Unclaimed = true
-		return nil, seen, nil // the definition does not describe this pod: not gangmap's
+		// The definition does not describe this pod: not gangmap's gang (KAI's default PodGroup
+		// when KAI's pod-grouper skips the workload).
+		md, err := g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
+		return md, seen, err
 	}
 	if err != nil {
 		return nil, seen, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
 	a, err := plan.Assign(placement)
 	if errors.Is(err, gang.ErrNotGrouped) {
-		return nil, seen, nil // the pod's role is in no gang of the definition
+		// The pod's role is in no gang of the definition.
+		md, err := g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
+		return md, seen, err
 	}
 	if err != nil {
 		return nil, seen, fmt.Errorf("definition %q: %w", compiled.Name(), err)

@@ -1,0 +1,50 @@
+package workloadmap
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+)
+
+// UngroupedSuffix ends the name of the PodGroup of a workload's ungrouped pods when KAI's
+// default name (pg-<top owner name>-<top owner UID>) is already a gang's name in the plan.
+const UngroupedSuffix = "-ungrouped"
+
+// ungrouped returns the PodGroup of a pod gangmap does not gang (no component claims it, or its
+// role is in no gang of the definition) when KAI's pod-grouper skips the pod's workload, and nil
+// otherwise (KAI's pod-grouper then groups the pod, as before gangmap).
+//
+// KAI's pod-grouper skips every pod of a top owner carrying kai.scheduler/skip-podgrouper: "true"
+// (pkg/podgrouper/pod_controller.go, the skip check on the pod and its owners), the mark gangmap
+// sets when it first groups a workload (ownerskip). Without this, such a pod would get a PodGroup
+// from no one and stay Pending for good. gangmap gives it what KAI's default grouper would have:
+// its metadata (queue, priority, preemptibility, topology from the top owner) with minMember 1,
+// named pg-<top owner name>-<top owner UID>; that name gets UngroupedSuffix when the plan already
+// uses it for a gang, so a gang's PodGroup is never rewritten to minMember 1. Errors come only
+// from reading priority classes.
+func (g *Grouper) ungrouped(ctx context.Context, plan *gang.Plan, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
+	if !ownerskip.Marked(topOwner) || g.Defaults == nil {
+		return nil, nil
+	}
+	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
+	if err != nil {
+		return nil, err
+	}
+	ownerskip.StripMark(md.Annotations)
+	if plan != nil {
+		for _, pg := range plan.PodGroups {
+			if pg.Name == md.Name {
+				md.Name += UngroupedSuffix
+				break
+			}
+		}
+	}
+	podgroup.FitRelease(md, g.Release)
+	return md, nil
+}
