@@ -21,7 +21,9 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 	c.init()
 	ns := w.Owner.GetNamespace()
 	pgs := &v2alpha2.PodGroupList{}
-	if err := c.Client.List(ctx, pgs, client.InNamespace(ns)); err != nil {
+	// Read-only: no deep copy of every PodGroup of the namespace per look (10,000 workloads in a
+	// namespace made each look copy 10,000 PodGroups: 120 MB live in the 100,000-pod run).
+	if err := c.Client.List(ctx, pgs, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	keep := map[string]bool{}
