@@ -30,6 +30,9 @@ func hostileObject() map[string]any {
 // timeout: the timeout is a minute here, so a refusal proves the bound acted first.
 func TestJQBoundsPerBuiltinClass(t *testing.T) {
 	c := newTestCompiler(t, Limits{Timeout: time.Minute})
+	// The step cases run with a tenth of the default step bound: the same bound acts, at a tenth
+	// of the CPU (10M steps under -race on a loaded machine came close to the minute).
+	cSteps := newTestCompiler(t, Limits{Timeout: time.Minute, MaxSteps: 1_000_000})
 	in := Input{Object: hostileObject()}
 	tests := []struct {
 		class, src string
@@ -63,7 +66,11 @@ func TestJQBoundsPerBuiltinClass(t *testing.T) {
 			if strings.Contains(tt.src, "$variables.p") {
 				in.Variables = map[string]any{"p": strings.Repeat("a", 2000)}
 			}
-			got, err := evalExpr(t, c, JQ, tt.src, Object, Action, in)
+			cc := c
+			if tt.kind == LimitSteps {
+				cc = cSteps
+			}
+			got, err := evalExpr(t, cc, JQ, tt.src, Object, Action, in)
 			assert.Nil(t, got)
 			var le *LimitError
 			require.ErrorAs(t, err, &le)
@@ -74,9 +81,10 @@ func TestJQBoundsPerBuiltinClass(t *testing.T) {
 }
 
 // TestJQBoundsKeepOrdinaryResults checks that the guarded builtins and operators give gojq's
-// results on ordinary values.
+// results on ordinary values (with a minute's timeout: the results, not the clock, are checked
+// here, and the 300 KB split under -race on a loaded machine passed the default second).
 func TestJQBoundsKeepOrdinaryResults(t *testing.T) {
-	c := newTestCompiler(t, Limits{})
+	c := newTestCompiler(t, Limits{Timeout: time.Minute})
 	in := Input{Object: map[string]any{"s": "a.b[0].c", "a": []any{1, 2, 3, 2}, "path": strings.Repeat("a.", 150_000)}}
 	tests := []struct {
 		src  string
