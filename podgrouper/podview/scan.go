@@ -135,10 +135,12 @@ func (s *scanner) text() (string, bool) {
 	return s.str[a:b], true
 }
 
-// key reads a member name without escapes (an escaped name could spell a member decodeFast reads).
+// key reads a member name without escapes (an escaped name could spell a member decodeFast reads)
+// and with valid UTF-8 (encoding/json replaces invalid bytes with U+FFFD, and a key may become a
+// map key: a label, an annotation, a resource name).
 func (s *scanner) key() (string, bool) {
-	a, b, esc, _, ok := s.span()
-	if !ok || esc {
+	a, b, esc, valid, ok := s.span()
+	if !ok || esc || !valid {
 		return "", false
 	}
 	return s.str[a:b], true
