@@ -109,6 +109,11 @@ var unreachableRoles = map[string]struct {
 	"NIMService": {manifests: map[string]bool{"nimservice-multinode-deepseek-pp2.yaml": true},
 		want: []string{"component nimservice, multi-node worker pods: the operator has no field in the workload for their schedulerName (",
 			"manifests/lws.yaml", "onboarding policy"}},
+	// spark-operator: spec.batchScheduler wins over the roles' schedulerName (sparkpod_defaulter.go
+	// addSchedulerName), so the written driver/executor schedulerName would be ignored: the
+	// read-back refuses it (TestWorkloadSparkBatchScheduler).
+	"SparkApplication": {manifests: map[string]bool{"sparkapplication-volcano-batchscheduler.yaml": true},
+		want: []string{`component driver: written, but the definition reads scheduler name "volcano"`}},
 }
 
 func checkOnboarded(t *testing.T, reg *definitions.Registry, c *definitions.Compiled, file string, obj map[string]any) {
@@ -373,5 +378,47 @@ func TestWorkloadInheritedScheduler(t *testing.T) {
 	}
 	if n != 8 {
 		t.Errorf("%d components, want the sample's 8 (dataCoord, dataNode, indexCoord, indexNode, proxy, queryCoord, queryNode, rootCoord)", n)
+	}
+}
+
+// TestWorkloadSparkBatchScheduler: spark-operator sets a SparkApplication pod's scheduler from
+// spec.batchScheduler when it is set, and from the role's schedulerName only otherwise
+// (internal/webhook/sparkpod_defaulter.go addSchedulerName: "Preferred to use `BatchScheduler`
+// if application spec has it configured"). So an application with batchScheduler volcano runs
+// its pods under Volcano whatever driver.schedulerName says: onboarding refuses it (it names
+// another scheduler) and, with override, fails its read-back instead of writing a
+// driver.schedulerName the operator ignores.
+func TestWorkloadSparkBatchScheduler(t *testing.T) {
+	reg := catalogRegistry(t)
+	objs, err := manifest.ReadFile("../catalog/testdata/sparkapplication-volcano-batchscheduler.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := objs[0]
+	c := reg.Lookup(u.GroupVersionKind())
+	ctx := context.Background()
+	_, err = onboard.Workload(ctx, c, reg.Compiler(), u.Object, podSettings(), onboard.Settings{})
+	if err == nil || !strings.Contains(err.Error(), `component driver: it names scheduler "volcano"`) ||
+		!strings.Contains(err.Error(), `component executor: it names scheduler "volcano"`) {
+		t.Fatalf("err = %v, want driver and executor named as volcano's", err)
+	}
+	s := podSettings()
+	s.OverrideScheduler = true
+	_, err = onboard.Workload(ctx, c, reg.Compiler(), u.Object, s, onboard.Settings{})
+	if err == nil || !strings.Contains(err.Error(), `component driver: written, but the definition reads scheduler name "volcano"`) {
+		t.Fatalf("err = %v, want the read-back to find volcano still in force", err)
+	}
+
+	// Without batchScheduler the roles' own fields are written and read back.
+	unstructured.RemoveNestedField(u.Object, "spec", "batchScheduler")
+	res, err := onboard.Workload(ctx, c, reg.Compiler(), u.Object, podSettings(), onboard.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"driver", "executor"} {
+		got, _, _ := unstructured.NestedString(res.Object, "spec", role, "schedulerName")
+		if got != "kai-scheduler" {
+			t.Errorf("spec.%s.schedulerName = %q, want kai-scheduler", role, got)
+		}
 	}
 }
