@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -47,6 +48,8 @@ func TestValuesSchemaRefusesTypos(t *testing.T) {
 		{"KAI line", []string{"kaiVersion=v0.12"}, ""},
 		{"KAI tag", []string{"kaiVersion=v0.14.7"}, ""},
 		{"newer KAI", []string{"kaiVersion=v0.19.0"}, ""},
+		{"KAI older than v0.9", []string{"kaiVersion=v0.8"}, "kaiVersion"},
+		{"retracted KAI tag", []string{"kaiVersion=v0.20.1"}, "kaiVersion"},
 		{"workload metrics off", []string{"maxWorkloadMetrics=0"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +111,57 @@ func TestValuesSchemaMatchesValuesAndReleases(t *testing.T) {
 	for k := range schema.Properties {
 		if _, ok := raw[k]; !ok && k != "global" {
 			t.Errorf("values.schema.json property %s is not in values.yaml", k)
+		}
+	}
+}
+
+// TestValuesSchemaKAIVersionAsTheGrouper: every kaiVersion the schema accepts is one the grouper's
+// --kai-version accepts (kairelease.Parse), so a value helm installs never crash-loops the
+// grouper at start ("older than v0.9", "no v0.11 release", a retracted v0.20.0/v0.20.1); and every
+// line and tag form the grouper knows renders.
+func TestValuesSchemaKAIVersionAsTheGrouper(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties map[string]struct {
+			AnyOf []struct {
+				Enum    []string `json:"enum"`
+				Pattern string   `json:"pattern"`
+			} `json:"anyOf"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var enum []string
+	var patterns []*regexp.Regexp
+	for _, a := range schema.Properties["kaiVersion"].AnyOf {
+		enum = append(enum, a.Enum...)
+		if a.Pattern != "" {
+			patterns = append(patterns, regexp.MustCompile(a.Pattern))
+		}
+	}
+	accepts := func(v string) bool {
+		if slices.Contains(enum, v) {
+			return true
+		}
+		for _, p := range patterns {
+			if p.MatchString(v) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, v := range []string{
+		"v0.0", "v0.5.1", "0.8", "v0.8.9", "v0.9", "v0.9.0", "v0.9.20", "v0.10", "v0.10.5", "0.10.5",
+		"v0.11", "v0.11.0", "v0.12.0-rc1", "v0.14.7", "v0.17", "v0.17.0", "v0.19.0", "v0.20",
+		"v0.20.0", "v0.20.1", "v0.20.2", "v0.21.0", "v0.99", "v0.100.1", "v1.0", "v1.2.3-beta.1", "v10.0.0",
+	} {
+		_, perr := kairelease.Parse(v)
+		if got, want := accepts(v), perr == nil; got != want {
+			t.Errorf("kaiVersion %q: schema accepts %v, grouper accepts %v (%v)", v, got, want, perr)
 		}
 	}
 }
