@@ -251,6 +251,32 @@ func TestAssign(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Assign(pl)
 	assert.ErrorContains(t, err, `replica "7"`)
+	var nip *gang.NotInPlanError
+	require.ErrorAs(t, err, &nip, "a replica the plan does not count is outside the plan")
+	assert.ErrorIs(t, err, gang.ErrNotInPlan)
+	assert.Equal(t, "worker replica 7", nip.Instance, "worker-index 2 is a worker pod of group 7")
+}
+
+// TestAssignOutsidePlan: the seed JobSet (replicatedJobs leader and workers) has no instance
+// "evaluator"; a pod the JobSet controller labels jobset.sigs.k8s.io/replicatedjob-name:
+// evaluator (a replicated job added since the plan, or one the definition does not list) is
+// outside the plan, ErrNotInPlan naming the instance, and not ErrNotGrouped (its role is not a
+// known role outside every gang).
+func TestAssignOutsidePlan(t *testing.T) {
+	r := registry(t)
+	obj := load(t, "jobset-leader-workers.yaml")
+	c := r.Lookup(obj.GroupVersionKind())
+	p := plan(t, r, obj)
+	pod := map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		"jobset.sigs.k8s.io/replicatedjob-name": "evaluator", "jobset.sigs.k8s.io/job-index": "0"}}}
+	pl, err := c.PlacePod(context.Background(), pod)
+	require.NoError(t, err)
+	_, err = p.Assign(pl)
+	var nip *gang.NotInPlanError
+	require.ErrorAs(t, err, &nip)
+	assert.ErrorIs(t, err, gang.ErrNotInPlan)
+	assert.NotErrorIs(t, err, gang.ErrNotGrouped)
+	assert.Equal(t, `component "replicatedjob" has no instance "evaluator" in the plan`, err.Error())
 }
 
 // JobSet TPU multislice: replicas 2 × parallelism 4. Each Job is a slice whose 4 pods belong

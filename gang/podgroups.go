@@ -184,6 +184,30 @@ func (pg *PodGroup) override(key string, n int32) string {
 // ErrNotGrouped says the pod's role is in no gang of the definition: gangmap leaves the pod to KAI.
 var ErrNotGrouped = errors.New("the pod's role is in no gang of the definition")
 
+// ErrNotInPlan says the pod is in an instance or replica of its role that the plan does not
+// count: the plan was built from an older version of the workload (a scale-up the caller has not
+// seen yet), or the definition never names that instance (its instanceIdPath or replicasPath does
+// not list it, or its role was counted as 0 pods). Errors that wrap it are *NotInPlanError.
+var ErrNotInPlan = errors.New("the pod's instance is not in the plan")
+
+// NotInPlanError is Assign's error for a pod outside the plan (errors.Is ErrNotInPlan). Instance
+// names what the pod is in, as the plan names roles: "component", "component[instance]", with
+// "replica r" when the pod's replica is the missing part.
+type NotInPlanError struct {
+	Instance string
+	msg      string
+}
+
+// Error implements error.
+func (e *NotInPlanError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrNotInPlan) true.
+func (e *NotInPlanError) Is(target error) bool { return target == ErrNotInPlan }
+
+func notInPlan(instance, format string, args ...any) error {
+	return &NotInPlanError{Instance: instance, msg: fmt.Sprintf(format, args...)}
+}
+
 // Assignment is where one pod goes.
 type Assignment struct {
 	// PodGroup is the planned PodGroup of the pod's gang; Name is the name of the PodGroup the pod
@@ -198,17 +222,22 @@ type Assignment struct {
 
 // Assign finds the PodGroup and sub-group of a pod placed in the workload's tree. It does no
 // expression evaluation and no allocation beyond the result. Errors: ErrNotGrouped (wrapped)
-// for a role in no gang; an instance or replica the plan does not have (the workload changed
-// since the plan: rebuild and retry).
+// for a role in no gang; *NotInPlanError (ErrNotInPlan) for an instance or replica the plan does
+// not have (the workload changed since the plan: rebuild from the fresh workload; or the
+// definition never names it).
 func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 	r := p.roleIndex[roleKey{pl.Component.Name, pl.InstanceID}]
 	if r == nil {
-		return nil, fmt.Errorf("component %q has no instance %q in the plan", pl.Component.Name, pl.InstanceID)
+		inst := pl.Component.Name
+		if pl.InstanceID != "" {
+			inst += "[" + pl.InstanceID + "]"
+		}
+		return nil, notInPlan(inst, "component %q has no instance %q in the plan", pl.Component.Name, pl.InstanceID)
 	}
 	gang, ok := p.roleGang[r]
 	if !ok {
 		if r.Pods == 0 {
-			return nil, fmt.Errorf("role %s has 0 pods in the plan, but a pod of it exists", roleLabel(r))
+			return nil, notInPlan(roleLabel(r), "role %s has 0 pods in the plan, but a pod of it exists", roleLabel(r))
 		}
 		return nil, fmt.Errorf("role %s: %w", roleLabel(r), ErrNotGrouped)
 	}
@@ -232,7 +261,7 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 		pg = p.gangIndex[gangKey{gang: gang, replica: key, role: r}]
 	}
 	if pg == nil {
-		return nil, fmt.Errorf("role %s: replica %q of %q is not in the plan", roleLabel(r), key, p.perReplica.Name)
+		return nil, notInPlan(fmt.Sprintf("%s replica %s", roleLabel(r), key), "role %s: replica %q of %q is not in the plan", roleLabel(r), key, p.perReplica.Name)
 	}
 	a := &Assignment{PodGroup: pg, Name: pg.Name, Role: r}
 	if _, alpha := p.alphaMember[r]; alpha {
@@ -255,7 +284,7 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 			}
 			i, err := strconv.Atoi(rk)
 			if err != nil || i < 0 || i >= len(m.replicaLeaves) {
-				return nil, fmt.Errorf("role %s: replica %q is not one of the %d planned replicas", roleLabel(r), rk, len(m.replicaLeaves))
+				return nil, notInPlan(fmt.Sprintf("%s replica %s", roleLabel(r), rk), "role %s: replica %q is not one of the %d planned replicas", roleLabel(r), rk, len(m.replicaLeaves))
 			}
 			a.SubGroup = m.replicaLeaves[i]
 		}

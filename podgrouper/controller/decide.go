@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/podgrouper/grouper"
@@ -222,6 +224,12 @@ func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk s
 	var err error
 	if pg, ok := grp.(grouper.PlanGrouper); ok {
 		md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+		if err == nil && seen.NotInPlan != nil {
+			if fresh := d.refreshOwner(ctx, gvk, owner); fresh != nil {
+				owner = fresh
+				md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+			}
+		}
 	} else {
 		md, err = grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
 	}
@@ -247,6 +255,29 @@ func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk s
 		dec.SubGroup = sg.Name
 	}
 	return dec, nil
+}
+
+// refreshOwner re-reads the top owner from the API server for a pod the grouper found outside
+// the plan of owner (grouper.Seen.NotInPlan): the cached workload may be older than the pod (the
+// operator scaled up, and created the pod, before the informer delivered the new version). It
+// returns the fresh owner when it is a newer version of the same object, else nil (no API
+// reader, a read error, the same resourceVersion: the plan already is the workload's). One read
+// per such decision, never a retry loop: a pod the fresh plan still does not know is the
+// grouper's to place outside the gang.
+func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind, owner *unstructured.Unstructured) *unstructured.Unstructured {
+	if d.APIReader == nil {
+		return nil
+	}
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(gvk)
+	if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); err != nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("Cannot re-read the workload for a pod outside its plan", "workload", klog.KObj(owner), "error", err.Error())
+		return nil
+	}
+	if fresh.GetUID() != owner.GetUID() || fresh.GetResourceVersion() == owner.GetResourceVersion() {
+		return nil
+	}
+	return fresh
 }
 
 // KnownNotGrouped reports, without any read and without blocking, that Decide returns nil

@@ -30,7 +30,12 @@ func (o *onceReporter) first(pod types.UID, refs []metav1.OwnerReference) bool {
 		b.WriteString("|")
 		b.WriteString(string(r.UID))
 	}
-	key := b.String()
+	return o.firstKey(b.String())
+}
+
+// firstKey says whether this is the first report under key.
+func (o *onceReporter) firstKey(key string) bool {
+	o.once.Do(func() { o.seen = lru.New(onceReporterSize) })
 	if _, ok := o.seen.Get(key); ok {
 		return false
 	}

@@ -86,6 +86,8 @@ type PodReconciler struct {
 	workloads *workloadWatcher
 	// invalidOwners remembers the pods already told their owner reference is ignored.
 	invalidOwners onceReporter
+	// outsidePlan remembers the pods already told they are outside their workload's plan.
+	outsidePlan onceReporter
 }
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
@@ -131,6 +133,9 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		pod = d.Pod
 	}
 	r.observe(key, pod, d)
+	if d != nil && d.Seen.NotInPlan != nil {
+		r.reportOutsidePlan(ctx, pod, d)
+	}
 	if d == nil || d.Metadata == nil {
 		r.index.forget(key)
 		if r.Metrics != nil {

@@ -43,6 +43,11 @@ type Seen struct {
 	Role string
 	// Unclaimed says no component's podSelector matched the pod.
 	Unclaimed bool
+	// NotInPlan, when set, says the pod is in an instance or replica of its role that the plan
+	// does not count (a *gang.NotInPlanError): the plan is older than the workload, or the
+	// definition never names the instance. The grouper then treats the pod as it treats a pod in no
+	// gang (KAI's default PodGroup when KAI's pod-grouper skips the workload, else nil).
+	NotInPlan error
 }
 
 // Planner is a Grouper that can name every PodGroup its plan for a top owner uses (those may

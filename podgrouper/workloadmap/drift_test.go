@@ -61,8 +61,8 @@ func brokenGrouper(t *testing.T, src definitions.Source) (*Grouper, *record.Fake
 
 // TestNoTemplateNeverMakesAPodGroup: a definition whose pod template path resolves to nothing
 // on the seed JobSet (gang/testdata/jobset-leader-workers.yaml: leader 1 pod, workers 2 pods)
-// plans both roles at 0 pods, so no PodGroup at all, and the grouper gives no metadata for the
-// seed's pods (an error saying why), never a PodGroup with a made-up size. The miss is counted
+// plans both roles at 0 pods, so no PodGroup at all, and the grouper gives no gang for the
+// seed's pods (Seen.NotInPlan says why), never a PodGroup with a made-up size. The miss is counted
 // once per plan build, not per pod, and reported once on the Karta.
 func TestNoTemplateNeverMakesAPodGroup(t *testing.T) {
 	g, rec := brokenGrouper(t, definitions.SourceCluster)
@@ -77,10 +77,11 @@ func TestNoTemplateNeverMakesAPodGroup(t *testing.T) {
 		assert.Zero(t, r.GangPods, r.Name)
 	}
 	for _, name := range []string{"leader", "workers", "workers"} {
-		md, err := g.GetPodGroupMetadata(context.Background(), js, pod("p-"+name, map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": name}))
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "has 0 pods in the plan, but a pod of it exists")
-		assert.Nil(t, md, "no PodGroup metadata")
+		md, seen, err := g.GroupPod(context.Background(), js, pod("p-"+name, map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": name}))
+		require.NoError(t, err, "a pod outside the plan is not an error to retry")
+		require.Error(t, seen.NotInPlan, "the pod is reported outside the plan")
+		assert.Contains(t, seen.NotInPlan.Error(), "has 0 pods in the plan, but a pod of it exists")
+		assert.Nil(t, md, "no gang: the workload is not marked, so KAI's pod-grouper groups the pod")
 	}
 	// One plan build (the three pods hit the cached plan): one increment.
 	assert.Equal(t, before+1, misses(t))

@@ -239,8 +239,9 @@ func (g *Grouper) Forget(namespace string, uid types.UID) {
 // GetPodGroupMetadata implements grouper.Grouper: KAI's default metadata for the top owner, with
 // the gang of the pod's PodGroup from the plan: name, minMember or minSubGroup, sub-groups (the
 // pod listed in its own), topology, and gangmap's definition and GPU annotations. It returns nil
-// metadata and no error when the definition places the pod in no gang, unless KAI's pod-grouper
-// skips the workload (ungrouped: KAI's default PodGroup, minMember 1).
+// metadata and no error when the definition places the pod in no gang or outside the plan
+// (gang.ErrNotInPlan), unless KAI's pod-grouper skips the workload (ungrouped: KAI's default
+// PodGroup, minMember 1).
 func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
 	md, _, err := g.GroupPod(ctx, topOwner, pod, otherOwners...)
 	return md, err
@@ -273,8 +274,13 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		return nil, seen, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
 	a, err := plan.Assign(placement)
-	if errors.Is(err, gang.ErrNotGrouped) {
-		// The pod's role is in no gang of the definition.
+	if errors.Is(err, gang.ErrNotInPlan) {
+		// The pod's instance or replica is not in the plan: the caller may refresh a stale
+		// workload and ask again; meanwhile the pod is not left without a PodGroup.
+		seen.NotInPlan = err
+	}
+	if errors.Is(err, gang.ErrNotGrouped) || errors.Is(err, gang.ErrNotInPlan) {
+		// The pod's role is in no gang of the definition, or outside the plan.
 		md, err := g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
 		return md, seen, err
 	}

@@ -16,8 +16,8 @@ import (
 // default name (pg-<top owner name>-<top owner UID>) is already a gang's name in the plan.
 const UngroupedSuffix = "-ungrouped"
 
-// ungrouped returns the PodGroup of a pod gangmap does not gang (no component claims it, or its
-// role is in no gang of the definition) when KAI's pod-grouper skips the pod's workload, and nil
+// ungrouped returns the PodGroup of a pod gangmap does not gang (no component claims it, its
+// role is in no gang of the definition, or its instance or replica is not in the plan) when KAI's pod-grouper skips the pod's workload, and nil
 // otherwise (KAI's pod-grouper then groups the pod, as before gangmap).
 //
 // KAI's pod-grouper skips every pod of a top owner carrying kai.scheduler/skip-podgrouper: "true"

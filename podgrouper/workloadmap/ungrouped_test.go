@@ -69,3 +69,37 @@ func TestUngroupedPodOfMarkedWorkload(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, md.Name+UngroupedSuffix, own.Name)
 }
+
+// TestPodOutsidePlanOfMarkedWorkload: the seed JobSet's replicated jobs are leader and workers
+// (the catalog definition's instanceIdPath, .spec.replicatedJobs[].name). A pod the JobSet
+// controller labels jobset.sigs.k8s.io/replicatedjob-name: evaluator (a replicated job the plan
+// does not know) is outside the plan. Before, that was a plan error retried with backoff for
+// good while KAI's pod-grouper skipped the marked workload: the pod had no PodGroup from anyone.
+// Now it is reported (Seen.NotInPlan names the instance) and, on a marked workload, gets KAI's
+// default PodGroup (minMember 1); on an unmarked one KAI's pod-grouper groups it (nil).
+func TestPodOutsidePlanOfMarkedWorkload(t *testing.T) {
+	g := newGrouper(t)
+	evaluator := pod("evaluator-0", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "evaluator", "jobset.sigs.k8s.io/job-index": "0"})
+
+	plain := workload(t, "jobset-leader-workers.yaml", nil)
+	md, seen, err := g.GroupPod(context.Background(), plain, evaluator)
+	require.NoError(t, err, "not an error to retry")
+	assert.Nil(t, md, "not marked: KAI's pod-grouper groups it")
+	var nip *gang.NotInPlanError
+	require.ErrorAs(t, seen.NotInPlan, &nip)
+	assert.Equal(t, "replicatedjob[evaluator]", nip.Instance)
+	assert.False(t, seen.Unclaimed, "a component claims it; its instance is what the plan lacks")
+
+	marked := workload(t, "jobset-leader-workers.yaml", func(u *unstructured.Unstructured) {
+		markedBy(u)
+		u.SetResourceVersion("2")
+	})
+	md, seen, err = g.GroupPod(context.Background(), marked, evaluator)
+	require.NoError(t, err)
+	require.ErrorIs(t, seen.NotInPlan, gang.ErrNotInPlan)
+	require.NotNil(t, md)
+	assert.Equal(t, "pg-"+marked.GetName()+"-"+string(marked.GetUID()), md.Name, "KAI's default grouper's name")
+	assert.Equal(t, int32(1), md.MinAvailable)
+	assert.Empty(t, md.SubGroups)
+	assert.Equal(t, "team-a", md.Queue)
+}

@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gangmap/gangmap/gang"
+)
+
+// ReasonPodOutsidePlan is the Warning Event, once per pod and instance, on a pod (and its
+// workload) whose instance or replica the workload's gang plan does not count, also after the
+// workload was re-read from the API server: the definition does not name it.
+const ReasonPodOutsidePlan = "GangmapPodOutsidePlan"
+
+// podsOutsidePlan counts the pods reported with ReasonPodOutsidePlan.
+var podsOutsidePlan = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "gangmap_pods_outside_plan_total",
+	Help: "Pods whose instance or replica the workload's gang plan does not count (the definition does not name it), counted once per pod and instance, by top-owner kind: such a pod is outside the gang (KAI's default PodGroup, minMember 1).",
+}, []string{"kind"})
+
+func init() {
+	metrics.Registry.MustRegister(podsOutsidePlan)
+}
+
+// reportOutsidePlan tells, once per pod and instance, that the pod is outside its workload's
+// plan (d.Seen.NotInPlan, after the decider re-read the workload): a Warning Event on the pod and
+// on the workload naming the workload, the pod, the instance and where the pod goes instead, an
+// Info log, and gangmap_pods_outside_plan_total. It is no error to retry: nothing changes until the
+// workload or the definition does, and either regroups the pod.
+func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, d *Decision) {
+	instance := "its instance"
+	var nip *gang.NotInPlanError
+	if errors.As(d.Seen.NotInPlan, &nip) {
+		instance = nip.Instance
+	}
+	if !r.outsidePlan.firstKey(string(pod.UID) + "|" + instance) {
+		return
+	}
+	podsOutsidePlan.WithLabelValues(d.Kind.Kind).Inc()
+	where := "it is left to KAI's pod-grouper (default grouping, outside the gang)"
+	if d.Metadata != nil {
+		where = fmt.Sprintf("it joins PodGroup %s (KAI's default grouping, minMember %d), outside the gang", d.Metadata.Name, d.Metadata.MinAvailable)
+	}
+	definition := "the definition"
+	if d.Seen.Definition != nil {
+		definition = fmt.Sprintf("definition %q", d.Seen.Definition.Name())
+	}
+	owner := d.Owner
+	msg := fmt.Sprintf("pod %s of %s %s/%s is in %s, which the gang plan of the workload's current version does not count (%v): %s does not name it (check its instanceIdPath, replicasPath and pod templates against the workload); %s",
+		pod.Name, owner.GetKind(), owner.GetNamespace(), owner.GetName(), instance, d.Seen.NotInPlan, definition, where)
+	ctrl.LoggerFrom(ctx).Info("Pod outside its workload's gang plan", "workload", owner.GetName(), "instance", instance, "reason", d.Seen.NotInPlan.Error())
+	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
+	r.Recorder.Event(owner, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
+}
