@@ -523,44 +523,6 @@ func TestNIMService(t *testing.T) {
 	}
 }
 
-// Milvus: one role per component listed in spec.components (a map); replicas default 1, or the
-// sum over the component's groups; -1 leaves the count to an HPA (at least 1).
-func TestMilvus(t *testing.T) {
-	one := func(name string) roleWant { return roleWant{name, 1, 1, 1, 1, 0} }
-	sub := func(name string) subGroupWant { return subGroupWant{name, 1, 1} }
-	cases := map[string]planWant{
-		// Eight components at replicas 1; image and resources are shared defaults, not components.
-		"milvus-cluster-components-map-resources.yaml": {
-			podGroups: []podGroupWant{{
-				name: "pg-my-release-milvus", minSubGroup: 8, pods: 8,
-				subGroups: []subGroupWant{sub("rootcoord"), sub("datacoord"), sub("querycoord"), sub("indexcoord"), sub("querynode"), sub("datanode"), sub("indexnode"), sub("proxy")},
-			}},
-			roles: []roleWant{one("rootcoord"), one("datacoord"), one("querycoord"), one("indexcoord"), one("querynode"), one("datanode"), one("indexnode"), one("proxy")},
-		},
-		// Per-zone groups: pods = Σ groups' replicas.
-		"milvus-deployment-groups.yaml": {
-			podGroups: []podGroupWant{{
-				name: "pg-my-release-milvus", minSubGroup: 4, pods: 12,
-				subGroups: []subGroupWant{{"streamingnode", 2, 2}, {"querynode", 4, 4}, {"datanode", 4, 4}, {"proxy", 2, 2}},
-			}},
-			roles: []roleWant{
-				{"streamingnode", 2, 2, 2, 2, 0}, // g1 1 + g2 1
-				{"querynode", 4, 4, 4, 4, 0},     // g1 2 + g2 2
-				{"datanode", 4, 4, 4, 4, 0},      // g1 2 + g2 2
-				{"proxy", 2, 2, 2, 2, 0},         // g1 1 + g2 1
-			},
-		},
-		// replicas -1: HPA-managed; never a negative count.
-		"milvus-group-replicas-minus1-hpa.yaml": {
-			podGroups: []podGroupWant{{name: "pg-grouped-milvus", minSubGroup: 1, pods: 1, subGroups: []subGroupWant{sub("datanode")}}},
-			roles:     []roleWant{one("datanode")},
-		},
-	}
-	for file, want := range cases {
-		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
-	}
-}
-
 // Grove PodCliqueSet: one gang per PodCliqueSet replica; a clique's pods = replicas × (its
 // scaling group's replicas), required = minAvailable (default replicas) × (the scaling group's
 // minAvailable, default 1).

@@ -282,10 +282,17 @@ func TestOperatorPodsInferenceService(t *testing.T) {
 // deployment_updater.go updatePodTemplate → desiredPodTemplateLabels with GetSelectorLabels:
 // NewComponentAppLabels(instance, component name) plus milvus.io/deployment-group for a group's
 // Deployment). Per-zone groups g1 and g2: streamingnode 1+1, querynode 2+2, datanode 2+2,
-// proxy 1+1 pods, each component one sub-group whatever its group.
+// proxy 1+1 pods, each component one sub-group whatever its group; and the mixcoord pod, which
+// the sample does not list: the manifest has no image, so the operator's default v2.6.11 makes
+// it deploy Milvus2_6Components (GetComponentsBySpec), mixcoord at replicas 1, ungrouped.
 func TestOperatorPodsMilvus(t *testing.T) {
 	const pg = "pg-my-release-milvus"
-	var pods []placedPod
+	pods := []placedPod{{map[string]string{
+		"app.kubernetes.io/instance":   "my-release",
+		"app.kubernetes.io/component":  "mixcoord",
+		"app.kubernetes.io/name":       "milvus",
+		"app.kubernetes.io/managed-by": "milvus-operator",
+	}, pg, "mixcoord", "mixcoord"}}
 	for _, c := range []struct {
 		component string
 		perGroup  int
