@@ -26,7 +26,7 @@ import (
 // definition's pod selectors give its pods (alphaPredictedPod); a key the plan cannot read is
 // shown as {<expression>} and assumed to give every pod of the workload the same value. Each pod
 // is named by its own values in Assign, exactly as KAI names it.
-func (p *Plan) buildAlphaPodGroups(ctx context.Context, c *definitions.Compiled, specs []*gangSpec, keys []string) error {
+func (p *Plan) buildAlphaPodGroups(ctx context.Context, c *definitions.Compiled, specs []*gangSpec, keys []string, budget *planBudget) error {
 	byName := map[string]*PodGroup{}
 	gangsOf := map[*PodGroup][]string{}
 	for _, gs := range specs {
@@ -45,12 +45,18 @@ func (p *Plan) buildAlphaPodGroups(ctx context.Context, c *definitions.Compiled,
 				}
 				pg := byName[name]
 				if pg == nil {
+					if err := budget.take(1, ""); err != nil {
+						return err
+					}
 					pg = &PodGroup{Name: name, Gang: gs.name, Replica: key, SubGroups: []*SubGroup{}}
 					byName[name] = pg
 					p.PodGroups = append(p.PodGroups, pg)
 				}
 				if !slices.Contains(gangsOf[pg], gs.name) {
 					gangsOf[pg] = append(gangsOf[pg], gs.name)
+				}
+				if err := budget.take(1, ""); err != nil {
+					return err
 				}
 				pg.members = append(pg.members, m)
 				p.gangIndex[gangKey{gang: gs.name, replica: key, role: r}] = pg

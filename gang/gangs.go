@@ -33,8 +33,9 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 		return err
 	}
 	p.ownerKey = ownerKey
+	budget := &planBudget{}
 	if c.IsAlphaForm() {
-		if err := p.buildAlphaPodGroups(ctx, c, specs, keys); err != nil {
+		if err := p.buildAlphaPodGroups(ctx, c, specs, keys, budget); err != nil {
 			return err
 		}
 		p.sumGPUs()
@@ -42,6 +43,9 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 	}
 	for _, gs := range specs {
 		for _, key := range keys {
+			if err := budget.take(1, ""); err != nil {
+				return err
+			}
 			pg := &PodGroup{Name: PodGroupName(ownerKey, gs.name, key), Gang: gs.name, Replica: key, Topology: gs.topology, SubGroups: []*SubGroup{}}
 			for _, r := range gs.roles {
 				m, err := p.share(r, int64(len(keys)))
@@ -49,6 +53,9 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 					return err
 				}
 				if m.pods > 0 {
+					if err := budget.take(1, ""); err != nil {
+						return err
+					}
 					pg.members = append(pg.members, m)
 				}
 			}
@@ -56,7 +63,9 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 				continue // nothing to group: never a PodGroup with a made-up size
 			}
 			if gs.subGroups != nil {
-				pg.buildSubGroups(gs.subGroups, c, p.perReplica)
+				if err := pg.buildSubGroups(gs.subGroups, c, p.perReplica, budget); err != nil {
+					return err
+				}
 			}
 			if err := pg.finish(); err != nil {
 				return err
@@ -200,8 +209,9 @@ func (p *Plan) replicaKeys(w *definitions.Workload, inferred bool, specs []*gang
 	if inferred {
 		n = p.alphaReplicaCount(n)
 	}
-	if n > maxGangsPerWorkload {
-		return nil, fmt.Errorf("%s: %d replicas is more per-replica gangs than gangmap plans for one workload (%d)", p.perReplica.Path.Child("scaleDefinition", "replicasPath"), n, maxGangsPerWorkload)
+	if n > MaxPlanElements {
+		// Refused before the keys are allocated; buildGangs counts the PodGroups themselves.
+		return nil, &TooLargeError{Field: p.perReplica.Path.Child("scaleDefinition", "replicasPath").String(), Count: n, Max: MaxPlanElements}
 	}
 	keys := make([]string, n)
 	for i := range keys {
@@ -209,9 +219,6 @@ func (p *Plan) replicaKeys(w *definitions.Workload, inferred bool, specs []*gang
 	}
 	return keys, nil
 }
-
-// maxGangsPerWorkload bounds the PodGroups one workload can ask for.
-const maxGangsPerWorkload = 100000
 
 // share is a role's part of one gang: all of it, or 1/R of it in each of R per-replica gangs.
 // Roles outside the per-replica component's subtree, and counts that do not divide evenly, are

@@ -21,16 +21,25 @@ import (
 // replica: a JobSet replicated job of several multi-pod Jobs) gets a parent sub-group with one
 // leaf per replica, <role>-<index>, so that KAI keeps each replica's pods together; the parent
 // requires min replicas of its leaves.
-func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *definitions.Compiled, perReplica *definitions.Component) {
+//
+// Every sub-group is taken from budget first; past it, the error names the role's replicasPath.
+func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *definitions.Compiled, perReplica *definitions.Component, budget *planBudget) error {
 	covered := map[*member]bool{}
-	add := func(m *member, topo *definitions.TopologyConstraint) {
+	add := func(m *member, topo *definitions.TopologyConstraint) error {
+		field := m.role.component.Path.Child("scaleDefinition", "replicasPath").String()
+		if err := budget.take(1, field); err != nil {
+			return err
+		}
 		sg := &SubGroup{Name: m.role.Name, Topology: topo}
 		m.subGroup = sg
 		covered[m] = true
 		pg.SubGroups = append(pg.SubGroups, sg)
 		ppr := m.role.PodsPerReplica
 		if comp := m.role.component; comp.ReplicaKey == nil || comp == perReplica || ppr < 2 || m.pods/ppr < 2 {
-			return
+			return nil
+		}
+		if err := budget.take(m.pods/ppr, field); err != nil {
+			return err
 		}
 		parent := sg.Name
 		for i := int64(0); i < m.pods/ppr; i++ {
@@ -38,20 +47,26 @@ func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *de
 			m.replicaLeaves = append(m.replicaLeaves, leaf)
 			pg.SubGroups = append(pg.SubGroups, leaf)
 		}
+		return nil
 	}
 	for _, sm := range mappings {
 		comp := c.Component(sm.ComponentName)
 		for _, m := range pg.members {
 			if !covered[m] && (m.role.component == comp || comp.IsAncestorOf(m.role.component)) {
-				add(m, sm.Topology)
+				if err := add(m, sm.Topology); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	for _, m := range pg.members {
 		if !covered[m] {
-			add(m, nil)
+			if err := add(m, nil); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 // finish sets the counts. With sub-groups: each leaf's minMember is its role's minimum (the

@@ -1,0 +1,45 @@
+package gang
+
+import "fmt"
+
+// MaxPlanElements bounds the size of one workload's plan: its PodGroups, their sub-groups and
+// the role shares in them (a role's part of one PodGroup), counted together. Their number comes
+// from the workload's counts (replicas), which its author writes, so without a bound one object
+// and one pod could make the grouper build and cache millions of them: a LeaderWorkerSet of
+// 100,000 replicas planned 100,000 PodGroups (about 160 MB of the grouper's heap, kept in the
+// plan cache; three such objects passed the chart's 512 MiB limit), and a JobSet whose replicated
+// job has 500,000 multi-pod replicas one PodGroup of 500,000 sub-groups, which no API server
+// would store (etcd's 1.5 MiB request limit). 50,000 holds a LeaderWorkerSet of 10,000 groups of a
+// leader and workers (10,000 PodGroups, 20,000 sub-groups, 20,000 shares; about 20 MB), far above
+// real workloads.
+const MaxPlanElements = 50000
+
+// planBudget counts the elements of a plan being built against MaxPlanElements.
+type planBudget struct {
+	used int64
+}
+
+// TooLargeError says a workload's plan would exceed MaxPlanElements. Field names the definition
+// field whose count made it so ("" when it is the product of several).
+type TooLargeError struct {
+	Field string
+	// Count is the number of elements asked for at once (replicas, leaves), Max the bound.
+	Count, Max int64
+}
+
+func (e *TooLargeError) Error() string {
+	where := ""
+	if e.Field != "" {
+		where = e.Field + ": "
+	}
+	return fmt.Sprintf("%sthe plan would hold more than %d PodGroups, sub-groups and role shares (%d asked for at once); gangmap plans no workload that large (a bound on the grouper's memory per workload, gang.MaxPlanElements)", where, e.Max, e.Count)
+}
+
+// take reserves n elements; field names the definition field whose count asks for them.
+func (b *planBudget) take(n int64, field string) error {
+	if n < 0 || n > MaxPlanElements-b.used {
+		return &TooLargeError{Field: field, Count: n, Max: MaxPlanElements}
+	}
+	b.used += n
+	return nil
+}

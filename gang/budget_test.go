@@ -1,0 +1,63 @@
+package gang_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/gang"
+)
+
+// TestPlanSizeBounded: the number of PodGroups, sub-groups and role shares of a plan comes from
+// counts the workload's author writes, so one object must not make the grouper build (and cache)
+// millions of them. A LeaderWorkerSet (catalog definition: one PodGroup per group, sub-groups
+// leader and worker) of 10,000 groups is planned (10,000 PodGroups, 20,000 sub-groups, 20,000
+// shares: exactly gang.MaxPlanElements); one more group, or 100,000 groups (which planned 100,000
+// PodGroups, ~160 MB of the grouper's heap, before), is refused naming the field. A JobSet
+// replicated job of 500,000 multi-pod replicas (one leaf sub-group per replica: a PodGroup of
+// 500,000 sub-groups, which no API server stores) is refused naming the replicated job's
+// replicasPath.
+func TestPlanSizeBounded(t *testing.T) {
+	r := registry(t)
+	build := func(obj *unstructured.Unstructured) (*gang.Plan, error) {
+		c := r.Lookup(obj.GroupVersionKind())
+		require.NotNil(t, c)
+		return gang.Build(context.Background(), c, obj)
+	}
+	lws := func(replicas int64) *unstructured.Unstructured {
+		obj := load(t, "lws-sglang-gpu-limits-only.yaml")
+		require.NoError(t, unstructured.SetNestedField(obj.Object, replicas, "spec", "replicas"))
+		return obj
+	}
+	p, err := build(lws(10000))
+	require.NoError(t, err)
+	assert.Len(t, p.PodGroups, 10000)
+	assert.Len(t, p.PodGroups[9999].SubGroups, 2)
+
+	for _, n := range []int64{10001, 100000} {
+		_, err := build(lws(n))
+		var tl *gang.TooLargeError
+		require.True(t, errors.As(err, &tl), "LWS replicas %d: err = %v, want a TooLargeError", n, err)
+		assert.Equal(t, int64(gang.MaxPlanElements), tl.Max)
+		assert.Contains(t, err.Error(), "gangmap plans no workload that large")
+	}
+	_, err = build(lws(100000))
+	assert.True(t, strings.HasPrefix(err.Error(), "spec.structureDefinition."), "the refusal names the definition field: %v", err)
+	assert.Contains(t, err.Error(), "scaleDefinition.replicasPath")
+
+	js := load(t, "jobset-tpu-multislice-replicas2.yaml")
+	rjs, _, err := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	require.NoError(t, err)
+	rjs[0].(map[string]any)["replicas"] = int64(500000)
+	require.NoError(t, unstructured.SetNestedSlice(js.Object, rjs, "spec", "replicatedJobs"))
+	_, err = build(js)
+	var tl *gang.TooLargeError
+	require.True(t, errors.As(err, &tl), "JobSet of 500,000 slices: err = %v, want a TooLargeError", err)
+	assert.Equal(t, int64(500000), tl.Count, "the leaves asked for at once")
+	assert.Contains(t, tl.Field, "scaleDefinition.replicasPath")
+}
