@@ -12,10 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/grouper"
+	"github.com/gangmap/gangmap/podgrouper/hub"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
 // scaledGrouper stands in for the workloadmap grouper of a workload scaled from one worker
@@ -106,4 +109,56 @@ func TestFreshPlanWithoutThePodIsConcludedAtOnce(t *testing.T) {
 	assert.ErrorIs(t, dec.Seen.NotInPlan, gang.ErrNotInPlan)
 	assert.Equal(t, []string{"1"}, g.calls)
 	assert.Equal(t, 1, api.reads)
+}
+
+// rolePlanner stands in for workloadmap.Grouper's Plan and Role on a workload whose plan has
+// roles coordinator and worker-a: a pod of pool b (dropped from the workload) is outside the plan.
+type rolePlanner struct{ scaledGrouper }
+
+func (p *rolePlanner) Plan(context.Context, *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error) {
+	return p.plan(), nil, nil
+}
+
+func (p *rolePlanner) plan() *gang.Plan {
+	return &gang.Plan{Workload: gang.WorkloadRef{Namespace: "ns", Name: "train"}, Roles: []*gang.Role{{Name: "coordinator"}, {Name: "worker-a"}}}
+}
+
+func (p *rolePlanner) Role(_ context.Context, _ *unstructured.Unstructured, pod *corev1.Pod) (*gang.Plan, string, error) {
+	switch pod.Labels["pool"] {
+	case "a":
+		return p.plan(), "worker-a", nil
+	case "b":
+		return p.plan(), "", fmt.Errorf(`component "worker" has no instance "b" in the plan: %w`, gang.ErrNotInPlan)
+	}
+	return p.plan(), "", definitions.ErrNoComponent
+}
+
+// TestWorkloadMetricsCountNoPodOutsideThePlan: a pod tracked under role worker-b while the
+// workload had pool b is, once the workload dropped pool b (the pod now in KAI's default
+// PodGroup, outside the plan), no longer counted under worker-b; an unclaimed pod is counted
+// under no role; a pod of a planned role still is.
+func TestWorkloadMetricsCountNoPodOutsideThePlan(t *testing.T) {
+	ctx := context.Background()
+	m := &workloadmetrics.Tracker{MaxWorkloads: 10}
+	r := &PodReconciler{Metrics: m, Decider: &Decider{Hub: &hub.Hub{Grouper: &rolePlanner{}}}}
+	owner := workloadAt("3")
+	d := &Decision{Kind: owner.GroupVersionKind(), Owner: owner}
+	pod := func(name, pool string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"pool": pool}}}
+	}
+	a, b, stray := pod("w-a-0", "a"), pod("w-b-0", "b"), pod("sidecar", "")
+	require.True(t, m.SetWorkload(workloadmetrics.Workload{UID: owner.GetUID(), Namespace: "ns", Name: "train"}))
+	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(b), "worker-b", "Running")
+	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(stray), "worker-a", "Running")
+
+	for _, p := range []*corev1.Pod{a, b, stray} {
+		r.track(ctx, p, d)
+	}
+	role, ok := m.PodRole(client.ObjectKeyFromObject(a))
+	assert.True(t, ok)
+	assert.Equal(t, "worker-a", role)
+	_, ok = m.PodRole(client.ObjectKeyFromObject(b))
+	assert.False(t, ok, "the pod outside the plan is not counted under the dropped role")
+	_, ok = m.PodRole(client.ObjectKeyFromObject(stray))
+	assert.False(t, ok, "an unclaimed pod is counted under no role")
 }

@@ -29,15 +29,23 @@ type planner interface {
 }
 
 // track records a grouped pod and its workload in the workload metrics: the workload's plan
-// (roles, GPUs, status) and the pod's role and phase.
+// (roles, GPUs, status) and the pod's role and phase. A pod with no role in the current plan (no
+// component claims it, or its instance or replica is not in the plan: it is in KAI's default
+// PodGroup, outside every gang) is not counted under any role, and one counted before (under a
+// role the workload has since dropped) is forgotten, so gangmap_workload_role_pods never shows
+// it under a role or gang the plan does not have.
 func (r *PodReconciler) track(ctx context.Context, pod *corev1.Pod, d *Decision) {
 	p, ok := r.Decider.Hub.Grouper.(planner)
 	if r.Metrics == nil || !ok {
 		return
 	}
 	plan, role, err := p.Role(ctx, d.Owner, pod)
-	if err != nil || plan == nil {
-		ctrl.LoggerFrom(ctx).V(2).Info("No workload metrics for the pod", "error", err)
+	if err != nil || plan == nil || role == "" {
+		r.Metrics.ForgetPod(client.ObjectKeyFromObject(pod))
+		ctrl.LoggerFrom(ctx).V(2).Info("No workload metrics for the pod: no role in the plan", "error", err)
+		if plan != nil {
+			r.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, d.Owner.GetUID(), d.Kind.GroupKind().String()))
+		}
 		return
 	}
 	uid := d.Owner.GetUID()
