@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,6 +25,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podbook"
 	"github.com/gangmap/gangmap/podgrouper/podcache"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/strays"
@@ -64,11 +64,13 @@ type PodReconciler struct {
 	// nothing.
 	DryRun bool
 
-	// repairedOnce remembers the UIDs of pods already repaired, so that a reconcile that reads
-	// a cached pod older than its own repair patch (a workload event regroups every pod at once)
-	// neither counts nor reports the pod again. Bounded: see repairedUIDs.
-	repairedOnce sync.Once
-	repairedUIDs *lru.Cache
+	// Book, when set, is the record of every pod the controller groups (shared with Findings and
+	// Metrics, so that each pod has one entry); nil: a Book of the reconciler's own. In it the
+	// controller keeps each pod's top owner (for the workload watches) and the UID of the pod it
+	// last repaired, so that a reconcile that reads a cached pod older than its own repair patch
+	// (a workload event regroups every pod at once) neither counts nor reports the pod again.
+	Book     *podbook.Book
+	bookOnce sync.Once
 	// Findings, when set, counts each pod against its workload's plan (see package findings).
 	Findings *findings.Tracker
 	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
@@ -80,8 +82,6 @@ type PodReconciler struct {
 	// marked holds the resourceVersion each workload had when gangmap marked it.
 	marked sync.Map
 
-	// index maps each top owner to the pods grouped under it, for the workload watches.
-	index ownerIndex
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
 	// invalidOwners remembers the pods already told their owner reference is ignored.
@@ -97,11 +97,11 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	pod, err := r.getPod(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.index.forget(req.NamespacedName)
 			r.forgetFinding(req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.ForgetPod(req.NamespacedName)
 			}
+			r.book().Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -120,7 +120,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	if err != nil {
 		var de *DecideError
 		if IsInvalidOwnerReference(err) && errors.As(err, &de) {
-			r.index.forget(key)
+			r.book().Ungroup(key)
 			r.ignoreOwner(ctx, pod, de.Err)
 			return ctrl.Result{}, nil
 		}
@@ -137,7 +137,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		r.reportOutsidePlan(ctx, pod, d)
 	}
 	if d == nil || d.Metadata == nil {
-		r.index.forget(key)
+		r.book().Ungroup(key)
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(key)
 		}
@@ -150,7 +150,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 
 	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
 	// the workload (scaling, labels) regroups its pods even when no pod changes.
-	r.index.set(key, owner.GetUID())
+	r.book().Group(key, owner.GetUID())
 	if r.workloads != nil {
 		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
 			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
@@ -300,7 +300,7 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, s
 	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	if repaired && r.firstRepair(pod.UID) {
+	if repaired && r.book().FirstRepair(client.ObjectKeyFromObject(pod), pod.UID) {
 		repairs.Inc()
 		switch {
 		case cur != "" && cur != pgName:
@@ -314,18 +314,24 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, s
 	return nil
 }
 
-// maxRepairedUIDs bounds the memory of repaired pods (a UID is 36 bytes): past it the oldest are
-// forgotten, which at worst counts a long-gone pod's late stale reconcile again.
-const maxRepairedUIDs = 100_000
+// book returns the reconciler's Book (see Book).
+func (r *PodReconciler) book() *podbook.Book {
+	r.bookOnce.Do(func() {
+		if r.Book == nil {
+			r.Book = podbook.New()
+		}
+	})
+	return r.Book
+}
 
-// firstRepair reports whether the pod with uid is repaired for the first time (see repairedOnce).
-func (r *PodReconciler) firstRepair(uid types.UID) bool {
-	r.repairedOnce.Do(func() { r.repairedUIDs = lru.New(maxRepairedUIDs) })
-	if _, seen := r.repairedUIDs.Get(uid); seen {
-		return false
+// requests returns a reconcile request for every pod grouped under the top owner with uid.
+func (r *PodReconciler) requests(uid types.UID) []reconcile.Request {
+	pods := r.book().Grouped(uid)
+	out := make([]reconcile.Request, len(pods))
+	for i, pod := range pods {
+		out[i] = reconcile.Request{NamespacedName: pod}
 	}
-	r.repairedUIDs.Add(uid, struct{}{})
-	return true
+	return out
 }
 
 // fail reports an error on the pod (and the workload when known) with a Warning Event, counts

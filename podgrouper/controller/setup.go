@@ -61,7 +61,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
-	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), index: &r.index, statusMatters: r.startRuleReadsStatus, findings: r.Findings,
+	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), requests: r.requests, ungroup: r.book().UngroupOwner, statusMatters: r.startRuleReadsStatus, findings: r.Findings,
 		beforeStop: r.unmarkKind, forget: r.Strays.Forget}
 	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
 		keeper := newStatusKeeper(mgr.GetClient(), p, r.Metrics, r.DryRun)
@@ -106,7 +106,7 @@ func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []rec
 	if len(refs) != 1 {
 		return nil
 	}
-	return r.index.requests(refs[0].UID)
+	return r.requests(refs[0].UID)
 }
 
 // regrouper turns "definitions changed" signals into one generic event per cached pod, after

@@ -21,67 +21,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/findings"
 )
 
-// ownerIndex maps a top owner's UID to the pods gangmap grouped under it. The reconciler fills it
-// (a pod is indexed when it is grouped and forgotten when it is gone or no longer gangmap's), so
-// it holds exactly the pods this replica has seen, with no extra API reads.
-type ownerIndex struct {
-	mu    sync.Mutex
-	pods  map[types.UID]map[types.NamespacedName]struct{}
-	owner map[types.NamespacedName]types.UID
-}
-
-func (i *ownerIndex) set(pod types.NamespacedName, uid types.UID) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.pods == nil {
-		i.pods, i.owner = map[types.UID]map[types.NamespacedName]struct{}{}, map[types.NamespacedName]types.UID{}
-	}
-	if old, ok := i.owner[pod]; ok && old != uid {
-		i.removeLocked(pod, old)
-	}
-	if i.pods[uid] == nil {
-		i.pods[uid] = map[types.NamespacedName]struct{}{}
-	}
-	i.pods[uid][pod] = struct{}{}
-	i.owner[pod] = uid
-}
-
-func (i *ownerIndex) forget(pod types.NamespacedName) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if uid, ok := i.owner[pod]; ok {
-		i.removeLocked(pod, uid)
-	}
-}
-
-func (i *ownerIndex) removeLocked(pod types.NamespacedName, uid types.UID) {
-	delete(i.owner, pod)
-	delete(i.pods[uid], pod)
-	if len(i.pods[uid]) == 0 {
-		delete(i.pods, uid)
-	}
-}
-
-func (i *ownerIndex) forgetOwner(uid types.UID) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	for pod := range i.pods[uid] {
-		delete(i.owner, pod)
-	}
-	delete(i.pods, uid)
-}
-
-// requests returns a reconcile request for every pod indexed under uid.
-func (i *ownerIndex) requests(uid types.UID) []reconcile.Request {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	out := make([]reconcile.Request, 0, len(i.pods[uid]))
-	for pod := range i.pods[uid] {
-		out = append(out, reconcile.Request{NamespacedName: pod})
-	}
-	return out
-}
-
 // workloadWatcher starts, the first time a pod of a workload kind is grouped, a watch on that
 // kind through the manager's cache (the informer the top-owner reads already started), so that a
 // change of a workload's spec, labels or annotations regroups its pods even when no pod event
@@ -91,7 +30,9 @@ func (i *ownerIndex) requests(uid types.UID) []reconcile.Request {
 type workloadWatcher struct {
 	ctrl  controller.Controller
 	cache cache.Cache
-	index *ownerIndex
+	// requests lists the pods grouped under a top owner; ungroup forgets a deleted one.
+	requests func(types.UID) []reconcile.Request
+	ungroup  func(types.UID)
 	// statusMatters says whether a kind's plan reads the workload's status (a start rule that
 	// follows the operator's progress, such as JobSet dependsOn); nil means never. For those
 	// kinds a status-only update regroups too.
@@ -172,14 +113,14 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 				(w.statusMatters == nil || !w.statusMatters(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
 				return
 			}
-			reqs := w.index.requests(n.GetUID())
+			reqs := w.requests(n.GetUID())
 			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs))
 			for _, r := range reqs {
 				q.Add(r)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
-			w.index.forgetOwner(e.Object.GetUID())
+			w.ungroup(e.Object.GetUID())
 			if w.findings != nil {
 				w.findings.ForgetOwner(e.Object.GetUID())
 			}

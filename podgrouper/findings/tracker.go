@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/podbook"
 )
 
 // Definition names the definition that planned a workload, for metrics and Events.
@@ -38,11 +39,12 @@ type Observation struct {
 
 // Tracker keeps, per top owner, the plan's desired and required pods per role and counters of
 // the pods seen. Every method is safe for concurrent use and costs a map lookup and a few
-// counter updates under one mutex; nothing is listed or read from the API.
+// counter updates under one mutex; nothing is listed or read from the API. Each pod's last
+// observation is kept in a podbook.Book (the grouper's one record per pod).
 type Tracker struct {
 	mu        sync.Mutex
 	workloads map[types.UID]*workload
-	pods      map[types.NamespacedName]Observation
+	pods      *podbook.Book
 }
 
 // workload is one top owner's plan and counters.
@@ -70,9 +72,21 @@ type roleState struct {
 	shortSince time.Time
 }
 
-// NewTracker returns an empty Tracker.
-func NewTracker() *Tracker {
-	return &Tracker{workloads: map[types.UID]*workload{}, pods: map[types.NamespacedName]Observation{}}
+// NewTracker returns an empty Tracker with a Book of its own.
+func NewTracker() *Tracker { return NewTrackerIn(podbook.New()) }
+
+// NewTrackerIn returns an empty Tracker that keeps each pod's observation in pods (the Book the
+// pod controller shares with the workload metrics).
+func NewTrackerIn(pods *podbook.Book) *Tracker {
+	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods}
+}
+
+func (o Observation) finding() *podbook.Finding {
+	return &podbook.Finding{Owner: o.Owner, Role: o.Role, Unclaimed: o.Unclaimed, Terminal: o.Terminal}
+}
+
+func observation(f podbook.Finding) Observation {
+	return Observation{Owner: f.Owner, Role: f.Role, Unclaimed: f.Unclaimed, Terminal: f.Terminal}
 }
 
 // SetPlan records the workload's current plan (a no-op when it is the same plan). Roles keep
@@ -154,13 +168,13 @@ func (rs *roleState) update(now time.Time, createdChanged bool) {
 func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.pods[pod]; ok {
+	if f, ok := t.pods.SwapFinding(pod, o.finding()); ok {
+		old := observation(f)
 		if old == o {
 			return
 		}
 		t.removeLocked(pod, old, now)
 	}
-	t.pods[pod] = o
 	w := t.workloads[o.Owner]
 	if w == nil {
 		w = &workload{roles: map[string]*roleState{}}
@@ -187,13 +201,14 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 func (t *Tracker) Forget(pod types.NamespacedName, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.pods[pod]; ok {
-		t.removeLocked(pod, old, now)
+	if f, ok := t.pods.SwapFinding(pod, nil); ok {
+		t.removeLocked(pod, observation(f), now)
 	}
 }
 
+// removeLocked takes a pod's previous observation o off its workload's counters (the Book no
+// longer holds it).
 func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time.Time) {
-	delete(t.pods, pod)
 	w := t.workloads[o.Owner]
 	if w == nil {
 		return

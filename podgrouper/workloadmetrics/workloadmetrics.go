@@ -23,6 +23,7 @@ import (
 
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/podbook"
 )
 
 // Workload is what the series of one grouped workload show.
@@ -77,10 +78,15 @@ type Tracker struct {
 	Reader client.Reader
 	// Log reports the first workload dropped for the cap, and every 1000th after.
 	Log logr.Logger
+	// Pods, when set, is where each pod's role and phase are kept (the Book the pod controller
+	// shares with the findings); nil: a Book of the Tracker's own.
+	Pods *podbook.Book
 
 	mu        sync.Mutex
 	workloads map[types.UID]*entry
-	podOwner  map[types.NamespacedName]types.UID
+	// serial numbers the entries, so that a pod counted under a forgotten entry (its record stays
+	// in the Book until the pod goes) is never taken off a newer entry of the same UID.
+	serial uint64
 	// gone remembers recently deleted workloads, so that a late update (a pod reconciled from a
 	// stale cache) does not bring their series back.
 	gone     *lru.Cache
@@ -90,18 +96,29 @@ type Tracker struct {
 }
 
 type entry struct {
-	w    Workload
-	pods map[types.NamespacedName]podState
+	w      Workload
+	serial uint64
+	// pods counts the workload's pods per role and phase.
+	pods map[podState]int
 }
 
 type podState struct{ role, phase string }
+
+// count adds n pods of the state (a count that reaches 0 is dropped).
+func (e *entry) count(s podState, n int) {
+	if e.pods[s] += n; e.pods[s] <= 0 {
+		delete(e.pods, s)
+	}
+}
 
 var _ prometheus.Collector = (*Tracker)(nil)
 
 func (t *Tracker) init() {
 	t.once.Do(func() {
 		t.workloads = map[types.UID]*entry{}
-		t.podOwner = map[types.NamespacedName]types.UID{}
+		if t.Pods == nil {
+			t.Pods = podbook.New()
+		}
 		t.gone = lru.New(4096)
 		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "gangmap_workload_metrics_dropped_total",
 			Help: "Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them."})
@@ -131,7 +148,8 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 		}
 		return false
 	}
-	t.workloads[w.UID] = &entry{w: w, pods: map[types.NamespacedName]podState{}}
+	t.serial++
+	t.workloads[w.UID] = &entry{w: w, serial: t.serial, pods: map[podState]int{}}
 	return true
 }
 
@@ -161,12 +179,19 @@ func (t *Tracker) PodRole(pod types.NamespacedName) (string, bool) {
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	uid, ok := t.podOwner[pod]
-	if !ok {
+	m, ok := t.Pods.Metric(pod)
+	if !ok || t.live(m) == nil {
 		return "", false
 	}
-	s, ok := t.workloads[uid].pods[pod]
-	return s.role, ok
+	return m.Role, true
+}
+
+// live returns the entry a pod's record counts under, nil when that entry is gone.
+func (t *Tracker) live(m podbook.Metric) *entry {
+	if e := t.workloads[m.Owner]; e != nil && e.serial == m.Serial {
+		return e
+	}
+	return nil
 }
 
 // SetPod records a pod of a tracked workload with its role and phase; a pod of an untracked
@@ -175,15 +200,20 @@ func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase st
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.podOwner[pod]; ok && old != uid {
-		t.forgetPodLocked(pod)
-	}
 	e, ok := t.workloads[uid]
 	if !ok {
+		if old, had := t.Pods.Metric(pod); had && old.Owner != uid {
+			t.forgetPodLocked(pod)
+		}
 		return
 	}
-	e.pods[pod] = podState{role: role, phase: phase}
-	t.podOwner[pod] = uid
+	m := podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase}
+	if old, had := t.Pods.SwapMetric(pod, &m); had {
+		if oe := t.live(old); oe != nil {
+			oe.count(podState{role: old.Role, phase: old.Phase}, -1)
+		}
+	}
+	e.count(podState{role: role, phase: phase}, 1)
 }
 
 // ForgetPod drops a pod (deleted, or no longer gangmap's).
@@ -195,11 +225,10 @@ func (t *Tracker) ForgetPod(pod types.NamespacedName) {
 }
 
 func (t *Tracker) forgetPodLocked(pod types.NamespacedName) {
-	if uid, ok := t.podOwner[pod]; ok {
-		if e := t.workloads[uid]; e != nil {
-			delete(e.pods, pod)
+	if old, had := t.Pods.SwapMetric(pod, nil); had {
+		if e := t.live(old); e != nil {
+			e.count(podState{role: old.Role, phase: old.Phase}, -1)
 		}
-		delete(t.podOwner, pod)
 	}
 }
 
@@ -208,12 +237,8 @@ func (t *Tracker) ForgetWorkload(uid types.UID) {
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e, ok := t.workloads[uid]; ok {
-		for pod := range e.pods {
-			delete(t.podOwner, pod)
-		}
-		delete(t.workloads, uid)
-	}
+	// Its pods' records stay in the Book until the pods go; they no longer count (serial).
+	delete(t.workloads, uid)
 	t.gone.Add(uid, struct{}{})
 }
 
@@ -246,9 +271,9 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	t.mu.Lock()
 	snap := make([]snapshot, 0, len(t.workloads))
 	for _, e := range t.workloads {
-		s := snapshot{w: e.w, pods: map[[2]string]int{}}
-		for _, p := range e.pods {
-			s.pods[[2]string{p.role, p.phase}]++
+		s := snapshot{w: e.w, pods: make(map[[2]string]int, len(e.pods))}
+		for p, n := range e.pods {
+			s.pods[[2]string{p.role, p.phase}] = n
 		}
 		snap = append(snap, s)
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,4 +109,53 @@ func TestLint(t *testing.T) {
 	problems, err := testutil.CollectAndLint(tr)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
+}
+
+// A pod counts once under its current role, phase and workload: a phase change moves it, a pod
+// that moves to another workload leaves the first, and a pod of a forgotten workload counts
+// nowhere (its record stays in the Book until the pod goes, and never touches another entry).
+func TestPodCountsFollowThePod(t *testing.T) {
+	tr := &Tracker{MaxWorkloads: 10}
+	p := seedPlan(t)
+	w1, w2 := FromPlan(p, "u1", "JobSet.jobset.x-k8s.io"), FromPlan(p, "u2", "JobSet.jobset.x-k8s.io")
+	w2.Name = "other"
+	require.True(t, tr.SetWorkload(w1))
+	require.True(t, tr.SetWorkload(w2))
+	pod := types.NamespacedName{Namespace: "team-a", Name: "w-0"}
+	tr.SetPod("u1", pod, "workers", "Pending")
+	tr.SetPod("u1", pod, "workers", "Pending") // a reconcile again
+	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "w-1"}, "workers", "Pending")
+	tr.SetPod("u1", pod, "workers", "Running")
+	pods := func() map[string]float64 {
+		out := map[string]float64{}
+		ch := make(chan prometheus.Metric, 100)
+		tr.Collect(ch)
+		close(ch)
+		for m := range ch {
+			if !strings.Contains(m.Desc().String(), "gangmap_workload_role_pods") {
+				continue
+			}
+			var d dto.Metric
+			require.NoError(t, m.Write(&d))
+			l := map[string]string{}
+			for _, lp := range d.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			out[l["name"]+"/"+l["role"]+"/"+l["phase"]] = d.GetGauge().GetValue()
+		}
+		return out
+	}
+	assert.Equal(t, map[string]float64{"train-llm/workers/Running": 1, "train-llm/workers/Pending": 1}, pods())
+
+	tr.SetPod("u2", pod, "workers", "Running")
+	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1, "other/workers/Running": 1}, pods())
+
+	tr.ForgetWorkload("u2")
+	tr.SetPod("u1", pod, "leader", "Running") // back to u1: nothing to take off u2's gone entry
+	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1, "train-llm/leader/Running": 1}, pods())
+	tr.ForgetPod(pod)
+	tr.ForgetPod(pod)
+	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1}, pods())
+	_, ok := tr.PodRole(pod)
+	assert.False(t, ok)
 }

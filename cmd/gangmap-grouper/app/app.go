@@ -47,6 +47,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/native"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podbook"
 	"github.com/gangmap/gangmap/podgrouper/podcache"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/podview"
@@ -203,6 +204,8 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err := mgr.Add(pods); err != nil {
 		return nil, nil, err
 	}
+	// One record per pod for the controller, the findings and the workload metrics.
+	book := podbook.New()
 	r := &controller.PodReconciler{
 		Client:   mgr.GetClient(),
 		Pods:     pods,
@@ -210,9 +213,10 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
 		Release:  release,
-		Metrics:  workloadMetrics(mgr, o),
+		Metrics:  workloadMetrics(mgr, o, book),
 		DryRun:   o.DryRun,
-		Findings: findings.NewTracker(),
+		Findings: findings.NewTrackerIn(book),
+		Book:     book,
 	}
 	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
@@ -381,15 +385,16 @@ var (
 
 // workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the
 // registry the manager's metrics endpoint serves (see registeredTracker); nil when
-// --max-workload-metrics is 0.
-func workloadMetrics(mgr manager.Manager, o *Options) *workloadmetrics.Tracker {
+// --max-workload-metrics is 0. The tracker keeps its pods in book (the first grouper's, when the
+// process builds several).
+func workloadMetrics(mgr manager.Manager, o *Options, book *podbook.Book) *workloadmetrics.Tracker {
 	if o.MaxWorkloadMetrics == 0 {
 		return nil
 	}
 	registeredMu.Lock()
 	defer registeredMu.Unlock()
 	if registeredTracker == nil {
-		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Log: ctrl.Log.WithName("workload-metrics")}
+		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Log: ctrl.Log.WithName("workload-metrics"), Pods: book}
 		crmetrics.Registry.MustRegister(registeredTracker)
 	}
 	return registeredTracker
