@@ -74,6 +74,9 @@ type Collector struct {
 	// Grace is how long a PodGroup must stay unnamed by any pod before it is deleted; it must be
 	// above 0.
 	Grace time.Duration
+	// OwnerIndexed says Client's PodGroups have the OwnerField index (IndexOwner): each look lists
+	// only the workload's own PodGroups instead of every PodGroup of its namespace.
+	OwnerIndexed bool
 	// DryRun reports strays (Event on the workload, log, metric) and deletes nothing.
 	DryRun   bool
 	Recorder record.EventRecorder

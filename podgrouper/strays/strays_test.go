@@ -2,6 +2,7 @@ package strays_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
@@ -63,7 +65,7 @@ func newClient(t *testing.T, objs ...client.Object) client.Client {
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v2alpha2.AddToScheme(s))
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&v2alpha2.PodGroup{}, strays.OwnerField, strays.OwnerUID).Build()
 }
 
 func names(t *testing.T, c client.Client) []string {
@@ -85,7 +87,14 @@ var (
 
 // Only the workload's own PodGroups written by gangmap or KAI's pod-grouper, not planned and
 // named by no pod, are deleted, and only once the grace period has passed.
+// Alike with the owner index (only the workload's own PodGroups listed) and without.
 func TestCollectDeletesOnlyStrays(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		t.Run(fmt.Sprint("indexed=", indexed), func(t *testing.T) { testCollectDeletesOnlyStrays(t, indexed) })
+	}
+}
+
+func testCollectDeletesOnlyStrays(t *testing.T, indexed bool) {
 	ctx := context.Background()
 	c := newClient(t,
 		podGroup("pg-uid-1-customjob", "uid-1", gangmaps),    // the current plan's, named
@@ -98,7 +107,7 @@ func TestCollectDeletesOnlyStrays(t *testing.T) {
 		pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"),
 	)
 	rec := record.NewFakeRecorder(10)
-	col := &strays.Collector{Client: c, Grace: 50 * time.Millisecond, Recorder: rec}
+	col := &strays.Collector{Client: c, Grace: 50 * time.Millisecond, Recorder: rec, OwnerIndexed: indexed}
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob", "pg-uid-1-replica-1"}}
 
 	next, err := col.Collect(ctx, w)
@@ -159,6 +168,12 @@ func TestDryRunReportsOnly(t *testing.T) {
 // the same name (PodGroups are written in the pod's namespace). A pod of namespace team-b naming
 // it keeps team-b's PodGroup only: team-a's, which no pod of team-a names, is still a stray.
 func TestClusterScopedOwnerNamedPerNamespace(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		t.Run(fmt.Sprint("indexed=", indexed), func(t *testing.T) { testClusterScopedOwnerNamedPerNamespace(t, indexed) })
+	}
+}
+
+func testClusterScopedOwnerNamedPerNamespace(t *testing.T, indexed bool) {
 	ctx := context.Background()
 	inB := func(o client.Object) client.Object {
 		o.SetNamespace("team-b")
@@ -172,7 +187,7 @@ func TestClusterScopedOwnerNamedPerNamespace(t *testing.T) {
 	)
 	w := owner()
 	w.SetNamespace("")
-	col := &strays.Collector{Client: c, Grace: 10 * time.Millisecond}
+	col := &strays.Collector{Client: c, Grace: 10 * time.Millisecond, OwnerIndexed: indexed}
 	_, err := col.Collect(ctx, strays.Workload{Owner: w, Keep: []string{"pg-uid-1-customjob"}})
 	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond)
@@ -181,4 +196,36 @@ func TestClusterScopedOwnerNamedPerNamespace(t *testing.T) {
 	assert.Empty(t, names(t, c), "team-a's copy is a stray: no pod of team-a names it")
 	kept := &v2alpha2.PodGroup{}
 	assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "pg-uid-1-old"}, kept), "team-b's is named by team-b's pod")
+}
+
+// With the owner index a look lists only the workload's own PodGroups: 3 of the namespace's 1,003
+// (a thousand other workloads' PodGroups cost nothing).
+func TestIndexedLookListsOwnPodGroups(t *testing.T) {
+	ctx := context.Background()
+	objs := []client.Object{podGroup("pg-uid-1-customjob", "uid-1", gangmaps), podGroup("pg-uid-1-old", "uid-1", gangmaps),
+		podGroup("pg-train-uid-1", "uid-1", kais)}
+	for i := range 1000 {
+		objs = append(objs, podGroup(fmt.Sprint("pg-other-", i), fmt.Sprint("uid-other-", i), gangmaps))
+	}
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v2alpha2.AddToScheme(s))
+	listed := 0
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&v2alpha2.PodGroup{}, strays.OwnerField, strays.OwnerUID).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			err := c.List(ctx, list, opts...)
+			if pgs, ok := list.(*v2alpha2.PodGroupList); ok {
+				listed += len(pgs.Items)
+			}
+			return err
+		}}).Build()
+	col := &strays.Collector{Client: c, Grace: time.Hour, OwnerIndexed: true}
+	next, err := col.Collect(ctx, strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob"}})
+	require.NoError(t, err)
+	assert.Greater(t, next, time.Duration(0), "two strays wait for the grace period")
+	assert.Equal(t, 3, listed)
+	assert.Equal(t, []string{"uid-1"}, strays.OwnerUID(objs[0]))
+	pg := podGroup("two-owners", "uid-1", gangmaps)
+	pg.OwnerReferences = append(pg.OwnerReferences, pg.OwnerReferences[0])
+	assert.Nil(t, strays.OwnerUID(pg), "a PodGroup with two owners is no workload's stray")
 }

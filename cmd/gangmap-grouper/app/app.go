@@ -320,7 +320,11 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 		r.Owners = &ownerskip.Marker{Client: mgr.GetClient()}
 	}
 	if o.StrayPodGroupGrace > 0 {
-		r.Strays = &strays.Collector{Client: mgr.GetClient(), Pods: r.Pods, Grace: o.StrayPodGroupGrace, DryRun: o.DryRun, Recorder: mgr.GetEventRecorderFor(controller.Name)}
+		if err := strays.IndexOwner(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		r.Strays = &strays.Collector{Client: mgr.GetClient(), Pods: r.Pods, Grace: o.StrayPodGroupGrace, DryRun: o.DryRun,
+			OwnerIndexed: true, Recorder: mgr.GetEventRecorderFor(controller.Name)}
 		return mgr.Add(r.Strays)
 	}
 	return nil
