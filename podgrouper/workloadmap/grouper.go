@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -55,8 +53,7 @@ type Grouper struct {
 	// callers and detached from them (see sharedPlan).
 	PlanTimeout time.Duration
 
-	once   sync.Once
-	plans  *lru.Cache
+	plans  planCache
 	flight singleflight.Group
 	builds buildCounter
 	drift  driftReporter
@@ -86,6 +83,8 @@ type cachedPlan struct {
 	meta map[*gang.PodGroup]*podGroupMeta
 	// err is the error of a plan that failed (then plan and meta are nil).
 	err error
+	// elements is its size in the plan cache (planElements).
+	elements int64
 }
 
 // podGroupMeta is the pod-independent metadata of one planned PodGroup. It is shared by every
@@ -142,14 +141,13 @@ func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured)
 // planFor returns the cached plan of the top owner, building it (and its per-PodGroup metadata)
 // when the workload or its definition changed.
 func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructured) (*cachedPlan, *definitions.Compiled, error) {
-	g.once.Do(func() { g.plans = lru.New(planCacheSize) })
 	compiled := g.Registry.Lookup(topOwner.GroupVersionKind())
 	if compiled == nil {
 		return nil, nil, fmt.Errorf("%s: %w", topOwner.GroupVersionKind(), ErrNoDefinition)
 	}
 	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()
-	if v, ok := g.plans.Get(key); ok {
-		if c := v.(*cachedPlan); c.name == topOwner.GetName() && c.resourceVersion == rv && c.compiled == compiled {
+	if c, ok := g.plans.get(key); ok {
+		if c.name == topOwner.GetName() && c.resourceVersion == rv && c.compiled == compiled {
 			if c.err != nil {
 				return nil, compiled, c.err
 			}
@@ -231,9 +229,7 @@ func (g *Grouper) PlannedPodGroups(ctx context.Context, topOwner *unstructured.U
 // Forget drops the cached plan of a deleted workload (its namespace, "" when cluster scoped, and
 // UID).
 func (g *Grouper) Forget(namespace string, uid types.UID) {
-	if g.plans != nil {
-		g.plans.Remove(planKey{namespace: namespace, uid: uid})
-	}
+	g.plans.remove(planKey{namespace: namespace, uid: uid})
 }
 
 // GetPodGroupMetadata implements grouper.Grouper: KAI's default metadata for the top owner, with

@@ -65,7 +65,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	defer func() {
 		if p := recover(); p != nil {
 			c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: internal error: %v", compiled.Name(), p)}
-			g.plans.Add(key, c)
+			g.plans.add(key, c)
 		}
 	}()
 	timeout := g.PlanTimeout
@@ -78,7 +78,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {
 		c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}
-		g.plans.Add(key, c)
+		g.plans.add(key, c)
 		return c
 	}
 	if !g.Release.HasMinSubGroup() {
@@ -88,7 +88,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	for _, pg := range plan.PodGroups {
 		c.meta[pg] = newPodGroupMeta(plan, pg)
 	}
-	g.plans.Add(key, c)
+	g.plans.add(key, c)
 	g.reportMisses(compiled, topOwner, plan)
 	g.reportOverrides(topOwner, plan)
 	return c
