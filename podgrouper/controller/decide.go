@@ -145,7 +145,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
 		return nil, nil
 	}
-	if apierrors.IsNotFound(err) {
+	if err != nil && apierrors.IsNotFound(err) { // IsNotFound allocates, even for nil
 		// An owner is gone: the garbage collector deletes the pod; there is nothing to group.
 		return nil, nil
 	}

@@ -8,7 +8,6 @@ package defaultgrouper
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -51,8 +50,11 @@ type topOwnerMetadata struct {
 
 // Metadata returns KAI's default metadata for pod under topOwner; owners is the chain from the
 // pod's direct owner to the top owner. Name is "pg-<top owner name>-<uid>" and MinAvailable 1:
-// callers set the gang. Errors come only from reading priority classes.
+// callers set the gang. Errors come only from reading priority classes. topOwner is only read
+// (the webhook passes the informer's stored object): its labels and annotations are read once,
+// as copies (unstructured's getters copy), which the metadata then keeps.
 func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
+	labels, ann := topOwner.GetLabels(), topOwner.GetAnnotations()
 	md := &podgroup.Metadata{
 		Name:      fmt.Sprintf("pg-%s-%s", topOwner.GetName(), topOwner.GetUID()),
 		Namespace: pod.Namespace,
@@ -60,9 +62,21 @@ func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructu
 			APIVersion: topOwner.GetAPIVersion(), Kind: topOwner.GetKind(), Name: topOwner.GetName(), UID: topOwner.GetUID(),
 		},
 		MinAvailable: 1,
-		Labels:       maps.Clone(topOwner.GetLabels()),
-		Annotations:  map[string]string{},
+		// read before labels and ann become the metadata's own (and change)
+		Queue:                  g.queue(labels, pod),
+		Preemptibility:         preemptibility(labels, pod, owners),
+		PreemptionDelay:        duration(kaikeys.PreemptionDelay, ann, pod, owners),
+		StalenessGracePeriod:   duration(kaikeys.StalenessGracePeriod, ann, pod, owners),
+		Topology:               ann[kaikeys.Topology],
+		RequiredTopologyLevel:  ann[kaikeys.TopologyRequiredPlacement],
+		PreferredTopologyLevel: ann[kaikeys.TopologyPreferredPlace],
 	}
+	pc, err := g.priorityClass(ctx, labels, pod, owners)
+	if err != nil {
+		return nil, err
+	}
+	md.PriorityClassName = pc
+	md.Labels = labels
 	if md.Labels == nil {
 		md.Labels = map[string]string{}
 	}
@@ -71,25 +85,20 @@ func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructu
 			md.Labels[kaikeys.UserLabel] = u
 		}
 	}
+	// KAI: the pod's user annotation and the top-owner-metadata, then the top owner's
+	// annotations over them.
+	md.Annotations = ann
+	if md.Annotations == nil {
+		md.Annotations = make(map[string]string, 2)
+	}
 	if u, ok := pod.Annotations[kaikeys.UserLabel]; ok {
-		md.Annotations[kaikeys.UserLabel] = u
+		if _, has := md.Annotations[kaikeys.UserLabel]; !has {
+			md.Annotations[kaikeys.UserLabel] = u
+		}
 	}
-	md.Annotations[kaikeys.TopOwnerMetadata] = g.topOwnerMetadata(topOwner)
-	maps.Copy(md.Annotations, topOwner.GetAnnotations())
-
-	md.Queue = g.queue(topOwner, pod)
-	pc, err := g.priorityClass(ctx, topOwner, pod, owners)
-	if err != nil {
-		return nil, err
+	if _, has := md.Annotations[kaikeys.TopOwnerMetadata]; !has {
+		md.Annotations[kaikeys.TopOwnerMetadata] = g.topOwnerMetadata(topOwner)
 	}
-	md.PriorityClassName = pc
-	md.Preemptibility = preemptibility(topOwner, pod, owners)
-	md.PreemptionDelay = duration(kaikeys.PreemptionDelay, topOwner, pod, owners)
-	md.StalenessGracePeriod = duration(kaikeys.StalenessGracePeriod, topOwner, pod, owners)
-	ann := topOwner.GetAnnotations()
-	md.Topology = ann[kaikeys.Topology]
-	md.RequiredTopologyLevel = ann[kaikeys.TopologyRequiredPlacement]
-	md.PreferredTopologyLevel = ann[kaikeys.TopologyPreferredPlace]
 	return md, nil
 }
 
@@ -110,18 +119,18 @@ func (g *Grouper) topOwnerMetadata(topOwner *unstructured.Unstructured) string {
 
 // queue: the top owner's queue label, the pod's, the project label (top owner, then pod) with
 // "-<pod node pool>" appended when the pod has one, else default-queue.
-func (g *Grouper) queue(topOwner *unstructured.Unstructured, pod *corev1.Pod) string {
+func (g *Grouper) queue(ownerLabels map[string]string, pod *corev1.Pod) string {
 	key := g.QueueLabelKey
 	if key == "" {
 		key = kaikeys.DefaultQueueLabel
 	}
-	if q := topOwner.GetLabels()[key]; q != "" {
+	if q := ownerLabels[key]; q != "" {
 		return q
 	}
 	if q := pod.Labels[key]; q != "" {
 		return q
 	}
-	project := topOwner.GetLabels()[kaikeys.ProjectLabel]
+	project := ownerLabels[kaikeys.ProjectLabel]
 	if project == "" {
 		project = pod.Labels[kaikeys.ProjectLabel]
 	}
@@ -144,8 +153,8 @@ func (g *Grouper) nodePoolKey() string {
 // priorityClass: for each owner (nearest first; the top owner when there are none) its
 // priorityClassName label, else the pod's label, else pod.spec.priorityClassName; the first that
 // exists wins; else KAI's fallback "train" (not validated).
-func (g *Grouper) priorityClass(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (string, error) {
-	labelSets := ownerLabels(topOwner, owners)
+func (g *Grouper) priorityClass(ctx context.Context, topLabels map[string]string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (string, error) {
+	labelSets := ownerLabels(topLabels, owners)
 	for _, labels := range labelSets {
 		for _, cand := range []string{labels[kaikeys.PriorityClassLabel], pod.Labels[kaikeys.PriorityClassLabel], pod.Spec.PriorityClassName} {
 			if cand == "" {
@@ -178,9 +187,11 @@ func (g *Grouper) priorityClassExists(ctx context.Context, name string) (bool, e
 	}
 }
 
-func ownerLabels(topOwner *unstructured.Unstructured, owners []*metav1.PartialObjectMetadata) []map[string]string {
+// ownerLabels are the label sets of the owner chain, nearest first (the top owner's alone when
+// the chain is empty).
+func ownerLabels(topLabels map[string]string, owners []*metav1.PartialObjectMetadata) []map[string]string {
 	if len(owners) == 0 {
-		return []map[string]string{topOwner.GetLabels()}
+		return []map[string]string{topLabels}
 	}
 	out := make([]map[string]string, 0, len(owners))
 	for _, o := range owners {
@@ -189,30 +200,51 @@ func ownerLabels(topOwner *unstructured.Unstructured, owners []*metav1.PartialOb
 	return out
 }
 
-func preemptibility(topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) v2alpha2.Preemptibility {
-	for _, labels := range append(ownerLabels(topOwner, owners), pod.Labels) {
-		switch p := v2alpha2.Preemptibility(labels[kaikeys.PreemptibilityLabel]); p {
-		case v2alpha2.Preemptible, v2alpha2.NonPreemptible:
+// preemptibility: the first valid kai.scheduler/preemptibility label of the owners (nearest
+// first; the top owner when there are none), then the pod.
+func preemptibility(topLabels map[string]string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) v2alpha2.Preemptibility {
+	if len(owners) == 0 {
+		if p, ok := preemptibilityIn(topLabels); ok {
 			return p
 		}
 	}
-	return ""
+	for _, o := range owners {
+		if p, ok := preemptibilityIn(o.Labels); ok {
+			return p
+		}
+	}
+	p, _ := preemptibilityIn(pod.Labels)
+	return p
 }
 
-func duration(key string, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) *metav1.Duration {
-	sets := []map[string]string{}
+func preemptibilityIn(labels map[string]string) (v2alpha2.Preemptibility, bool) {
+	switch p := v2alpha2.Preemptibility(labels[kaikeys.PreemptibilityLabel]); p {
+	case v2alpha2.Preemptible, v2alpha2.NonPreemptible:
+		return p, true
+	}
+	return "", false
+}
+
+// duration: the first annotation key that parses as a duration, on the owners (nearest first;
+// the top owner when there are none), then the pod.
+func duration(key string, topAnnotations map[string]string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) *metav1.Duration {
 	if len(owners) == 0 {
-		sets = append(sets, topOwner.GetAnnotations())
+		if d := durationIn(topAnnotations, key); d != nil {
+			return d
+		}
 	}
 	for _, o := range owners {
-		sets = append(sets, o.Annotations)
+		if d := durationIn(o.Annotations, key); d != nil {
+			return d
+		}
 	}
-	sets = append(sets, pod.Annotations)
-	for _, a := range sets {
-		if v, ok := a[key]; ok {
-			if d, err := time.ParseDuration(v); err == nil {
-				return &metav1.Duration{Duration: d}
-			}
+	return durationIn(pod.Annotations, key)
+}
+
+func durationIn(annotations map[string]string, key string) *metav1.Duration {
+	if v, ok := annotations[key]; ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return &metav1.Duration{Duration: d}
 		}
 	}
 	return nil

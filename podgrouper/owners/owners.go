@@ -170,7 +170,7 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 		}
 		seen[ref.UID] = true
 		obj, err := w.get(ctx, namespace, ref)
-		if apierrors.IsForbidden(err) {
+		if err != nil && apierrors.IsForbidden(err) { // IsForbidden allocates, even for nil
 			if len(chain.Owners) == 0 {
 				return nil, &ForbiddenError{Ref: ref, Err: err}
 			}

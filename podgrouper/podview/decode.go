@@ -36,6 +36,11 @@ func DecodePod(raw []byte) (*Decoded, error) {
 			return nil, fmt.Errorf("decoding the pod: %w", err)
 		}
 	}
+	return fromJSON(in), nil
+}
+
+// fromJSON is the view of a decoded pod.
+func fromJSON(in *podJSON) *Decoded {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}}
 	if m := in.Metadata; m != nil {
 		pod.ObjectMeta = metav1.ObjectMeta{
@@ -51,7 +56,7 @@ func DecodePod(raw []byte) (*Decoded, error) {
 		Containers: containersOf(s.Containers), InitContainers: containersOf(s.InitContainers),
 	}
 	pod.Status.Phase = in.Status.Phase
-	return &Decoded{Pod: pod, HasMetadata: in.Metadata != nil}, nil
+	return &Decoded{Pod: pod, HasMetadata: in.Metadata != nil}
 }
 
 func containersOf(in []containerJSON) []corev1.Container {

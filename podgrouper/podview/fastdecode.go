@@ -1,13 +1,9 @@
 package podview
 
 import (
-	"strings"
-	"unsafe"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -24,30 +20,33 @@ func decodeFast(raw []byte) (*podJSON, bool) {
 	s := &scanner{raw: raw, str: string(raw)}
 	in := &podJSON{}
 	var seen uint16
-	ok := s.object(func(k string) bool {
-		switch k {
-		case "apiVersion":
-			return once(&seen, 1) && s.textInto(&in.APIVersion)
-		case "kind":
-			return once(&seen, 2) && s.textInto(&in.Kind)
-		case "metadata":
-			if !once(&seen, 4) {
-				return false
-			}
-			if s.null() {
-				return true
-			}
-			in.Metadata = &objectMetaJSON{}
-			return s.meta(in.Metadata)
-		case "spec":
-			return once(&seen, 8) && (s.null() || s.spec(&in.Spec))
-		case "status":
-			return once(&seen, 16) && (s.null() || s.status(in))
-		}
-		return s.skip(0)
-	})
+	ok := s.object(func(k string) bool { return s.topMember(in, &seen, k) })
 	s.ws()
 	return in, ok && s.i == len(raw)
+}
+
+// topMember reads the pod's member k into in (seen: the members read so far).
+func (s *scanner) topMember(in *podJSON, seen *uint16, k string) bool {
+	switch k {
+	case "apiVersion":
+		return once(seen, 1) && s.textInto(&in.APIVersion)
+	case "kind":
+		return once(seen, 2) && s.textInto(&in.Kind)
+	case "metadata":
+		if !once(seen, 4) {
+			return false
+		}
+		if s.null() {
+			return true
+		}
+		in.Metadata = &objectMetaJSON{}
+		return s.meta(in.Metadata)
+	case "spec":
+		return once(seen, 8) && (s.null() || s.spec(&in.Spec))
+	case "status":
+		return once(seen, 16) && (s.null() || s.status(in))
+	}
+	return s.skip(0)
 }
 
 func (s *scanner) textInto(dst *string) bool {
@@ -58,48 +57,52 @@ func (s *scanner) textInto(dst *string) bool {
 
 func (s *scanner) status(in *podJSON) bool {
 	var seen uint16
-	return s.object(func(k string) bool {
-		if k == "phase" {
-			return once(&seen, 1) && s.textInto((*string)(&in.Status.Phase))
-		}
-		return s.skip(0)
-	})
+	return s.object(func(k string) bool { return s.statusMember(in, &seen, k) })
+}
+
+func (s *scanner) statusMember(in *podJSON, seen *uint16, k string) bool {
+	if k == "phase" {
+		return once(seen, 1) && s.textInto((*string)(&in.Status.Phase))
+	}
+	return s.skip(0)
 }
 
 func (s *scanner) meta(m *objectMetaJSON) bool {
 	var seen uint16
-	return s.object(func(k string) bool {
-		switch k {
-		case "name":
-			return once(&seen, 1) && s.textInto(&m.Name)
-		case "generateName":
-			return once(&seen, 2) && s.textInto(&m.GenerateName)
-		case "namespace":
-			return once(&seen, 4) && s.textInto(&m.Namespace)
-		case "uid":
-			return once(&seen, 8) && s.textInto((*string)(&m.UID))
-		case "resourceVersion":
-			return once(&seen, 16) && s.textInto(&m.ResourceVersion)
-		case "creationTimestamp":
-			return once(&seen, 32) && s.unmarshaler(&m.CreationTimestamp)
-		case "deletionTimestamp":
-			if !once(&seen, 64) {
-				return false
-			}
-			if s.null() {
-				return true
-			}
-			m.DeletionTimestamp = &metav1.Time{}
-			return s.unmarshaler(m.DeletionTimestamp)
-		case "labels":
-			return once(&seen, 128) && s.stringMap(&m.Labels)
-		case "annotations":
-			return once(&seen, 256) && s.stringMap(&m.Annotations)
-		case "ownerReferences":
-			return once(&seen, 512) && s.ownerReferences(&m.OwnerReferences)
+	return s.object(func(k string) bool { return s.metaMember(m, &seen, k) })
+}
+
+func (s *scanner) metaMember(m *objectMetaJSON, seen *uint16, k string) bool {
+	switch k {
+	case "name":
+		return once(seen, 1) && s.textInto(&m.Name)
+	case "generateName":
+		return once(seen, 2) && s.textInto(&m.GenerateName)
+	case "namespace":
+		return once(seen, 4) && s.textInto(&m.Namespace)
+	case "uid":
+		return once(seen, 8) && s.textInto((*string)(&m.UID))
+	case "resourceVersion":
+		return once(seen, 16) && s.textInto(&m.ResourceVersion)
+	case "creationTimestamp":
+		return once(seen, 32) && s.unmarshaler(&m.CreationTimestamp)
+	case "deletionTimestamp":
+		if !once(seen, 64) {
+			return false
 		}
-		return s.skip(0)
-	})
+		if s.null() {
+			return true
+		}
+		m.DeletionTimestamp = &metav1.Time{}
+		return s.unmarshaler(m.DeletionTimestamp)
+	case "labels":
+		return once(seen, 128) && s.stringMap(&m.Labels)
+	case "annotations":
+		return once(seen, 256) && s.stringMap(&m.Annotations)
+	case "ownerReferences":
+		return once(seen, 512) && s.ownerReferences(&m.OwnerReferences)
+	}
+	return s.skip(0)
 }
 
 // unmarshaler hands the value's bytes to its UnmarshalJSON, as encoding/json does (null too).
@@ -193,34 +196,36 @@ func (s *scanner) boolPtr(dst **bool) bool {
 
 func (s *scanner) spec(p *podSpecJSON) bool {
 	var seen uint16
-	return s.object(func(k string) bool {
-		switch k {
-		case "schedulerName":
-			return once(&seen, 1) && s.textInto(&p.SchedulerName)
-		case "priorityClassName":
-			return once(&seen, 2) && s.textInto(&p.PriorityClassName)
-		case "nodeName":
-			return once(&seen, 4) && s.textInto(&p.NodeName)
-		case "overhead":
-			return once(&seen, 8) && s.resourceList(&p.Overhead)
-		case "resourceClaims":
-			return once(&seen, 16) && s.decodeToken(&p.ResourceClaims)
-		case "resources":
-			if !once(&seen, 32) {
-				return false
-			}
-			if s.null() {
-				return true
-			}
-			p.Resources = &corev1.ResourceRequirements{}
-			return s.requirements(p.Resources)
-		case "containers":
-			return once(&seen, 64) && s.containers(&p.Containers)
-		case "initContainers":
-			return once(&seen, 128) && s.containers(&p.InitContainers)
+	return s.object(func(k string) bool { return s.specMember(p, &seen, k) })
+}
+
+func (s *scanner) specMember(p *podSpecJSON, seen *uint16, k string) bool {
+	switch k {
+	case "schedulerName":
+		return once(seen, 1) && s.textInto(&p.SchedulerName)
+	case "priorityClassName":
+		return once(seen, 2) && s.textInto(&p.PriorityClassName)
+	case "nodeName":
+		return once(seen, 4) && s.textInto(&p.NodeName)
+	case "overhead":
+		return once(seen, 8) && s.resourceList(&p.Overhead)
+	case "resourceClaims":
+		return once(seen, 16) && s.decodeToken(&p.ResourceClaims)
+	case "resources":
+		if !once(seen, 32) {
+			return false
 		}
-		return s.skip(0)
-	})
+		if s.null() {
+			return true
+		}
+		p.Resources = &corev1.ResourceRequirements{}
+		return s.requirements(p.Resources)
+	case "containers":
+		return once(seen, 64) && s.containers(&p.Containers)
+	case "initContainers":
+		return once(seen, 128) && s.containers(&p.InitContainers)
+	}
+	return s.skip(0)
 }
 
 func (s *scanner) containers(dst *[]containerJSON) bool {
@@ -288,79 +293,4 @@ func (s *scanner) resourceList(dst *corev1.ResourceList) bool {
 	})
 	*dst = l
 	return ok
-}
-
-// Owners is what tells that gangmap does not group a pod, read from its JSON without decoding
-// the rest (DecodeOwners).
-type Owners struct {
-	// Namespace is metadata.namespace ("" on a CREATE that leaves it to the request).
-	Namespace string
-	// SchedulerName is spec.schedulerName.
-	SchedulerName string
-	// References is metadata.ownerReferences.
-	References []metav1.OwnerReference
-}
-
-// DecodeOwners reads a pod's namespace, scheduler name and owner references from its JSON,
-// skipping every other member unread (but checked to be well-formed JSON; a member it reads given
-// twice is left to DecodePod), so the admission webhook can tell a pod of a kind
-// gangmap does not group without decoding the pod. ok is false when it cannot tell for sure
-// that DecodePod would read the same (decodeFast's reasons, or a deletionTimestamp, which
-// DecodePod parses): the caller decodes the pod instead. The strings are copies: Owners keeps nothing of raw.
-// For a document DecodePod refuses only for a field it keeps having the wrong type (never one the API server sends, which has decoded and
-// re-encoded the pod), DecodeOwners may still report ok. FuzzDecodeOwners checks it agrees with
-// DecodePod.
-func DecodeOwners(raw []byte) (Owners, bool) {
-	if len(raw) == 0 {
-		return Owners{}, false
-	}
-	// The scanner reads a view of raw, not a copy: nothing read escapes this call uncopied.
-	s := &scanner{raw: raw, str: unsafe.String(&raw[0], len(raw))}
-	var o Owners
-	var seen uint16
-	ok := s.object(func(k string) bool {
-		switch k {
-		case "metadata":
-			return once(&seen, 1) && (s.null() || s.ownersMeta(&o))
-		case "spec":
-			return once(&seen, 2) && (s.null() || s.ownersSpec(&o))
-		}
-		return s.skip(0)
-	})
-	s.ws()
-	if !ok || s.i != len(raw) {
-		return Owners{}, false
-	}
-	o.Namespace, o.SchedulerName = strings.Clone(o.Namespace), strings.Clone(o.SchedulerName)
-	for i := range o.References {
-		r := &o.References[i]
-		r.APIVersion, r.Kind, r.Name = strings.Clone(r.APIVersion), strings.Clone(r.Kind), strings.Clone(r.Name)
-		r.UID = types.UID(strings.Clone(string(r.UID)))
-	}
-	return o, true
-}
-
-func (s *scanner) ownersMeta(o *Owners) bool {
-	var seen uint16
-	return s.object(func(k string) bool {
-		switch k {
-		case "namespace":
-			return once(&seen, 1) && s.textInto(&o.Namespace)
-		case "ownerReferences":
-			return once(&seen, 2) && s.ownerReferences(&o.References)
-		case "deletionTimestamp":
-			return s.null() // a pod being deleted: left to DecodePod, which parses the time
-		}
-		return s.skip(0)
-	})
-}
-
-func (s *scanner) ownersSpec(o *Owners) bool {
-	var seen uint16
-	return s.object(func(k string) bool {
-		if k == "schedulerName" {
-			return once(&seen, 1) && s.textInto(&o.SchedulerName)
-		}
-		return s.skip(0)
-	})
 }

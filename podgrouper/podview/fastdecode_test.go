@@ -1,6 +1,7 @@
 package podview
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -46,9 +47,9 @@ func fastDecodeSeeds(tb testing.TB) []string {
 	}
 }
 
-// TestDecodeFastAgrees: decodeFast takes real pods (so admissions take the fast path) and agrees
-// with sigs.k8s.io/json on every seed it accepts; every input sigs.k8s.io/json refuses, it
-// refuses too.
+// TestDecodeFastAgrees: decodeFast and ScanPod's marks take real pods (so admissions take the
+// fast path) and agree with sigs.k8s.io/json on every seed they accept; every input
+// sigs.k8s.io/json refuses, they refuse too.
 func TestDecodeFastAgrees(t *testing.T) {
 	seeds := fastDecodeSeeds(t)
 	for i, raw := range seeds {
@@ -56,6 +57,39 @@ func TestDecodeFastAgrees(t *testing.T) {
 		if _, ok := decodeFast([]byte(raw)); i < 6 && !ok {
 			t.Errorf("seed %d: decodeFast declines a pod as the API server sends it:\n%s", i, raw)
 		}
+		p := ScanPod([]byte(raw))
+		if _, ok := p.decodeMarks(); i < 6 && (!p.fast || !ok) {
+			t.Errorf("seed %d: ScanPod (fast %v) or its marks (%v) decline a pod as the API server sends it:\n%s", i, p.fast, ok, raw)
+		}
+	}
+}
+
+// TestScannedKeepsNothingOfTheJSON: the owners and the pod of a scan are copies: changing the
+// JSON afterwards (the request's buffer reused) changes neither.
+func TestScannedKeepsNothingOfTheJSON(t *testing.T) {
+	raw := []byte(fastDecodeSeeds(t)[0])
+	want, err := DecodePod(bytes.Clone(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ScanPod(raw)
+	o, ok := p.Owners()
+	if !ok {
+		t.Fatal("the scan declines the webhook's test pod")
+	}
+	got, err := p.Pod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw {
+		raw[i] = 'x'
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Pod after the JSON changed:\n%+v\nwant\n%+v", got.Pod, want.Pod)
+	}
+	wantOwners := Owners{Namespace: want.Pod.Namespace, SchedulerName: want.Pod.Spec.SchedulerName, References: want.Pod.OwnerReferences}
+	if !reflect.DeepEqual(o, wantOwners) || o.SchedulerName == "" || len(o.References) == 0 {
+		t.Errorf("Owners after the JSON changed: %+v, want %+v", o, wantOwners)
 	}
 }
 
@@ -69,10 +103,35 @@ func checkFastDecode(t *testing.T, raw []byte) {
 	case ok && !reflect.DeepEqual(fast, slow):
 		t.Errorf("decodings differ for\n%q\nfast: %+v\nslow: %+v", raw, fast, slow)
 	}
+	// ScanPod then Pod is DecodePod, whatever the input (its fallback included).
+	sp := ScanPod(raw)
+	scanned, serr := sp.Pod()
+	whole, werr := DecodePod(raw)
+	switch {
+	case (serr == nil) != (werr == nil):
+		t.Errorf("ScanPod.Pod error %v, DecodePod error %v for\n%q", serr, werr, raw)
+	case serr == nil && !reflect.DeepEqual(scanned, whole):
+		t.Errorf("ScanPod.Pod and DecodePod differ for\n%q\nscanned: %+v\nwhole: %+v", raw, scanned.Pod, whole.Pod)
+	}
+	p := ScanPod(raw)
+	if !p.fast {
+		return
+	}
+	if !json.Valid(raw) {
+		t.Errorf("ScanPod accepts malformed JSON:\n%q", raw)
+	}
+	in, ok := p.decodeMarks()
+	switch {
+	case ok && err != nil:
+		t.Errorf("ScanPod's marks accept what sigs.k8s.io/json refuses (%v):\n%q", err, raw)
+	case ok && !reflect.DeepEqual(in, slow):
+		t.Errorf("ScanPod's marks decode\n%+v\nsigs.k8s.io/json\n%+v\nfor %q", in, slow, raw)
+	}
 }
 
-// FuzzDecodeFast: on any input, decodeFast either declines it or decodes exactly what
-// sigs.k8s.io/json decodes (and never accepts what it refuses).
+// FuzzDecodeFast: on any input, decodeFast and ScanPod's marks either decline it or decode
+// exactly what sigs.k8s.io/json decodes (and never accept what it refuses), and ScanPod then Pod
+// gives what DecodePod gives.
 func FuzzDecodeFast(f *testing.F) {
 	for _, s := range fastDecodeSeeds(f) {
 		f.Add([]byte(s))

@@ -14,6 +14,8 @@ type scanner struct {
 	raw []byte
 	str string
 	i   int
+	// keyAt is where the member name object is reading starts (for ScanPod's marks).
+	keyAt int
 }
 
 // maxSkipDepth bounds the nesting the scanner skips; deeper documents are left to encoding/json
@@ -156,6 +158,7 @@ func (s *scanner) object(member func(key string) bool) bool {
 		return true
 	}
 	for {
+		s.keyAt = s.i
 		k, ok := s.key()
 		if !ok || !s.is(':') || !member(k) {
 			return false

@@ -84,8 +84,10 @@ func (m *PodMutator) Register(srv webhook.Server) {
 func requestLogger(base logr.Logger, _ *admission.Request) logr.Logger { return base }
 
 // Handle implements admission.Handler. It always allows the pod; it adds a patch only for a pod
-// gangmap groups. The pod is decoded into gangmap's view of it (podview.DecodePod: the fields the
-// decision reads, the same the pod controller's cache keeps), and the patch is a JSON patch of
+// gangmap groups. The pod's JSON is scanned once (podview.ScanPod): its owner references first,
+// which answer for a pod of a native kind, then gangmap's view of the pod decoded from the members
+// the scan marked (the fields the decision reads, the same the pod controller's cache keeps, as
+// podview.DecodePod decodes them), and the patch is a JSON patch of
 // gangmap's own annotations and label on the request's raw object (see Patch), so no field of
 // the pod is ever re-encoded, changed or lost.
 func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
@@ -103,10 +105,13 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if name, ok := podview.SchedulerName(req.Object.Raw); ok && name != m.Decider.SchedulerName && !onboardingActive(m.Onboarding) {
 		return skipped("not a pod of gangmap's scheduler")
 	}
-	if msg, ok := m.knownSkipped(req); ok {
+	// One scan of the pod: its owners first (a native kind's pod ends here), then the view
+	// decoded from the members the scan marked.
+	scan := podview.ScanPod(req.Object.Raw)
+	if msg, ok := m.knownSkipped(req, &scan); ok {
 		return skipped(msg)
 	}
-	decoded, err := podview.DecodePod(req.Object.Raw)
+	decoded, err := scan.Pod()
 	if err != nil {
 		return m.admitUnchanged(ctx, req, nil, "Decode", err)
 	}
@@ -191,17 +196,17 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 }
 
 // knownSkipped tells, from the pod's owner references and the owner cache only, that the pod is
-// not one gangmap groups, without decoding the pod (podview.DecodeOwners) or starting a decision:
+// not one gangmap groups, without decoding the pod (podview.Scanned.Owners) or starting a decision:
 // the path of a pod of a kind native to KAI. It answers only when nothing else in Handle could
 // change the outcome (no onboarding policy, no selectors) and the decider can tell without a
 // read (controller.Decider.KnownNotGrouped); ok false sends the pod down the full path. msg is
 // the full path's message for the same pod.
-func (m *PodMutator) knownSkipped(req admission.Request) (msg string, ok bool) {
+func (m *PodMutator) knownSkipped(req admission.Request, scan *podview.Scanned) (msg string, ok bool) {
 	if onboardingActive(m.Onboarding) || (m.ObjectSelector != nil && !m.ObjectSelector.Empty()) ||
 		(m.NamespaceSelector != nil && !m.NamespaceSelector.Empty()) {
 		return "", false
 	}
-	o, ok := podview.DecodeOwners(req.Object.Raw)
+	o, ok := scan.Owners()
 	if !ok {
 		return "", false
 	}
