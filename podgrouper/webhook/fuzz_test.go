@@ -42,7 +42,8 @@ func FuzzPatch(f *testing.F) {
 		if !ok {
 			return
 		}
-		decoded, err := podview.DecodePod(raw)
+		scan := podview.ScanPod(raw) // as Handle decodes the pod
+		decoded, err := scan.Pod()
 		if err != nil {
 			return // the webhook admits an undecodable pod unchanged
 		}
