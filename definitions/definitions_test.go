@@ -208,6 +208,11 @@ func TestJobSetStatus(t *testing.T) {
 			[]definitions.Status{definitions.StatusFailed}},
 		"initializing": {`{replicatedJobsStatus: [{name: leader, ready: 0, active: 0}]}`, []definitions.Status{definitions.StatusInitializing}},
 		"no status":    {`{}`, []definitions.Status{definitions.StatusInitializing}},
+		// Several statuses come in upstream's evaluation order (resuming, suspending, suspended,
+		// running, failed, completed, initializing, degraded), whatever the definition's order,
+		// as docs/definitions.md ("Status") and cmd/gangmap/README.md say.
+		"suspended and completed": {`{conditions: [{type: Completed, status: "True"}, {type: Suspended, status: "True"}]}`,
+			[]definitions.Status{definitions.StatusSuspended, definitions.StatusCompleted}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
