@@ -119,7 +119,9 @@ type Role struct {
 	GPUDetail  PodGPUs `json:"gpuDetail,omitzero"`
 
 	component *definitions.Component
-	instance  *definitions.Instance
+	// instance is the resolved instance (replica counts and pod template), read while the plan
+	// is built and nil afterwards (see dropTemplates).
+	instance *definitions.Instance
 }
 
 // PodGroup is one planned KAI PodGroup.
@@ -236,7 +238,20 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 	}
 	p.applyOverrides(obj.GetAnnotations())
 	p.explainNoPodGroup(c)
+	p.dropTemplates()
 	return p, nil
+}
+
+// dropTemplates forgets the roles' resolved instances (their pod templates, decoded typed:
+// about half of a plan's memory) once the plan is built. Only the build reads them (the GPU
+// count in buildRoles, the alpha form's member filters in alphaMemberOf); what later steps read
+// of a role (its counts, GPUs and names) is in the Role's exported fields. A plan is cached per
+// workload (podgrouper/workloadmap), so the templates would otherwise live as long as the
+// workload: TestBuiltPlanKeepsNoTemplate.
+func (p *Plan) dropTemplates() {
+	for _, r := range p.Roles {
+		r.instance = nil
+	}
 }
 
 // buildRoles makes one role per instance of every pod-bearing component.

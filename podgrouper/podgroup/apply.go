@@ -80,8 +80,12 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 		return "", apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), desired.Name, errs)
 	}
 
+	// The existing PodGroup is read without a deep copy (from the manager's cache: the stored
+	// object's maps and slices are shared) and only read until it must change: the usual
+	// outcome is Unchanged, and a deep copy per reconcile of every pod was most of this
+	// function's allocations. It is copied before mergeInto writes to it.
 	existing := &v2alpha2.PodGroup{}
-	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing, client.UnsafeDisableDeepCopy); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("getting PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
@@ -95,6 +99,7 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 	if podGroupsEqual(existing, desired) {
 		return Unchanged, nil
 	}
+	existing = existing.DeepCopy()
 	mergeInto(existing, desired)
 	if err := a.Client.Update(ctx, existing); err != nil {
 		return "", fmt.Errorf("updating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
