@@ -72,7 +72,25 @@ func (r *PodReconciler) unmarkKind(ctx context.Context, gvk schema.GroupVersionK
 	}
 }
 
-// collectStrays asks the stray collector to look at the workload's PodGroups.
+// collectStrays asks the stray collector to look at the workload's PodGroups. The collector keeps
+// the latest request per workload until the workload is deleted, so it gets the workload's
+// identity (ownerIdentity), not the decision's copy of the whole object: that copy, one per
+// workload, was as large as the informer's own (about 8 KB for a small CustomJob).
 func (r *PodReconciler) collectStrays(d *Decision) {
-	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
+	r.Strays.Enqueue(strays.Workload{Owner: ownerIdentity(d.Owner), Keep: d.Planned})
+}
+
+// ownerIdentity is a new object with only the identity of workload u: apiVersion, kind,
+// namespace, name, UID and resourceVersion. That is all the stray collector reads of a workload
+// (the namespace to list, the UID of the owner references, the object of its Events, whose
+// involvedObject records exactly these).
+func ownerIdentity(u *unstructured.Unstructured) *unstructured.Unstructured {
+	id := &unstructured.Unstructured{Object: make(map[string]any, 3)}
+	id.SetAPIVersion(u.GetAPIVersion())
+	id.SetKind(u.GetKind())
+	id.SetNamespace(u.GetNamespace())
+	id.SetName(u.GetName())
+	id.SetUID(u.GetUID())
+	id.SetResourceVersion(u.GetResourceVersion())
+	return id
 }

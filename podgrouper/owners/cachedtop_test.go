@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/podgrouper/owners"
 )
@@ -57,4 +58,42 @@ func TestCachedTopIsWalksTop(t *testing.T) {
 	require.NoError(t, err)
 	_, ok = uncached.CachedTop("ns", refs)
 	assert.False(t, ok, "no CacheTTL")
+}
+
+// The owners a walk reads (and caches, for CacheTTL) keep their labels and annotations
+// (defaultgrouper reads both) but not their managed fields, which nothing reads.
+func TestWalkDropsManagedFields(t *testing.T) {
+	ctx := context.Background()
+	mf := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}}}
+	dep := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "u-dep"}
+	rs := replicaSet("web-1", "u-rs", &dep)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u-dep",
+		Labels: map[string]string{"kai.scheduler/queue": "team-a"}, Annotations: map[string]string{"team": "ml"}}}
+	w := &owners.Walker{Reader: withManagedFields{badOwnersClient(rs, d), mf}, Mapper: badMapper(), CacheTTL: time.Hour}
+	for range 2 { // read, then cached
+		chain, err := w.Walk(ctx, "ns", []metav1.OwnerReference{rsRef("web-1", "u-rs")})
+		require.NoError(t, err)
+		require.Len(t, chain.Owners, 2)
+		for _, o := range chain.Owners {
+			assert.Empty(t, o.ManagedFields, o.Name)
+		}
+		assert.Equal(t, map[string]string{"kai.scheduler/queue": "team-a"}, chain.Top().Labels)
+		assert.Equal(t, map[string]string{"team": "ml"}, chain.Top().Annotations)
+	}
+}
+
+// withManagedFields is a reader whose objects carry managed fields, as the API server's metadata
+// reads return them (the fake client drops them).
+type withManagedFields struct {
+	client.Reader
+	mf []metav1.ManagedFieldsEntry
+}
+
+func (r withManagedFields) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := r.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	obj.SetManagedFields(r.mf)
+	return nil
 }

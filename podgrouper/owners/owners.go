@@ -238,6 +238,9 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 		return nil, &InvalidReferenceError{Ref: ref, Namespace: key.Namespace, FoundUID: obj.UID, OtherNamespace: w.elsewhere(ref.UID, key.Namespace)}
 	}
 	w.seen.Add(obj.UID, location{gk: gvk.GroupKind(), namespace: obj.Namespace, name: obj.Name})
+	// Nothing in gangmap reads an owner's managed fields (often the largest part of its
+	// metadata); the cache below keeps up to ownerCacheSize owners.
+	obj.ManagedFields = nil
 	if w.CacheTTL > 0 {
 		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now()})
 	}
