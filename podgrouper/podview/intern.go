@@ -1,0 +1,153 @@
+package podview
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+	"reflect"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/lru"
+)
+
+// Interner is the transform of the grouper's cached workloads: TransformWorkload, then every
+// map and list of an unstructured object that equals one already cached (same keys, same values
+// of the same JSON types, recursively) is replaced by that one, so equal subtrees of different
+// workloads are stored once. Workloads made from one template (a sweep of JobSets, the pods'
+// templates of a pipeline's jobs) differ in their metadata and a few values; the rest, most of
+// an unstructured object's memory (a Go map costs about 330 bytes however few entries it has),
+// is shared. Content is unchanged (TestInternerKeepsContent): decisions read the same object.
+//
+// Sharing is sound because nothing writes to a cached object: controller-runtime's cached
+// client returns deep copies (runtime.DeepCopyJSONValue copies shared subtrees like any other),
+// client-go replaces stored objects and never edits one, and the readers of the stored object
+// itself (controller.InformerOwners, the informer's event handlers) are read-only by contract.
+// The root map and its metadata map are never shared (they hold the object's identity and are
+// written by readers that set the kind on their result); metadata's labels and annotations are.
+//
+// The table of known subtrees is an LRU of at most size entries, keyed by a hash of the subtree
+// (maphash; a hit is used only when reflect.DeepEqual confirms it, so a collision only costs the
+// sharing). It holds subtrees alive after their workloads are gone until they are evicted, which
+// bounds that memory by size subtrees. Safe for concurrent use (informers transform in their own
+// goroutines).
+type Interner struct {
+	mu    sync.Mutex
+	seed  maphash.Seed
+	trees *lru.Cache
+}
+
+// WorkloadInternerSize is the size of the grouper's Interner table: 4,096 subtrees, so at most
+// that many outlive their workloads until evicted.
+const WorkloadInternerSize = 4096
+
+// NewInterner returns an Interner whose table keeps at most size subtrees (size > 0).
+func NewInterner(size int) *Interner {
+	return &Interner{seed: maphash.MakeSeed(), trees: lru.New(size)}
+}
+
+// Transform is TransformWorkload followed by the sharing of equal subtrees (see Interner) for an
+// unstructured object; other objects get TransformWorkload only. It never fails.
+func (in *Interner) Transform(obj any) (any, error) {
+	obj, err := TransformWorkload(obj)
+	u, ok := obj.(*unstructured.Unstructured)
+	if err != nil || !ok || u.Object == nil {
+		return obj, err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for k, v := range u.Object {
+		if md, ok := v.(map[string]any); ok && k == "metadata" {
+			for mk, mv := range md {
+				if mk == "labels" || mk == "annotations" {
+					md[mk], _, _ = in.share(mv)
+				}
+			}
+			continue
+		}
+		u.Object[k], _, _ = in.share(v)
+	}
+	return u, nil
+}
+
+// share returns the cached subtree equal to v, or v itself after sharing its own subtrees, with
+// v's hash; ok is false when v holds a value of a type a decoded JSON object cannot hold (then v
+// is returned as it is, its subtrees possibly shared).
+func (in *Interner) share(v any) (any, uint64, bool) {
+	var h maphash.Hash
+	h.SetSeed(in.seed)
+	var b [9]byte
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		h.WriteByte('m')
+		ok := true
+		for _, k := range keys {
+			c, ch, cok := in.share(t[k])
+			t[k], ok = c, ok && cok
+			writeString(&h, k)
+			binary.LittleEndian.PutUint64(b[:8], ch)
+			_, _ = h.Write(b[:8])
+		}
+		if !ok {
+			return v, 0, false
+		}
+		return in.lookup(v, h.Sum64()), h.Sum64(), true
+	case []any:
+		h.WriteByte('l')
+		ok := true
+		for i := range t {
+			c, ch, cok := in.share(t[i])
+			t[i], ok = c, ok && cok
+			binary.LittleEndian.PutUint64(b[:8], ch)
+			_, _ = h.Write(b[:8])
+		}
+		if !ok {
+			return v, 0, false
+		}
+		return in.lookup(v, h.Sum64()), h.Sum64(), true
+	case string:
+		h.WriteByte('s')
+		writeString(&h, t)
+	case int64:
+		b[0] = 'i'
+		binary.LittleEndian.PutUint64(b[1:], uint64(t))
+		_, _ = h.Write(b[:])
+	case float64:
+		b[0] = 'f'
+		binary.LittleEndian.PutUint64(b[1:], math.Float64bits(t))
+		_, _ = h.Write(b[:])
+	case bool:
+		h.WriteByte('b')
+		if t {
+			h.WriteByte(1)
+		}
+	case nil:
+		h.WriteByte('n')
+	default:
+		return v, 0, false
+	}
+	return v, h.Sum64(), true
+}
+
+// lookup returns the cached subtree of hash h when it equals v, else caches v and returns it.
+func (in *Interner) lookup(v any, h uint64) any {
+	if c, ok := in.trees.Get(h); ok && reflect.DeepEqual(c, v) {
+		return c
+	}
+	in.trees.Add(h, v)
+	return v
+}
+
+// writeString writes s with its length, so that adjacent strings cannot run into each other.
+func writeString(h *maphash.Hash, s string) {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+	_, _ = h.Write(n[:])
+	_, _ = h.WriteString(s)
+}

@@ -1,0 +1,160 @@
+package podview
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/manifest"
+)
+
+// samples are the first object of every workload sample of gang/testdata and e2e/testdata, as
+// JSON (what the informer decodes).
+func samples(t *testing.T) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, dir := range []string{"../../gang/testdata", "../../e2e/testdata"} {
+		files, err := filepath.Glob(dir + "/*.yaml")
+		require.NoError(t, err)
+		for _, f := range files {
+			objs, err := manifest.ReadFile(f)
+			if err != nil || len(objs) == 0 || strings.Contains(f, "karta") {
+				continue
+			}
+			js, err := objs[0].MarshalJSON()
+			require.NoError(t, err)
+			out[filepath.Base(f)] = js
+		}
+	}
+	require.Greater(t, len(out), 40)
+	return out
+}
+
+func decodeAs(t testing.TB, js []byte, i int) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, u.UnmarshalJSON(js))
+	u.SetNamespace("ns")
+	u.SetName(fmt.Sprintf("w-%d", i))
+	u.SetUID(types.UID(fmt.Sprintf("uid-%d", i)))
+	return u
+}
+
+// TestInternerKeepsContent: every sample workload, transformed by an Interner that has seen all
+// the others (three copies of each, so their subtrees are shared), holds exactly what
+// TransformWorkload alone keeps, and every catalog definition plans it the same (the plan, its
+// status and notes).
+func TestInternerKeepsContent(t *testing.T) {
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	require.NoError(t, err)
+	reg := definitions.NewRegistry(c)
+	require.NoError(t, catalog.Register(reg))
+	in := NewInterner(4096)
+	all := samples(t)
+	for _, js := range all {
+		for i := range 3 {
+			_, _ = in.Transform(decodeAs(t, js, i))
+		}
+	}
+	planned := 0
+	for name, js := range all {
+		want, _ := TransformWorkload(decodeAs(t, js, 9))
+		got, _ := in.Transform(decodeAs(t, js, 9))
+		w, g := want.(*unstructured.Unstructured), got.(*unstructured.Unstructured)
+		require.True(t, reflect.DeepEqual(w.Object, g.Object), name)
+		cd := reg.Lookup(w.GroupVersionKind())
+		if cd == nil {
+			continue
+		}
+		pw, errW := gang.Build(context.Background(), cd, w)
+		pg, errG := gang.Build(context.Background(), cd, g)
+		require.Equal(t, fmt.Sprint(errW), fmt.Sprint(errG), name)
+		if errW != nil {
+			continue
+		}
+		jw, _ := json.Marshal(pw)
+		jg, _ := json.Marshal(pg)
+		require.JSONEq(t, string(jw), string(jg), name)
+		require.Equal(t, pw.Status, pg.Status, name)
+		require.Equal(t, pw.StatusText(), pg.StatusText(), name)
+		planned++
+	}
+	require.Greater(t, planned, 30)
+}
+
+// Equal subtrees of two workloads are one object; the root and its metadata are each
+// workload's own; a deep copy (what the cached client returns) can be written without touching
+// either workload.
+func TestInternerShares(t *testing.T) {
+	objs, err := manifest.ReadFile("../../e2e/testdata/customjob.yaml")
+	require.NoError(t, err)
+	js, err := objs[0].MarshalJSON()
+	require.NoError(t, err)
+	in := NewInterner(64)
+	a, _ := in.Transform(decodeAs(t, js, 1))
+	b, _ := in.Transform(decodeAs(t, js, 2))
+	ua, ub := a.(*unstructured.Unstructured), b.(*unstructured.Unstructured)
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	assert.True(t, same(ua.Object["spec"], ub.Object["spec"]), "spec shared")
+	assert.True(t, same(ua.Object["metadata"].(map[string]any)["labels"], ub.Object["metadata"].(map[string]any)["labels"]), "labels shared")
+	assert.False(t, same(ua.Object, ub.Object))
+	assert.False(t, same(ua.Object["metadata"], ub.Object["metadata"]))
+	assert.Equal(t, "w-1", ua.GetName())
+	assert.Equal(t, "w-2", ub.GetName())
+
+	cp := ua.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(cp.Object, int64(7), "spec", "worker", "replicas"))
+	n, _, _ := unstructured.NestedInt64(ub.Object, "spec", "worker", "replicas")
+	assert.Equal(t, int64(2), n)
+
+	// A different value is not shared with the old subtree; the equal parts still are.
+	c := decodeAs(t, js, 3)
+	require.NoError(t, unstructured.SetNestedField(c.Object, int64(5), "spec", "worker", "replicas"))
+	cc, _ := in.Transform(c)
+	uc := cc.(*unstructured.Unstructured)
+	n, _, _ = unstructured.NestedInt64(uc.Object, "spec", "worker", "replicas")
+	assert.Equal(t, int64(5), n)
+	assert.False(t, same(uc.Object["spec"], ua.Object["spec"]))
+	assert.True(t, same(uc.Object["spec"].(map[string]any)["coordinator"], ua.Object["spec"].(map[string]any)["coordinator"]), "coordinator shared")
+	// int64 2 and float64 2 are different JSON values to a definition's expressions: never shared.
+	d := decodeAs(t, js, 4)
+	require.NoError(t, unstructured.SetNestedField(d.Object, float64(2), "spec", "worker", "replicas"))
+	dd, _ := in.Transform(d)
+	_, isFloat := dd.(*unstructured.Unstructured).Object["spec"].(map[string]any)["worker"].(map[string]any)["replicas"].(float64)
+	assert.True(t, isFloat)
+}
+
+// Informers transform concurrently (run with -race).
+func TestInternerConcurrent(t *testing.T) {
+	all := samples(t)
+	in := NewInterner(256)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i := 0
+			for _, js := range all {
+				want, _ := TransformWorkload(decodeAs(t, js, g*1000+i))
+				got, _ := in.Transform(decodeAs(t, js, g*1000+i))
+				assert.True(t, reflect.DeepEqual(want.(*unstructured.Unstructured).Object, got.(*unstructured.Unstructured).Object))
+				i++
+			}
+		}()
+	}
+	wg.Wait()
+}
