@@ -47,6 +47,7 @@ func run(m *testing.M) int {
 			"testdata/crds/e2e.example.com_customjobs.yaml",
 			"testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 			"testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+			"testdata/crds/milvus.io_milvuses.yaml",
 		},
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper", notDisabled)},
 	})

@@ -304,8 +304,9 @@ func TestOperatorPodsMilvusDefaulted(t *testing.T) {
 // TestMilvusRetiredComponentPod: during an upgrade to 2.6 the operator keeps the indexnode
 // Deployment until the new proxy image is rolled out (pkg/controllers/deployments.go
 // cleanupIndexNodeIfNeeded), but no longer deploys indexnode (GetComponentsBySpec). A pod of it
-// is in no instance of the plan: an error naming the component and the instance, never a
-// placement in the gang, and the gang does not count it.
+// is in no instance of the plan (gang.ErrNotInPlan, naming the component and the instance), never
+// placed in the gang, and the gang does not count it; e2e TestMilvusComponentsTheSpecDoesNotList
+// shows the grouper then gives it KAI's default PodGroup and a Warning Event.
 func TestMilvusRetiredComponentPod(t *testing.T) {
 	labels := map[string]string{
 		"app.kubernetes.io/instance":   "my-release",
@@ -314,7 +315,7 @@ func TestMilvusRetiredComponentPod(t *testing.T) {
 		"app.kubernetes.io/managed-by": "milvus-operator",
 	}
 	_, err := assignPod(t, "milvus-cluster-default.yaml", labels)
-	require.Error(t, err)
+	require.ErrorIs(t, err, gang.ErrNotInPlan, "the grouper's outside-the-plan path (KAI's default PodGroup, a Warning Event)")
 	assert.Contains(t, err.Error(), `component "component" has no instance "indexnode" in the plan`)
 	p := buildPlan(t, "milvus-cluster-default.yaml")
 	require.Len(t, p.PodGroups, 1)
