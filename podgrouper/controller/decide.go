@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,6 +148,13 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	}
 	if err != nil && apierrors.IsNotFound(err) { // IsNotFound allocates, even for nil
 		// An owner is gone: the garbage collector deletes the pod; there is nothing to group.
+		return nil, nil
+	}
+	if err != nil && meta.IsNoMatchError(err) {
+		// An owner of a kind the API server does not serve (the walk's RESTMapper looked it up
+		// afresh): no such object exists, so no definition can apply; KAI groups the pod by its
+		// own rules. Retrying would only log an error and call discovery again at every backoff,
+		// for as long as the pod lives, for a reference any pod's author can write.
 		return nil, nil
 	}
 	var ie *owners.InvalidReferenceError

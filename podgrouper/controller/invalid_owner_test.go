@@ -11,12 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gangmap/gangmap/podgrouper/owners"
 )
@@ -97,4 +99,30 @@ func TestReconcileWrongUIDOwnerOnceNoRetry(t *testing.T) {
 	r, rec := invalidOwnerReconciler(t, rs, pod)
 	reconcileTwice(t, r, pod)
 	assert.Equal(t, []string{"Warning GangmapInvalidOwnerReference owner reference ReplicaSet train (UID uid-old): ReplicaSet train has UID uid-new (it was replaced, or the reference is wrong); treated as no owner"}, events(rec))
+}
+
+// TestReconcileUnknownOwnerKindNoRetry: a pod whose owner reference names a kind the API server
+// does not serve (the RESTMapper answers no match, as a real API server's discovery does for
+// nope.example.com/v1 Nope) has no owner object, so no definition can apply: it is not grouped,
+// not patched, and not retried. Before, every reconcile returned the walk's error: an error log
+// with a stack trace and a discovery call at every backoff step, for as long as the pod lived,
+// from a reference any pod's author can write.
+func TestReconcileUnknownOwnerKindNoRetry(t *testing.T) {
+	ref := metav1.OwnerReference{APIVersion: "nope.example.com/v1", Kind: "Nope", Name: "x", UID: "uid-x", Controller: ptr.To(true)}
+	pod := podOwnedBy("ns", "unknown-owner", ref)
+	r, rec := invalidOwnerReconciler(t, pod)
+	c := r.Client
+	noMatch := interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "Nope" {
+			return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "nope.example.com", Kind: "Nope"}, SearchedVersions: []string{"v1"}}
+		}
+		return cl.Get(ctx, key, obj, opts...)
+	}}
+	wc := interceptor.NewClient(c.(client.WithWatch), noMatch)
+	r.Client, r.Decider.Client, r.Decider.APIReader, r.Decider.Walker.Reader = wc, wc, wc, wc
+	reconcileTwice(t, r, pod)
+	assert.Empty(t, events(rec))
+	got := &corev1.Pod{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(pod), got))
+	assert.Empty(t, got.Annotations, "the pod is not patched")
 }
