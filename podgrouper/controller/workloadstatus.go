@@ -18,6 +18,7 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
@@ -130,8 +131,18 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 		return nil
 	}
 	status := plan.StatusText()
+	planned := make([]string, 0, len(plan.PodGroups))
 	for _, pg := range plan.PodGroups {
-		if err := s.annotate(ctx, k.key.Namespace, pg.Name, status); err != nil {
+		planned = append(planned, pg.Name)
+	}
+	// An alpha plan's name with a {key} placeholder stands for the PodGroups the pods' values
+	// named (one per value): annotate those.
+	names, _, err := podgroup.ActualNames(ctx, s.client, k.key.Namespace, planned)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := s.annotate(ctx, k.key.Namespace, name, status); err != nil {
 			return err
 		}
 	}

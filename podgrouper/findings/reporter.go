@@ -17,6 +17,7 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
 // Event reasons of the findings: a Warning per finding (its Reason), and a Normal one when a
@@ -163,8 +164,13 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 	if err != nil {
 		return true
 	}
-	done := true
-	for _, name := range rep.PodGroups {
+	// An alpha plan's name with a {key} placeholder stands for the PodGroups the pods' values
+	// named: write those (none yet: retried on the next tick, as a PodGroup not created yet).
+	names, done, err := podgroup.ActualNames(ctx, r.Client, rep.Workload.Namespace, rep.PodGroups)
+	if err != nil {
+		return false
+	}
+	for _, name := range names {
 		if err := r.setAnnotation(ctx, types.NamespacedName{Namespace: rep.Workload.Namespace, Name: name}, string(v)); err != nil {
 			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "Writing the health annotation", "podGroup", rep.Workload.Namespace+"/"+name)

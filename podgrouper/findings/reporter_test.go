@@ -8,7 +8,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 )
 
 // In dry-run (no client) the Reporter still reports: a Warning Event on the workload and the
@@ -40,4 +48,51 @@ func TestReporterDryRunReportsAndClears(t *testing.T) {
 	assert.Contains(t, <-rec.Events, "Normal GangFindingCleared UnclaimedPods cleared")
 	assert.Contains(t, <-rec.Events, "Normal GangFindingCleared UnclaimedPods cleared on JobSet ns/")
 	assert.Equal(t, 0.0, testutil.ToFloat64(g))
+}
+
+// TestHealthOnPlaceholderNamedPodGroup: an alpha plan grouped by a label the operator sets
+// names its PodGroup pg-<UID>-{<key>} (gang.HasKeyPlaceholder); the pods' PodGroup is
+// pg-<UID>-train. The health annotation goes on that PodGroup, once: before, the reporter wrote
+// the placeholder name, found nothing, and retried on every tick for good.
+func TestHealthOnPlaceholderNamedPodGroup(t *testing.T) {
+	ctx := context.Background()
+	tr := NewTracker()
+	p := seedPlan(t, 2)
+	require.Len(t, p.PodGroups, 1)
+	p.PodGroups[0].Name = gang.KAIAlphaName(uid, `{.metadata.labels["e2e.example.com/job-name"]}`)
+	tr.SetPlan(p, Definition{Name: "reporter-test"}, t0)
+	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
+
+	s := runtime.NewScheme()
+	require.NoError(t, v2alpha2.AddToScheme(s))
+	real := &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg-" + uid + "-train"}}
+	var gets, updates int
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(real).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates++
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	r := &Reporter{Tracker: tr, Config: cfg, Client: c, Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return t0 }}
+
+	r.Tick(ctx)
+	got := &v2alpha2.PodGroup{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(real), got))
+	h, err := ParseHealth(got.Annotations[HealthAnnotation])
+	require.NoError(t, err, "the real PodGroup has the health annotation")
+	assert.False(t, h.Healthy)
+	require.Len(t, h.Findings, 1)
+	assert.Equal(t, UnclaimedPods, h.Findings[0].Reason)
+	assert.Equal(t, 1, updates)
+
+	gets = 0
+	for i := 0; i < 3; i++ {
+		r.Tick(ctx)
+	}
+	assert.Zero(t, gets, "written: no retry on the next ticks")
+	assert.Equal(t, 1, updates)
 }

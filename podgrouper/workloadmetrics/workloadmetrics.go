@@ -24,6 +24,7 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/podbook"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
 // Workload is what the series of one grouped workload show.
@@ -311,11 +312,21 @@ func (t *Tracker) collectOne(ch chan<- prometheus.Metric, s snapshot) {
 	if t.Reader == nil {
 		return
 	}
-	for _, name := range w.PodGroups {
+	for _, name := range t.actualPodGroups(w) {
 		for _, c := range t.podGroupConditions(w.Namespace, name) {
 			gauge(descPGCond, 1, name, c[0], c[1])
 		}
 	}
+}
+
+// actualPodGroups returns the names of the workload's PodGroups: its planned names, where an
+// alpha name with a {key} placeholder stands for the PodGroups its pods' values named
+// (podgroup.ActualNames), so their conditions are exported under their real names.
+func (t *Tracker) actualPodGroups(w Workload) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	names, _, _ := podgroup.ActualNames(ctx, t.Reader, w.Namespace, w.PodGroups)
+	return names
 }
 
 // podGroupConditions reads a PodGroup (from the cache) and returns its conditions' type and
