@@ -14,6 +14,12 @@ import "fmt"
 // real workloads.
 const MaxPlanElements = 50000
 
+// MaxSubGroupsPerPodGroup bounds the sub-groups of one PodGroup. A PodGroup is one API object:
+// etcd stores at most 1.5 MiB per request, and a sub-group with a 63-character name and parent is
+// about 170 bytes of JSON, so 5,000 (a JobSet replicated job of 5,000 multi-pod slices) always
+// fits, where a larger PodGroup would be refused by the API server at every write of every pod.
+const MaxSubGroupsPerPodGroup = 5000
+
 // planBudget counts the elements of a plan being built against MaxPlanElements.
 type planBudget struct {
 	used int64
@@ -23,6 +29,9 @@ type planBudget struct {
 // field whose count made it so ("" when it is the product of several).
 type TooLargeError struct {
 	Field string
+	// PodGroup is set when one PodGroup's sub-groups are past MaxSubGroupsPerPodGroup (then Max
+	// is that bound), "" for the whole plan's MaxPlanElements.
+	PodGroup string
 	// Count is the number of elements asked for at once (replicas, leaves), Max the bound.
 	Count, Max int64
 }
@@ -31,6 +40,9 @@ func (e *TooLargeError) Error() string {
 	where := ""
 	if e.Field != "" {
 		where = e.Field + ": "
+	}
+	if e.PodGroup != "" {
+		return fmt.Sprintf("%sPodGroup %s would have more than %d sub-groups (%d asked for at once); gangmap plans no PodGroup that large (one API object: etcd's request limit, gang.MaxSubGroupsPerPodGroup)", where, e.PodGroup, e.Max, e.Count)
 	}
 	return fmt.Sprintf("%sthe plan would hold more than %d PodGroups, sub-groups and role shares (%d asked for at once); gangmap plans no workload that large (a bound on the grouper's memory per workload, gang.MaxPlanElements)", where, e.Max, e.Count)
 }

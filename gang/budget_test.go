@@ -21,7 +21,7 @@ import (
 // PodGroups, ~160 MB of the grouper's heap, before), is refused naming the field. A JobSet
 // replicated job of 500,000 multi-pod replicas (one leaf sub-group per replica: a PodGroup of
 // 500,000 sub-groups, which no API server stores) is refused naming the replicated job's
-// replicasPath.
+// replicasPath, and so is one of 6,000 (a PodGroup above gang.MaxSubGroupsPerPodGroup).
 func TestPlanSizeBounded(t *testing.T) {
 	r := registry(t)
 	build := func(obj *unstructured.Unstructured) (*gang.Plan, error) {
@@ -60,4 +60,20 @@ func TestPlanSizeBounded(t *testing.T) {
 	require.True(t, errors.As(err, &tl), "JobSet of 500,000 slices: err = %v, want a TooLargeError", err)
 	assert.Equal(t, int64(500000), tl.Count, "the leaves asked for at once")
 	assert.Contains(t, tl.Field, "scaleDefinition.replicasPath")
+
+	// Within the plan's bound, one PodGroup is still one API object: 6,000 slices would be a
+	// PodGroup of 6,001 sub-groups (about 1 MB of JSON with long names, past etcd's limit with
+	// the longest): refused naming the PodGroup; 4,999 slices (5,000 sub-groups) are planned.
+	slices := func(n int64) error {
+		rjs[0].(map[string]any)["replicas"] = n
+		require.NoError(t, unstructured.SetNestedSlice(js.Object, rjs, "spec", "replicatedJobs"))
+		_, err := build(js)
+		return err
+	}
+	err = slices(6000)
+	require.True(t, errors.As(err, &tl), "JobSet of 6,000 slices: err = %v, want a TooLargeError", err)
+	assert.Equal(t, int64(gang.MaxSubGroupsPerPodGroup), tl.Max)
+	assert.Equal(t, "pg-v6e-multislice-jobset", tl.PodGroup)
+	assert.Contains(t, err.Error(), "PodGroup pg-v6e-multislice-jobset would have more than 5000 sub-groups")
+	require.NoError(t, slices(4999))
 }

@@ -30,6 +30,9 @@ func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *de
 		if err := budget.take(1, field); err != nil {
 			return err
 		}
+		if len(pg.SubGroups) >= MaxSubGroupsPerPodGroup {
+			return &TooLargeError{Field: field, PodGroup: pg.Name, Count: int64(len(pg.SubGroups)) + 1, Max: MaxSubGroupsPerPodGroup}
+		}
 		sg := &SubGroup{Name: m.role.Name, Topology: topo}
 		m.subGroup = sg
 		covered[m] = true
@@ -40,6 +43,9 @@ func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *de
 		}
 		if err := budget.take(m.pods/ppr, field); err != nil {
 			return err
+		}
+		if n := int64(len(pg.SubGroups)) + m.pods/ppr; n > MaxSubGroupsPerPodGroup {
+			return &TooLargeError{Field: field, PodGroup: pg.Name, Count: n, Max: MaxSubGroupsPerPodGroup}
 		}
 		parent := sg.Name
 		for i := int64(0); i < m.pods/ppr; i++ {
