@@ -124,11 +124,18 @@ func BenchmarkGroupScale(b *testing.B) {
 }
 
 // grouperArgs are the grouper's extra arguments: GANGMAP_SCALE_GROUPER_ARGS (space-separated,
-// e.g. "--qps=500 --burst=1000" to lift the client rate limit the default run is bound by) and,
-// when GANGMAP_SCALE_HEAP_PROFILE names a file, --pprof-bind-address on a free localhost port,
-// returned as pprofAddr ("" without a profile).
+// e.g. "--qps=500 --burst=1000" to lift the client rate limit the default run is bound by),
+// --memory-limit GANGMAP_SCALE_MEMORY_LIMIT unless those arguments set one (the Makefile's
+// default 230Mi: the soft limit a container limited to 256 MiB gets by default, so that the
+// resident set follows the live heap rather than twice it) and, when GANGMAP_SCALE_HEAP_PROFILE
+// names a file, --pprof-bind-address on a free localhost port, returned as pprofAddr ("" without
+// a profile).
 func grouperArgs(b *testing.B) (args []string, pprofAddr string) {
 	args = strings.Fields(os.Getenv("GANGMAP_SCALE_GROUPER_ARGS"))
+	if limit := os.Getenv("GANGMAP_SCALE_MEMORY_LIMIT"); limit != "" && !strings.Contains(strings.Join(args, " "), "--memory-limit") {
+		args = append(args, "--memory-limit="+limit)
+	}
+	b.Logf("grouper arguments: %q", args)
 	if os.Getenv("GANGMAP_SCALE_HEAP_PROFILE") == "" {
 		return args, ""
 	}

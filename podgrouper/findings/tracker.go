@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -51,9 +52,15 @@ type Tracker struct {
 type workload struct {
 	ref        gang.WorkloadRef
 	definition Definition
-	plan       *gang.Plan
-	roles      map[string]*roleState
-	misses     []string
+	// plan identifies the plan last set, without keeping it alive: the plan cache bounds the
+	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan
+	// (10,000 workloads' plans were 50 MB beyond the cache's bound). planned says one was set.
+	plan    weak.Pointer[gang.Plan]
+	planned bool
+	// podGroups are the plan's PodGroup names.
+	podGroups []string
+	roles     map[string]*roleState
+	misses    []string
 	// pods counts the observed pods; a workload without a plan is dropped with its last pod.
 	pods      int64
 	unclaimed int64
@@ -104,10 +111,16 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 		w = &workload{roles: map[string]*roleState{}}
 		t.workloads[uid] = w
 	}
-	if w.plan == plan {
+	wp := weak.Make(plan)
+	if w.planned && w.plan == wp {
 		return
 	}
-	w.plan, w.ref, w.definition = plan, plan.Workload, def
+	w.plan, w.planned = wp, true
+	w.ref, w.definition = plan.Workload, def
+	w.podGroups = w.podGroups[:0]
+	for _, pg := range plan.PodGroups {
+		w.podGroups = append(w.podGroups, pg.Name)
+	}
 	w.misses = w.misses[:0]
 	for _, m := range plan.Misses {
 		w.misses = append(w.misses, m.Path)
@@ -213,7 +226,7 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 	if w == nil {
 		return
 	}
-	if w.pods--; w.pods == 0 && w.plan == nil {
+	if w.pods--; w.pods == 0 && !w.planned {
 		delete(t.workloads, o.Owner)
 		return
 	}
@@ -257,13 +270,11 @@ func (t *Tracker) Evaluate(now time.Time, cfg Config) []Report {
 	defer t.mu.Unlock()
 	out := make([]Report, 0, len(t.workloads))
 	for _, w := range t.workloads {
-		if w.plan == nil {
+		if !w.planned {
 			continue
 		}
 		r := Report{Workload: w.ref, Definition: w.definition, Findings: w.findings(now, cfg)}
-		for _, pg := range w.plan.PodGroups {
-			r.PodGroups = append(r.PodGroups, pg.Name)
-		}
+		r.PodGroups = append(r.PodGroups, w.podGroups...)
 		out = append(out, r)
 	}
 	return out
