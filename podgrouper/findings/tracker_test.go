@@ -3,6 +3,7 @@ package findings
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -204,4 +205,24 @@ func BenchmarkEvaluate(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		tr.Evaluate(t0, cfg)
 	}
+}
+
+// The tracker does not keep a workload's plan alive (the plan cache alone bounds the plans held),
+// yet the same plan set again is still recognised, and the findings, PodGroup names included,
+// outlive the plan.
+func TestTrackerDoesNotKeepThePlan(t *testing.T) {
+	tr := NewTracker()
+	p := seedPlan(t, 2)
+	names := []string{p.PodGroups[0].Name}
+	tr.SetPlan(p, Definition{Name: "d"}, t0)
+	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
+	ref := tr.workloads[uid].plan
+	tr.SetPlan(p, Definition{Name: "changed"}, t0)
+	require.Equal(t, "d", tr.workloads[uid].definition.Name, "the same plan again is a no-op")
+	runtime.GC()
+	require.Nil(t, ref.Value(), "the plan was collected")
+	reports := tr.Evaluate(t0, cfg)
+	require.Len(t, reports, 1)
+	require.Equal(t, names, reports[0].PodGroups)
+	require.Equal(t, int64(1), tr.Counts(uid).Created["leader"])
 }
