@@ -35,16 +35,18 @@ import (
 // the grouper's own code from the objects the API server would send (each decoded from its own
 // JSON, so no strings are shared that the informers would not share): the pod cache (a
 // podview.Record per pod in a client-go store with the namespace index, as podcache), the
-// workloads' cache (unstructured, podview.TransformWorkload), the PodGroups' cache (typed, as
+// workloads' cache (unstructured, through the grouper's podview.Interner), the PodGroups' cache (typed, as
 // podgroup.Build writes them and the API server returns them, managed fields dropped), the plan
 // cache (workloadmap.Grouper, which decides every pod), and the per-pod bookkeeping (podbook,
 // findings, workload metrics: what the reconciler records for a grouped, repaired pod).
 type steadyState struct {
 	pods, workloads, podGroups toolscache.Indexer
-	grouper                    *workloadmap.Grouper
-	book                       *podbook.Book
-	findings                   *findings.Tracker
-	metrics                    *workloadmetrics.Tracker
+	// interner is the workloads' cache transform (the manager's DefaultTransform).
+	interner *podview.Interner
+	grouper  *workloadmap.Grouper
+	book     *podbook.Book
+	findings *findings.Tracker
+	metrics  *workloadmetrics.Tracker
 }
 
 func newSteadyState(tb testing.TB) *steadyState {
@@ -63,7 +65,7 @@ func newSteadyState(tb testing.TB) *steadyState {
 		return toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
 	book := podbook.New()
-	return &steadyState{pods: store(), workloads: store(), podGroups: store(),
+	return &steadyState{pods: store(), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
 		grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
 		book:    book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
 }
@@ -79,9 +81,9 @@ func decoded(tb testing.TB, obj, out any) {
 	}
 }
 
-// customJob is the scale benchmark's CustomJob (e2e/testdata/customjob.yaml) number w with
+// scaleCustomJob is the scale benchmark's CustomJob (e2e/testdata/customjob.yaml) number w with
 // workers workers, as the API server returns it, through the workloads' cache transform.
-func customJob(tb testing.TB, raw []byte, w, workers int) *unstructured.Unstructured {
+func scaleCustomJob(tb testing.TB, in *podview.Interner, raw []byte, w, workers int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
 		tb.Fatal(err)
@@ -94,7 +96,10 @@ func customJob(tb testing.TB, raw []byte, w, workers int) *unstructured.Unstruct
 	if err := unstructured.SetNestedField(u.Object, int64(workers), "spec", "worker", "replicas"); err != nil {
 		tb.Fatal(err)
 	}
-	obj, _ := podview.TransformWorkload(u)
+	obj, err := in.Transform(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return obj.(*unstructured.Unstructured)
 }
 
@@ -196,7 +201,7 @@ func BenchmarkGrouperMemory(b *testing.B) {
 				s := newSteadyState(b)
 				now := time.Now()
 				for w := range size.workloads {
-					s.addWorkload(b, context.Background(), customJob(b, js, w, per-1), per-1, now)
+					s.addWorkload(b, context.Background(), scaleCustomJob(b, s.interner, js, w, per-1), per-1, now)
 				}
 				heap := float64(liveHeap() - before)
 				b.ReportMetric(heap/(1<<20), "heap-MiB")
@@ -232,6 +237,6 @@ func (s *steadyState) parts() []part {
 		{"pod-cache", func() { s.pods = nil }},
 		{"plan-cache", func() { s.grouper = nil }},
 		{"podgroup-cache", func() { s.podGroups = nil }},
-		{"workload-cache", func() { s.workloads = nil }},
+		{"workload-cache", func() { s.workloads, s.interner = nil, nil }},
 	}
 }
