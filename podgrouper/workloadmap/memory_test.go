@@ -3,12 +3,15 @@ package workloadmap
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/definitions"
 )
 
 // liveHeap is the live heap after two collections.
@@ -28,14 +31,18 @@ func liveHeap() uint64 {
 func BenchmarkCachedPlanBytes(b *testing.B) {
 	ctx := context.Background()
 	const n = 4000 // the plan cache holds 4,096
-	for _, file := range []string{"jobset-leader-workers.yaml", "pytorchjob-kai-elastic-min1-max3.yaml", "lws-replicas2-size4-8gpu-limits.yaml"} {
-		b.Run(file, func(b *testing.B) {
+	for _, file := range []string{"jobset-leader-workers.yaml", "pytorchjob-kai-elastic-min1-max3.yaml", "lws-replicas2-size4-8gpu-limits.yaml", "../../e2e/testdata/customjob.yaml"} {
+		b.Run(filepath.Base(file), func(b *testing.B) {
 			base := workload(b, file, nil)
 			var per float64
 			for i := 0; i < b.N; i++ {
 				g := newGrouper(b)
+				// The scale benchmark's CustomJob has its definition in e2e/testdata.
+				defs, err := definitions.LoadPaths([]string{"../../e2e/testdata/customjob-karta.yaml"}, definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+				require.NoError(b, err)
+				g.Registry.SetSource(definitions.SourceFile, defs)
 				// Warm the definition and the grouper's lazily made state.
-				_, _, err := g.Plan(ctx, base.DeepCopy())
+				_, _, err = g.Plan(ctx, base.DeepCopy())
 				require.NoError(b, err)
 				g.Forget("bench", base.GetUID())
 				before := liveHeap()
