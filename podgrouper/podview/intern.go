@@ -49,6 +49,12 @@ func NewInterner(size int) *Interner {
 
 // Transform is TransformWorkload followed by the sharing of equal subtrees (see Interner) for an
 // unstructured object; other objects get TransformWorkload only. It never fails.
+//
+// It never writes to a map or list it did not just make, except the object's own root and
+// metadata maps, and those only where a value changes: client-go may hand an object to the
+// transform twice (the watch-list path stores it in a temporary store, then passes it to the
+// FIFO's Replace, client-go's tools/cache/reflector.go and delta_fifo.go), and its subtrees may
+// by then be shared with objects other goroutines read.
 func (in *Interner) Transform(obj any) (any, error) {
 	obj, err := TransformWorkload(obj)
 	u, ok := obj.(*unstructured.Unstructured)
@@ -61,19 +67,42 @@ func (in *Interner) Transform(obj any) (any, error) {
 		if md, ok := v.(map[string]any); ok && k == "metadata" {
 			for mk, mv := range md {
 				if mk == "labels" || mk == "annotations" {
-					md[mk], _, _ = in.share(mv)
+					setIfMoved(md, mk, mv, in.canonical(mv))
 				}
 			}
 			continue
 		}
-		u.Object[k], _, _ = in.share(v)
+		setIfMoved(u.Object, k, v, in.canonical(v))
 	}
 	return u, nil
 }
 
-// share returns the cached subtree equal to v, or v itself after sharing its own subtrees, with
-// v's hash; ok is false when v holds a value of a type a decoded JSON object cannot hold (then v
-// is returned as it is, its subtrees possibly shared).
+// canonical is share's value.
+func (in *Interner) canonical(v any) any {
+	c, _, _ := in.share(v)
+	return c
+}
+
+// setIfMoved sets m[k] to c when c is not old itself (a map or list of another identity).
+func setIfMoved(m map[string]any, k string, old, c any) {
+	if !sameTree(old, c) {
+		m[k] = c
+	}
+}
+
+// sameTree reports whether a and b are the same map or list (identity), or both neither.
+func sameTree(a, b any) bool {
+	switch a.(type) {
+	case map[string]any, []any:
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	return true
+}
+
+// share returns the cached subtree equal to v, else v itself, or a copy of v holding its shared
+// subtrees when any of them is another object than v's own (v is never written), with v's hash;
+// ok is false when v holds a value of a type a decoded JSON object cannot hold (then v is
+// returned, its subtrees possibly shared in a copy, and is not cached).
 func (in *Interner) share(v any) (any, uint64, bool) {
 	var h maphash.Hash
 	h.SetSeed(in.seed)
@@ -87,12 +116,25 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 		slices.Sort(keys)
 		h.WriteByte('m')
 		ok := true
+		var moved map[string]any
 		for _, k := range keys {
 			c, ch, cok := in.share(t[k])
-			t[k], ok = c, ok && cok
+			ok = ok && cok
+			if moved == nil && !sameTree(t[k], c) {
+				moved = make(map[string]any, len(t))
+				for k2, v2 := range t {
+					moved[k2] = v2
+				}
+			}
+			if moved != nil {
+				moved[k] = c
+			}
 			writeString(&h, k)
 			binary.LittleEndian.PutUint64(b[:8], ch)
 			_, _ = h.Write(b[:8])
+		}
+		if moved != nil {
+			v = moved
 		}
 		if !ok {
 			return v, 0, false
@@ -101,11 +143,21 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 	case []any:
 		h.WriteByte('l')
 		ok := true
+		var moved []any
 		for i := range t {
 			c, ch, cok := in.share(t[i])
-			t[i], ok = c, ok && cok
+			ok = ok && cok
+			if moved == nil && !sameTree(t[i], c) {
+				moved = slices.Clone(t)
+			}
+			if moved != nil {
+				moved[i] = c
+			}
 			binary.LittleEndian.PutUint64(b[:8], ch)
 			_, _ = h.Write(b[:8])
+		}
+		if moved != nil {
+			v = moved
 		}
 		if !ok {
 			return v, 0, false

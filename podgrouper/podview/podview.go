@@ -164,11 +164,19 @@ func TransformPod(obj any) (any, error) {
 // classes): it drops metadata.managedFields, which nothing in gangmap reads and which is often
 // the largest part of an object's metadata. Everything else is kept (see the package comment).
 func TransformWorkload(obj any) (any, error) {
+	// Nothing is written when there is nothing to drop: an object transformed again (client-go's
+	// watch-list path) may already be read by other goroutines.
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		unstructured.RemoveNestedField(o.Object, "metadata", "managedFields")
+		if md, ok := o.Object["metadata"].(map[string]any); ok {
+			if _, has := md["managedFields"]; has {
+				delete(md, "managedFields")
+			}
+		}
 	case metav1.Object:
-		o.SetManagedFields(nil)
+		if o.GetManagedFields() != nil {
+			o.SetManagedFields(nil)
+		}
 	}
 	return obj, nil
 }
