@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -64,10 +66,11 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	policy := o.Policy()
 	chain, err := m.Decider.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
 	var invalid *owners.InvalidReferenceError
-	if errors.As(err, &invalid) {
-		// An owner reference the pod may not have (another namespace's object, a replaced owner):
-		// the pod has no owner for gangmap, so no rule applies; not an error to count per pod
-		// (the decision path treats it the same, and the pod controller tells the pod once).
+	if errors.As(err, &invalid) || (err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err))) {
+		// An owner reference the pod may not have (another namespace's object, a replaced owner),
+		// or an owner that does not exist (deleted, made up, of a kind the API server does not
+		// serve): the pod has no owner for gangmap, so no rule applies; not an error to count per
+		// pod (the decision path treats it the same, and the pod controller tells the pod once).
 		return nil, nil
 	}
 	if err != nil || chain == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -187,4 +188,44 @@ func TestOnboardingIgnoresInvalidOwnerReference(t *testing.T) {
 	assert.True(t, resp.Allowed)
 	assert.Empty(t, resp.Patch)
 	assert.Equal(t, before, testutil.ToFloat64(admissionErrors.WithLabelValues("Onboard")))
+}
+
+// TestOnboardingIgnoresAbsentOwner: with an onboarding policy in force, a pod whose owner reference
+// names an owner that does not exist (a deleted or made-up workload, or a kind the API server does
+// not serve) is not onboarded and is admitted unchanged without counting a webhook error (and its
+// error log), as the decision path treats it (no owner object: not gangmap's). Before, each such
+// pod any author wrote counted an Onboard error with an error log.
+func TestOnboardingIgnoresAbsentOwner(t *testing.T) {
+	f, _ := onboardFixture(t, map[string]string{"onboard": "yes", "team-queue": "team-a"}, false)
+	w := f.webhook.Handler.(*PodMutator).Decider.Walker
+	w.Reader = noMatchReader{w.Reader}
+	for name, ref := range map[string]map[string]any{
+		"deleted owner": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "ghost", "uid": "00000000-0000-0000-0000-0000000000aa", "controller": true},
+		"unknown kind":  {"apiVersion": "nope.example.com/v1", "kind": "Nope", "name": "x", "uid": "00000000-0000-0000-0000-0000000000bb", "controller": true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := f.variant(t, func(pod map[string]any) {
+				pod["spec"].(map[string]any)["schedulerName"] = "default-scheduler"
+				pod["metadata"].(map[string]any)["ownerReferences"] = []any{ref}
+			})
+			before := testutil.ToFloat64(admissionErrors.WithLabelValues("Onboard"))
+			var out bytes.Buffer
+			resp, err := f.admit(context.Background(), request(raw), &out)
+			require.NoError(t, err)
+			assert.True(t, resp.Allowed)
+			assert.Empty(t, resp.Patch)
+			assert.Equal(t, before, testutil.ToFloat64(admissionErrors.WithLabelValues("Onboard")))
+		})
+	}
+}
+
+// noMatchReader answers a kind of group nope.example.com as a real API server's RESTMapper does
+// for a kind it does not serve (no match), and reads everything else from Reader.
+type noMatchReader struct{ client.Reader }
+
+func (r noMatchReader) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
+	if gvk := out.GetObjectKind().GroupVersionKind(); gvk.Group == "nope.example.com" {
+		return &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+	}
+	return r.Reader.Get(ctx, key, out, opts...)
 }
