@@ -302,21 +302,74 @@ func (t *Tracker) collectOne(ch chan<- prometheus.Metric, s snapshot) {
 	}
 	gauge(descGPUs, w.GPUs)
 	gauge(descGangGPU, w.GangGPUs)
-	for _, r := range w.Roles {
+	roles, kept := boundedRoles(w.Roles)
+	for _, r := range roles {
 		gauge(descRoleGPU, r.GPUs, r.Name)
 		gauge(descRoleMin, r.GangGPUs, r.Name)
 	}
-	for k, n := range s.pods {
+	for k, n := range boundedPods(s.pods, kept) {
 		gauge(descPods, float64(n), k[0], k[1])
 	}
 	if t.Reader == nil {
 		return
 	}
-	for _, name := range t.actualPodGroups(w) {
+	names := t.actualPodGroups(w)
+	if len(names) > MaxPodGroupSeries {
+		sort.Strings(names)
+		names = names[:MaxPodGroupSeries]
+	}
+	for _, name := range names {
 		for _, c := range t.podGroupConditions(w.Namespace, name) {
 			gauge(descPGCond, 1, name, c[0], c[1])
 		}
 	}
+}
+
+// MaxRoleSeries caps the roles one workload has series for: the role list is data of the
+// workload (an AppWrapper's or a DisaggregatedSet's author writes up to 1,000 instances), so
+// without a cap one author could add thousands of series to every scrape. Roles past the first
+// MaxRoleSeries (in plan order) are summed into the role OtherRoles, GPUs and pods alike.
+const MaxRoleSeries = 32
+
+// MaxPodGroupSeries caps the PodGroups one workload exports conditions for (the first, by name):
+// a workload of per-replica gangs (a LeaderWorkerSet of 1,000 groups) has one PodGroup each.
+const MaxPodGroupSeries = 32
+
+// OtherRoles is the role label of the sum of a workload's roles past MaxRoleSeries.
+const OtherRoles = "_other"
+
+// boundedRoles returns at most MaxRoleSeries+1 roles: the first MaxRoleSeries, then OtherRoles
+// summing the rest; kept holds the names of the roles that keep their own series (nil when all do).
+func boundedRoles(roles []Role) (out []Role, kept map[string]bool) {
+	if len(roles) <= MaxRoleSeries {
+		return roles, nil
+	}
+	kept = make(map[string]bool, MaxRoleSeries)
+	out = append(make([]Role, 0, MaxRoleSeries+1), roles[:MaxRoleSeries]...)
+	other := Role{Name: OtherRoles}
+	for _, r := range roles[:MaxRoleSeries] {
+		kept[r.Name] = true
+	}
+	for _, r := range roles[MaxRoleSeries:] {
+		other.GPUs += r.GPUs
+		other.GangGPUs += r.GangGPUs
+	}
+	return append(out, other), kept
+}
+
+// boundedPods moves the pod counts of roles outside kept to OtherRoles (kept nil: unchanged).
+func boundedPods(pods map[[2]string]int, kept map[string]bool) map[[2]string]int {
+	if kept == nil {
+		return pods
+	}
+	out := make(map[[2]string]int, len(kept)+1)
+	for k, n := range pods {
+		if !kept[k[0]] {
+			k[0] = OtherRoles
+		}
+		out[k] += n
+	}
+	return out
 }
 
 // actualPodGroups returns the names of the workload's PodGroups: its planned names, where an
