@@ -136,7 +136,13 @@ func workloadOf(t *testing.T, file string) *unstructured.Unstructured {
 // PodGroup is one KAI's PodGroup webhook accepts.
 func checkPlan(t *testing.T, file string, want planWant) {
 	t.Helper()
-	p := buildPlan(t, file)
+	checkBuiltPlan(t, file, buildPlan(t, file), want)
+}
+
+// checkBuiltPlan is checkPlan on a plan already built (of a manifest changed by a test, file
+// naming it in messages).
+func checkBuiltPlan(t *testing.T, file string, p *gang.Plan, want planWant) {
+	t.Helper()
 	require.Len(t, p.PodGroups, len(want.podGroups), "%s: PodGroups", file)
 	for i, w := range want.podGroups {
 		pg := p.PodGroups[i]

@@ -227,6 +227,21 @@ func TestPlanRealManifests(t *testing.T) {
 		}
 		assert.Equal(t, 4.0, p.TotalGPUs)
 	})
+	t.Run("paddlejob simple-gpu", func(t *testing.T) {
+		doc, _ := planJSON(t, ExitOK, "-f", "../../../definitions/catalog/testdata/paddlejob-simple-gpu-collective-2workers-2gpu.yaml")
+		p := doc.Plans[0]
+		// training-operator v1.9.4 examples/paddlepaddle/simple-gpu.yaml: Worker only, replicas 2,
+		// limits nvidia.com/gpu 2; no minAvailable, so every pod (common/job.go ReconcileJobs);
+		// no Master spec, so only the worker sub-group has pods.
+		require.Len(t, p.PodGroups, 1)
+		pg := p.PodGroups[0]
+		assert.Equal(t, "pg-paddle-simple-gpu-paddlejob", pg.Name)
+		assert.Equal(t, 1, *pg.MinSubGroup)
+		require.Len(t, pg.SubGroups, 1)
+		assert.Equal(t, "worker", pg.SubGroups[0].Name)
+		assert.Equal(t, 2, *pg.SubGroups[0].MinMember)
+		assert.Equal(t, 4.0, p.TotalGPUs)
+	})
 }
 
 func TestPlanUnknownKindIsAnEntryAndExit1(t *testing.T) {

@@ -308,6 +308,7 @@ func catalogWorkloadResources(t *testing.T) (map[schema.GroupResource]schema.Gro
 		{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}:      "sparkapplications",
 		{Group: "disaggregatedset.x-k8s.io", Kind: "DisaggregatedSet"}: "disaggregatedsets",
 		{Group: "sparkoperator.k8s.io", Kind: "SparkConnect"}:          "sparkconnects",
+		{Group: "kubeflow.org", Kind: "PaddleJob"}:                     "paddlejobs",
 	}
 	ls, err := catalog.Load()
 	if err != nil {
@@ -584,6 +585,7 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 		{APIGroups: []string{"batch.volcano.sh"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications", "sparkconnects"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"disaggregatedset.x-k8s.io"}, Resources: []string{"disaggregatedsets"}, Verbs: []string{"get", "list", "patch", "watch"}},
+		{APIGroups: []string{"kubeflow.org"}, Resources: []string{"paddlejobs"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets"}, Verbs: []string{"get"}},
