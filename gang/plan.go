@@ -313,14 +313,17 @@ func newRole(comp *definitions.Component, inst *definitions.Instance) (*Role, er
 	checks := []struct {
 		v    int64
 		path string
+		prog expr.Program
 	}{
-		{replicas, sp.Child("replicasPath").String()},
-		{minReplicas, sp.Child("minReplicasPath").String()},
-		{inst.PodsPerReplica, "spec.gangmap.components[" + comp.Name + "].podsPerReplicaPath"},
+		{replicas, sp.Child("replicasPath").String(), comp.Replicas},
+		{minReplicas, sp.Child("minReplicasPath").String(), comp.MinReplicas},
+		{inst.PodsPerReplica, "spec.gangmap.components[" + comp.Name + "].podsPerReplicaPath", comp.PodsPerReplica},
 	}
 	for _, c := range checks {
 		if c.v < 0 {
-			return nil, fmt.Errorf("%s%s: expected a count >= 0, got %d", c.path, instanceNote(inst.ID), c.v)
+			// The count is the expression's result, which may be computed from the workload's
+			// field (size - 1): show the expression, so the user finds the field they wrote.
+			return nil, fmt.Errorf("%s%s: expected a count >= 0, got %d%s", c.path, instanceNote(inst.ID), c.v, fromExpression(c.prog))
 		}
 		if c.v > math.MaxInt32 {
 			return nil, fmt.Errorf("%s%s: expected a count that fits a PodGroup's int32, got %d", c.path, instanceNote(inst.ID), c.v)
@@ -416,6 +419,15 @@ func (p *Plan) GangGPUs() GPUs {
 		g += r.GangGPUs
 	}
 	return g
+}
+
+// fromExpression says which expression gave a count, for errors: " from <source> on the
+// workload (check the workload fields it reads)", or "" without one.
+func fromExpression(p expr.Program) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf(" from %s on the workload (check the workload fields it reads)", p.Source())
 }
 
 func roleLabel(r *Role) string {

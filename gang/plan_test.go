@@ -398,3 +398,22 @@ func TestOverridesOnSubGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestNegativeComputedCountNamesTheExpression: the DisaggregatedSet definition counts a role's
+// workers as leaderWorkerTemplate.size − 1 (a LeaderWorkerSet group is a leader and size − 1
+// workers). A workload with size -5 makes that -6; the error names the expression that
+// computed it and the field it reads, not only the computed value the user never wrote (found by
+// the new-user review: "size: -5 ... got -6").
+func TestNegativeComputedCountNamesTheExpression(t *testing.T) {
+	r := registry(t)
+	objs, err := manifest.ReadFile("../definitions/catalog/testdata/disaggregatedset-slices2-prefill-decode.yaml")
+	require.NoError(t, err)
+	obj := objs[0]
+	roles, _, err := unstructured.NestedSlice(obj.Object, "spec", "roles")
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(roles[0].(map[string]any), int64(-5), "spec", "leaderWorkerTemplate", "size"))
+	require.NoError(t, unstructured.SetNestedSlice(obj.Object, roles, "spec", "roles"))
+	_, err = gang.Build(context.Background(), r.Lookup(obj.GroupVersionKind()), obj)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `spec.gangmap.components[worker].podsPerReplicaPath (instance "prefill-worker"): expected a count >= 0, got -6 from .spec.roles[]? | (.spec.leaderWorkerTemplate.size // 1) - 1 on the workload (check the workload fields it reads)`)
+}
