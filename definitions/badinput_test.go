@@ -302,3 +302,33 @@ func TestBadInputTwoDefinitionsForOneKind(t *testing.T) {
 	require.NotNil(t, r.Lookup(gvk))
 	assert.Equal(t, "badjob-cluster", r.Lookup(gvk).Name())
 }
+
+// TestOwnsNoPods: spec.gangmap.ownsNoPods needs both its condition and its reason (each missing
+// one is named by path); when the condition holds on the workload, the workload resolves to no
+// component instance and no path miss, with the reason; when it does not, as without it.
+func TestOwnsNoPods(t *testing.T) {
+	_, err := badCompile(t, badBase+"  gangmap:\n    ownsNoPods: {}\n", expr.Limits{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.gangmap.ownsNoPods.when: Required value")
+	assert.Contains(t, err.Error(), "spec.gangmap.ownsNoPods.reason: Required value")
+
+	c, err := badCompile(t, badBase+"  gangmap:\n    ownsNoPods: {when: '.spec.external != null', reason: the job runs on an external pool}\n", expr.Limits{})
+	require.NoError(t, err)
+	obj := badObject()
+	w, err := c.Resolve(context.Background(), obj)
+	require.NoError(t, err)
+	assert.Empty(t, w.OwnsNoPods)
+	require.Len(t, w.Components, 3)
+	assert.Len(t, w.Components[2].Instances, 1, "the workers as usual")
+
+	obj["spec"].(map[string]any)["external"] = "pool-a"
+	delete(obj["spec"].(map[string]any), "worker")
+	w, err = c.Resolve(context.Background(), obj)
+	require.NoError(t, err)
+	assert.Equal(t, "the job runs on an external pool", w.OwnsNoPods)
+	assert.Empty(t, w.Misses, "nothing was expected to resolve")
+	require.Len(t, w.Components, 3)
+	for _, rc := range w.Components {
+		assert.Empty(t, rc.Instances, rc.Component.Name)
+	}
+}

@@ -40,6 +40,8 @@ type Compiled struct {
 	PerReplicaOf *Component
 	// Startup is the compiled startup policy, or nil.
 	Startup *CompiledStartup
+	// OwnsNoPods is the compiled spec.gangmap.ownsNoPods, or nil.
+	OwnsNoPods *CompiledOwnsNoPods
 	// podMetadataOnly says every pod-side expression reads only .metadata (see PodInput).
 	podMetadataOnly bool
 	// podLabelKeys, when not nil, are the only pod labels the definition reads: every pod-side
@@ -210,6 +212,9 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 			out.byName[ce.Name].PodsPerReplica = cc.compile(ce.PodsPerReplicaPath, expr.Object, gangmapPath.Child("components").Index(i).Child("podsPerReplicaPath"))
 			comp := out.byName[ce.Name]
 			comp.Onboard, comp.OnboardUnreachable = cc.onboardPaths(ce.Onboard, gangmapPath.Child("components").Index(i).Child("onboard"))
+		}
+		if o := ext.OwnsNoPods; o != nil {
+			out.OwnsNoPods = &CompiledOwnsNoPods{When: cc.compile(o.When, expr.Object, gangmapPath.Child("ownsNoPods", "when")), Reason: o.Reason}
 		}
 		if g := ext.Gang; g != nil {
 			if g.PerReplicaOf != "" {

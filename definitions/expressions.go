@@ -86,6 +86,9 @@ func ObjectExpressions(k *Karta) []FieldExpr {
 				}
 			}
 		}
+		if o := ext.OwnsNoPods; o != nil {
+			add(gangmapPath.Child("ownsNoPods", "when"), o.When)
+		}
 		if g := ext.Gang; g != nil && g.Startup != nil {
 			add(gangmapPath.Child("gang", "startup", "when"), g.Startup.When)
 			add(gangmapPath.Child("gang", "startup", "firstInstances"), g.Startup.FirstInstances)

@@ -14,6 +14,19 @@ type Extensions struct {
 	Components []ComponentExtension `json:"components,omitempty"`
 	// Gang shapes the gang beyond what optimizationInstructions can say.
 	Gang *GangExtension `json:"gang,omitempty"`
+	// OwnsNoPods says when a workload of the kind creates no pods of its own (a RayJob with
+	// spec.clusterSelector runs on an existing RayCluster, whose pods are that RayCluster's): its
+	// plan is then empty by design, the paths that resolve to nothing on it are not drift, and
+	// the plan gives Reason.
+	OwnsNoPods *OwnsNoPods `json:"ownsNoPods,omitempty"`
+}
+
+// OwnsNoPods is a condition under which the workload creates no pods of its own, and why.
+type OwnsNoPods struct {
+	// When is an object-side boolean expression. Required.
+	When Expr `json:"when"`
+	// Reason says why, for a person, citing the operator's code. Required.
+	Reason string `json:"reason"`
 }
 
 // ComponentExtension adds facts to one component, named by Name.

@@ -25,6 +25,15 @@ type Workload struct {
 	Misses []PathMiss
 	// Notes says which expressions failed on null and were read null-safe (expr.NullSafeJQ).
 	Notes []string
+	// OwnsNoPods is the definition's ownsNoPods reason when its condition holds on this object
+	// (then Misses is empty: nothing was expected to resolve), else "".
+	OwnsNoPods string
+}
+
+// CompiledOwnsNoPods is spec.gangmap.ownsNoPods compiled.
+type CompiledOwnsNoPods struct {
+	When   expr.Program
+	Reason string
 }
 
 // ResolvedComponent is one component with its instances.
@@ -83,6 +92,11 @@ func (c *Compiled) Resolve(ctx context.Context, obj map[string]any) (*Workload, 
 	vars, _ = expr.Normalize(vars).(map[string]any)
 	w := &Workload{Compiled: c, Object: obj, Variables: vars}
 	r := resolver{ctx: ctx, w: w, in: expr.Input{Object: obj, Variables: vars, Normalized: true}}
+	if none, err := r.ownsNoPods(c); err != nil {
+		return nil, err
+	} else if none {
+		return w, nil
+	}
 	for _, comp := range c.Components {
 		rc, err := r.component(comp)
 		if err != nil {
@@ -92,6 +106,27 @@ func (c *Compiled) Resolve(ctx context.Context, obj map[string]any) (*Workload, 
 	}
 	w.dropExpectedMisses()
 	return w, nil
+}
+
+// ownsNoPods evaluates spec.gangmap.ownsNoPods on the object: when it holds, the workload is
+// one of no component instance (no roles, no PodGroup, no path to miss) and says why.
+func (r *resolver) ownsNoPods(c *Compiled) (bool, error) {
+	o := c.OwnsNoPods
+	if o == nil || o.When == nil {
+		return false, nil
+	}
+	res, err := o.When.Eval(r.ctx, r.in)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", gangmapPath.Child("ownsNoPods", "when"), err)
+	}
+	if !expr.Truthy(res) {
+		return false, nil
+	}
+	r.w.OwnsNoPods = o.Reason
+	for _, comp := range c.Components {
+		r.w.Components = append(r.w.Components, &ResolvedComponent{Component: comp})
+	}
+	return true, nil
 }
 
 // dropExpectedMisses forgets the spec paths of components with zero replicas everywhere: a role

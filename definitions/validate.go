@@ -306,6 +306,14 @@ func validateExtensions(k *Karta, names map[string]*field.Path) field.ErrorList 
 		}
 		seen.Insert(c.Name)
 	}
+	if o := ext.OwnsNoPods; o != nil {
+		if o.When.IsZero() {
+			errs = append(errs, field.Required(gangmapPath.Child("ownsNoPods", "when"), "an object-side condition under which the workload creates no pods of its own"))
+		}
+		if o.Reason == "" {
+			errs = append(errs, field.Required(gangmapPath.Child("ownsNoPods", "reason"), "say why the workload then creates no pods (the operator's code)"))
+		}
+	}
 	if g := ext.Gang; g != nil {
 		gp := gangmapPath.Child("gang")
 		if g.PerReplicaOf != "" {

@@ -56,6 +56,9 @@ type Plan struct {
 	// Misses lists the definition paths that resolved to nothing on this workload (drift between
 	// the definition and the framework, or a typo); each is also in Notes.
 	Misses []definitions.PathMiss `json:"misses,omitempty"`
+	// OwnsNoPods is the definition's reason why this workload creates no pods of its own
+	// (spec.gangmap.ownsNoPods), "" when it does.
+	OwnsNoPods string `json:"ownsNoPods,omitempty"`
 	// Status is every word of the common status vocabulary whose matchers in the definition's
 	// statusDefinition hold on the workload, in upstream's order ([undefined] when none does);
 	// nil with StatusError set when evaluating it failed. The CLI's get and describe, the
@@ -208,6 +211,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		alphaMember: map[*Role]definitions.AlphaMember{},
 	}
 	p.Misses = w.Misses
+	p.OwnsNoPods = w.OwnsNoPods
 	if st, err := c.EvaluateStatus(ctx, content, w.Variables); err != nil {
 		p.StatusError = err.Error()
 	} else {
@@ -361,6 +365,8 @@ func (p *Plan) explainNoPodGroup(c *definitions.Compiled) {
 	}
 	var why string
 	switch {
+	case p.OwnsNoPods != "":
+		why = p.OwnsNoPods
 	case len(p.Roles) == 0 && len(c.PodBearing)+len(c.ScaledRoles) == 0:
 		why = "the definition has no component with a specDefinition or a scaleDefinition, so it describes no pods"
 	case len(p.Roles) == 0:

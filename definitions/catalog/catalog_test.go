@@ -293,11 +293,12 @@ func TestRayJob(t *testing.T) {
 			totalGPUs: 4,
 			notes:     []string{"workerGroupSpecs[]?.groupName) resolved to nothing"}, // no worker groups
 		},
-		// clusterSelector only: no rayClusterSpec, so no head and no worker roles, no PodGroup.
+		// clusterSelector only: no rayClusterSpec, so no head and no worker roles, no PodGroup;
+		// the plan says why (spec.gangmap.ownsNoPods), not that a path resolved to nothing.
 		"rayjob-existing-cluster-selector.yaml": {
 			podGroups: nil,
 			roles:     nil,
-			notes:     []string{`if .spec.rayClusterSpec.headGroupSpec then "headgroup" else empty end) resolved to nothing`},
+			notes:     []string{"no PodGroup: this RayJob creates no head or worker pods of its own: with spec.clusterSelector it runs on the existing RayCluster the selector names, whose pods belong to that RayCluster"},
 		},
 		// metadata.generateName and no name: offline the PodGroup name uses generateName
 		// ("rayjob-sample-" without its dash) in place of the UID.
@@ -314,6 +315,33 @@ func TestRayJob(t *testing.T) {
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) { checkPlan(t, file, want) })
+	}
+}
+
+// TestRayJobOnExistingClusterIsNotDrift: KubeRay creates no RayCluster for a RayJob with a
+// clusterSelector, even with a rayClusterSpec (rayjob_controller.go getOrCreateRayClusterInstance:
+// the cluster the selector names must exist, "It must be created manually"). Its plan is empty by
+// design: no path miss (which the grouper would count and report as definition drift), and the
+// reason in the plan, for both served versions.
+func TestRayJobOnExistingClusterIsNotDrift(t *testing.T) {
+	p := buildPlan(t, "rayjob-existing-cluster-selector.yaml")
+	assert.Empty(t, p.Misses, "not drift")
+	assert.Empty(t, p.PodGroups)
+	assert.Contains(t, p.OwnsNoPods, "this RayJob creates no head or worker pods of its own")
+
+	withSpec := workloadOf(t, "rayjob-batch-inference-head-only-gpu.yaml")
+	require.NoError(t, unstructured.SetNestedStringMap(withSpec.Object, map[string]string{"ray.io/cluster": "shared"}, "spec", "clusterSelector"))
+	for _, version := range []string{"v1", "v1alpha1"} {
+		obj := withSpec.DeepCopy()
+		obj.SetAPIVersion("ray.io/" + version)
+		c := catalogRegistry(t).Lookup(obj.GroupVersionKind())
+		require.NotNil(t, c, version)
+		p, err := gang.Build(context.Background(), c, obj)
+		require.NoError(t, err, version)
+		assert.NotEmpty(t, p.OwnsNoPods, "%s: a clusterSelector wins over rayClusterSpec", version)
+		assert.Empty(t, p.PodGroups, "%s: the head and workers of rayClusterSpec are never created", version)
+		assert.Empty(t, p.Roles, version)
+		assert.Empty(t, p.Misses, version)
 	}
 }
 
