@@ -48,6 +48,7 @@ func run(m *testing.M) int {
 			"testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 			"testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
 			"testdata/crds/milvus.io_milvuses.yaml",
+			"testdata/crds/kubeflow.org_paddlejobs.yaml",
 		},
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper", notDisabled)},
 	})
