@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func compile(t *testing.T, path string) *definitions.Compiled {
 	loaded, err := definitions.Decode(f, path, definitions.SourceFile, definitions.DecodeOptions{Strict: true})
 	require.NoError(t, err, path)
 	require.Len(t, loaded, 1, path)
-	compiler, err := expr.NewCompiler(expr.Limits{})
+	compiler, err := expr.NewCompiler(expr.Limits{Timeout: time.Minute}) // semantics, not the 1 s bound: see catalog_test.go semanticLimits
 	require.NoError(t, err)
 	c, err := definitions.Compile(loaded[0], compiler)
 	require.NoError(t, err, path)
@@ -313,7 +314,7 @@ func TestAlphaFiltersJudgedOnThePod(t *testing.T) {
 	require.NotEqual(t, string(src), doc)
 	loaded, err := definitions.Decode(strings.NewReader(doc), "filtered", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
 	require.NoError(t, err)
-	compiler, err := expr.NewCompiler(expr.Limits{})
+	compiler, err := expr.NewCompiler(expr.Limits{Timeout: time.Minute}) // semantics, not the 1 s bound: see catalog_test.go semanticLimits
 	require.NoError(t, err)
 	c, err := definitions.Compile(loaded[0], compiler)
 	require.NoError(t, err)
@@ -360,7 +361,7 @@ func TestUpperCaseComponentNames(t *testing.T) {
 		"name: worker", "name: Worker_Group", "componentName: worker", "componentName: Worker_Group").Replace(string(src))
 	loaded, err := definitions.Decode(strings.NewReader(doc), "upper", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
 	require.NoError(t, err)
-	compiler, err := expr.NewCompiler(expr.Limits{})
+	compiler, err := expr.NewCompiler(expr.Limits{Timeout: time.Minute}) // semantics, not the 1 s bound: see catalog_test.go semanticLimits
 	require.NoError(t, err)
 	c, err := definitions.Compile(loaded[0], compiler)
 	require.NoError(t, err)
@@ -399,7 +400,7 @@ func TestKnownUndercountsAreNoted(t *testing.T) {
 func TestRefusalsSayWhatKAIDoes(t *testing.T) {
 	src, err := os.ReadFile("testdata/kai/kai-pyflow-podgroup-v2.yaml")
 	require.NoError(t, err)
-	compiler, err := expr.NewCompiler(expr.Limits{})
+	compiler, err := expr.NewCompiler(expr.Limits{Timeout: time.Minute}) // semantics, not the 1 s bound: see catalog_test.go semanticLimits
 	require.NoError(t, err)
 	load := func(doc string) (*definitions.Compiled, error) {
 		loaded, err := definitions.Decode(strings.NewReader(doc), "variant", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
