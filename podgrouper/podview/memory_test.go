@@ -85,6 +85,20 @@ func decodedPod(tb testing.TB, raw []byte, i int) *corev1.Pod {
 	}
 	pod.Name = fmt.Sprintf("train-llm-workers-1-0-%06d", i)
 	pod.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
+	// Each pod its own Job, as a JobSet's pods with parallelism 1: the Job's name and UID (labels
+	// and owner reference) and the Job's index differ from pod to pod, so no two pods have equal
+	// labels, annotations or owner references (the worst case for podview's sharing of those).
+	job, jobUID := fmt.Sprintf("train-llm-workers-%d", i), fmt.Sprintf("6c1f0d2e-9a4b-4f7e-8a51-%012d", i)
+	for _, k := range []string{"batch.kubernetes.io/job-name", "job-name"} {
+		pod.Labels[k] = job
+	}
+	for _, k := range []string{"batch.kubernetes.io/controller-uid", "controller-uid"} {
+		pod.Labels[k] = jobUID
+	}
+	for _, m := range []map[string]string{pod.Labels, pod.Annotations} {
+		m["jobset.sigs.k8s.io/job-index"], m["jobset.sigs.k8s.io/job-global-index"] = fmt.Sprint(i), fmt.Sprint(i+1)
+	}
+	pod.OwnerReferences[0].Name, pod.OwnerReferences[0].UID = job, types.UID(jobUID)
 	return &pod
 }
 

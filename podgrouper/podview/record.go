@@ -62,8 +62,9 @@ func (r *Record) GetObjectMeta() metav1.Object {
 // Annotation returns the value of annotation key and whether the pod has it.
 func (r *Record) Annotation(key string) (string, bool) { return lookup(r.Annotations, key) }
 
-// ToRecord returns the Record of pod, its strings made canonical (see compact). Nothing of pod is
-// changed.
+// ToRecord returns the Record of pod, its strings made canonical (see compact) and its label,
+// annotation and owner-reference slices shared with recent Records that have equal ones
+// (recordShare). Nothing of pod is changed.
 func ToRecord(pod *corev1.Pod) *Record {
 	refs := make([]metav1.OwnerReference, len(pod.OwnerReferences))
 	copy(refs, pod.OwnerReferences)
@@ -76,7 +77,7 @@ func ToRecord(pod *corev1.Pod) *Record {
 	return &Record{
 		Namespace: v.Namespace, Name: pod.Name, GenerateName: v.GenerateName, UID: pod.UID,
 		ResourceVersion: pod.ResourceVersion, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
-		Labels: pairs(pod.Labels), Annotations: pairs(pod.Annotations), OwnerReferences: refs,
+		Labels: shared.pairsOf(pairs(pod.Labels)), Annotations: shared.pairsOf(pairs(pod.Annotations)), OwnerReferences: shared.refsOf(refs),
 		PriorityClassName: v.Spec.PriorityClassName, Phase: corev1.PodPhase(intern(string(pod.Status.Phase))),
 	}
 }
