@@ -86,8 +86,9 @@ fuzz-smoke: ## Every fuzz target for 3000 new inputs after its seed corpus (CI; 
 fuzz-long: ## Every fuzz target for 1,000,000 executions, one worker each (docs/reliability.md records a run).
 	$(MAKE) --no-print-directory fuzz FUZZTIME=1000000x FUZZFLAGS='-parallel 1 -timeout 3h'
 
-bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission, cache memory (bench/README.md).
+bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission, cache memory, the grouper's memory at 100,000 pods (bench/README.md).
 	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/ ./podgrouper/webhook/ ./podgrouper/podview/
+	$(GO) test -run '^$$' -bench 'GrouperMemory|PodBookkeepingBytes' -benchtime 1x ./podgrouper/controller/
 
 bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.
 	assets=$$(bash hack/control-plane.sh); \
