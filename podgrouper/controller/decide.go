@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +42,38 @@ type Decider struct {
 	// through the cache, and reports when it may not.
 	Access        *AccessChecker
 	SchedulerName string
+
+	// confirmed remembers, per workload UID, the resourceVersion the API server last returned to
+	// refreshOwner and when (a confirmedVersion), so that pods created before that read cost no
+	// further read: bounded by confirmedSize, created on first use.
+	confirmedOnce sync.Once
+	confirmed     *lru.Cache
+}
+
+// confirmedSize bounds the workloads whose confirmed resourceVersion the Decider remembers.
+const confirmedSize = 4096
+
+// creationSkew is how much earlier than a confirming read a pod must have been created for the
+// read to cover it: creationTimestamp has whole seconds and is the API server's clock.
+const creationSkew = 2 * time.Second
+
+// confirmedVersion is a workload's resourceVersion as the API server returned it at a time.
+type confirmedVersion struct {
+	rv string
+	at time.Time
+}
+
+// coveredByConfirmedRead reports that the API server returned owner's version after pod was
+// created: an operator creates a pod only after the workload version it acts on is stored, so
+// that read would have returned the version the pod belongs to, and a new read cannot find a
+// newer plan for the pod. A pod being admitted (no creationTimestamp yet) is never covered.
+func (d *Decider) coveredByConfirmedRead(owner *unstructured.Unstructured, pod *corev1.Pod) bool {
+	v, ok := d.confirmed.Get(owner.GetUID())
+	if !ok || pod.CreationTimestamp.IsZero() {
+		return false
+	}
+	c := v.(confirmedVersion)
+	return c.rv == owner.GetResourceVersion() && pod.CreationTimestamp.Add(creationSkew).Before(c.at)
 }
 
 // Decision is what the Decider found for a pod gangmap groups.
@@ -233,7 +268,7 @@ func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk s
 	if pg, ok := grp.(grouper.PlanGrouper); ok {
 		md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
 		if err == nil && seen.NotInPlan != nil {
-			if fresh := d.refreshOwner(ctx, gvk, owner); fresh != nil {
+			if fresh := d.refreshOwner(ctx, gvk, owner, pod); fresh != nil {
 				owner = fresh
 				md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
 			}
@@ -269,20 +304,31 @@ func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk s
 // the plan of owner (grouper.Seen.NotInPlan): the cached workload may be older than the pod (the
 // operator scaled up, and created the pod, before the informer delivered the new version). It
 // returns the fresh owner when it is a newer version of the same object, else nil (no API
-// reader, a read error, the same resourceVersion: the plan already is the workload's). One read
-// per such decision, never a retry loop: a pod the fresh plan still does not know is the
+// reader, a read error, the same resourceVersion: the plan already is the workload's). A pod
+// created before an earlier read returned this same version costs no read
+// (coveredByConfirmedRead): its stray pods' later reconciles are free, each new pod costs at most
+// one read; never a retry loop: a pod the fresh plan still does not know is the
 // grouper's to place outside the gang.
-func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind, owner *unstructured.Unstructured) *unstructured.Unstructured {
+func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind, owner *unstructured.Unstructured, pod *corev1.Pod) *unstructured.Unstructured {
 	if d.APIReader == nil {
 		return nil
 	}
+	d.confirmedOnce.Do(func() { d.confirmed = lru.New(confirmedSize) })
+	if d.coveredByConfirmedRead(owner, pod) {
+		return nil
+	}
+	at := time.Now()
 	fresh := &unstructured.Unstructured{}
 	fresh.SetGroupVersionKind(gvk)
 	if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); err != nil {
 		ctrl.LoggerFrom(ctx).V(2).Info("Cannot re-read the workload for a pod outside its plan", "workload", klog.KObj(owner), "error", err.Error())
 		return nil
 	}
-	if fresh.GetUID() != owner.GetUID() || fresh.GetResourceVersion() == owner.GetResourceVersion() {
+	if fresh.GetUID() != owner.GetUID() {
+		return nil
+	}
+	d.confirmed.Add(fresh.GetUID(), confirmedVersion{rv: fresh.GetResourceVersion(), at: at})
+	if fresh.GetResourceVersion() == owner.GetResourceVersion() {
 		return nil
 	}
 	return fresh

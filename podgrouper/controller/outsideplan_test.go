@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,6 +110,40 @@ func TestFreshPlanWithoutThePodIsConcludedAtOnce(t *testing.T) {
 	assert.ErrorIs(t, dec.Seen.NotInPlan, gang.ErrNotInPlan)
 	assert.Equal(t, []string{"1"}, g.calls)
 	assert.Equal(t, 1, api.reads)
+}
+
+// TestConfirmedVersionIsReadOnce: pods outside the plan of one workload version that were
+// created before a read confirmed that version (stray pods reconciled again and again) cost no
+// further read; a pod created after the read (the operator may have scaled the workload and
+// created it before the informer caught up) and a pod being admitted are read for, so the
+// scale-up race refreshOwner exists for is still caught.
+func TestConfirmedVersionIsReadOnce(t *testing.T) {
+	ctx := context.Background()
+	api := &ownerAt{obj: workloadAt("1")}
+	d := &Decider{APIReader: api}
+	decide := func(name string, created time.Time) *Decision {
+		t.Helper()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)}}
+		dec, err := d.decidePodGroup(ctx, &scaledGrouper{}, workloadAt("1").GroupVersionKind(), workloadAt("1"), &owners.Chain{}, pod)
+		require.NoError(t, err)
+		require.NotNil(t, dec)
+		return dec
+	}
+	old := time.Now().Add(-time.Minute)
+	for i := range 5 {
+		dec := decide(fmt.Sprintf("train-worker-b-%d", i), old)
+		assert.ErrorIs(t, dec.Seen.NotInPlan, gang.ErrNotInPlan)
+	}
+	assert.Equal(t, 1, api.reads, "one read covers every pod created before it")
+
+	decide("admitted", time.Time{})
+	assert.Equal(t, 2, api.reads, "a pod being admitted has no creation time: read")
+
+	api.obj = workloadAt("2") // scaled up; the informer still has version 1
+	dec := decide("train-worker-b-new", time.Now())
+	assert.Equal(t, 3, api.reads, "a pod created after the last read is read for")
+	assert.Nil(t, dec.Seen.NotInPlan, "and joins the gang of the fresh version")
+	assert.Equal(t, "pg-train-gang", dec.Metadata.Name)
 }
 
 // rolePlanner stands in for workloadmap.Grouper's Plan and Role on a workload whose plan has
