@@ -25,14 +25,23 @@ var regexBuiltins = map[string]bool{
 }
 
 // TestCatalogRunsNoRegex: no catalog expression that reads the workload object runs a regular
-// expression. Workload authors write those strings (AppWrapper's pod set paths, annotations)
-// at any length; a regex over them is work the catalog does not need.
+// expression over a string of unbounded length. Workload authors write those strings
+// (AppWrapper's pod set paths, annotations, Milvus' image tag) at any length: no jq regex builtin
+// at all, and a CEL matches() only in an expression that bounds its text's size() first (the
+// Milvus version rule: 128 characters, an image tag's limit).
 func TestCatalogRunsNoRegex(t *testing.T) {
 	loaded, err := catalog.Load()
 	require.NoError(t, err)
 	for _, l := range loaded {
+		for _, v := range l.Karta.Spec.Variables {
+			if strings.Contains(v.Expression, ".matches(") {
+				assert.Regexp(t, `^variables\.\w+\.size\(\) <= \d+ && `, v.Expression,
+					"%s spec.variables[%s] runs matches() without bounding its text first", l.Karta.Metadata.Name, v.Name)
+			}
+		}
 		for _, fe := range definitions.ObjectExpressions(l.Karta) {
 			if fe.Expr.JQ == "" {
+				assert.NotContains(t, fe.Expr.CEL, ".matches(", "%s %s", l.Karta.Metadata.Name, fe.Field)
 				continue
 			}
 			fns, err := expr.JQFunctions(fe.Expr.JQ)

@@ -364,3 +364,28 @@ func TestMilvusVersionRuleMatchesTheOperatorsParser(t *testing.T) {
 	assert.Greater(t, later, 60, "enough texts that parse as 2.6 or later to compare")
 	t.Logf("%d of 600 texts are 2.6 or later for the operator", later)
 }
+
+// TestMilvusLongVersionIsNotMatched: the workload author writes spec.components.version (and
+// the image tag) at any length; a text over 128 characters (longer than any OCI image tag) is
+// not run through the version regular expressions and reads as not parsable, so before 2.6
+// (the four coordinators of the sample, no mixcoord), whatever it starts with. The operator's
+// semver would read this one as 2.7.0 with a build suffix: a deliberate difference for texts no
+// image tag can carry. (A text of a megabyte ends earlier, at the CEL cost limit of its trim(),
+// as a plan error naming spec.variables[milvusSemver].)
+func TestMilvusLongVersionIsNotMatched(t *testing.T) {
+	base := workloadOf(t, "milvus-cluster-4coords.yaml")
+	c := catalogRegistry(t).Lookup(base.GroupVersionKind())
+	for _, version := range []string{"2.7.0+" + strings.Repeat("a", 10_000), "2.7.0+" + strings.Repeat("a", 123)} {
+		obj := base.DeepCopy()
+		obj.Object["spec"].(map[string]any)["components"].(map[string]any)["version"] = version
+		p, err := gang.Build(context.Background(), c, obj)
+		require.NoError(t, err, "a %d-character version", len(version))
+		mixcoord := false
+		for _, r := range p.Roles {
+			if r.Name == "mixcoord" && r.Pods > 0 {
+				mixcoord = true
+			}
+		}
+		assert.Equal(t, len(version) <= 128, mixcoord, "a %d-character version: 2.6 or later only when matched", len(version))
+	}
+}
