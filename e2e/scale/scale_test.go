@@ -5,13 +5,12 @@ package scale
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
@@ -42,13 +42,16 @@ func envInt(b *testing.B, name string, def int) int {
 // BenchmarkGroupScale creates GANGMAP_SCALE_PODS pods (default 20,000) of CustomJobs of
 // GANGMAP_SCALE_PODS_PER_WORKLOAD pods each (default 10: 1 coordinator and 9 workers, one gang
 // each; 2,000 workloads by default) on a real control plane, with gangmap-grouper running as a
-// process (its defaults: QPS 50, burst 300, 10 reconciles at once; no webhook, so the pod
-// controller groups every pod). It reports the time from the first pod create until every pod
-// carries its pod-group-name, the grouper's API requests per pod (client-go's
-// rest_client_requests_total), its resident set (now and peak) and heap, and the heap per cached
-// pod: the growth of the grouper's live heap (go_memstats_heap_alloc_bytes, lowest over 130s once
-// idle, which spans a forced GC) over the pods, which includes the workloads, PodGroups and plans cached with
-// them. Run it once: `make bench-scale` (-benchtime 1x).
+// process (its defaults: QPS 50, burst 300, 10 reconciles at once). By default the grouper serves
+// its admission webhook, which the API server calls on every pod create as the chart installs it
+// (see setUpWebhook), so pods carry their pod-group-name from creation; GANGMAP_SCALE_WEBHOOK=0
+// runs it without the webhook, so its pod controller repairs every pod after creation. It reports
+// the time from the first pod create until every pod carries its pod-group-name and every
+// workload's PodGroup exists, how many pods carried it in the create's response, the grouper's API
+// requests per pod by verb (client-go's rest_client_requests_total), its resident set (now and
+// peak), CPU and live heap, and the heap per cached pod: the growth of the live heap
+// (go_memstats_heap_alloc_bytes after a forced GC) over the pods, which includes the workloads,
+// PodGroups and plans cached with them. Run it once: `make bench-scale` (-benchtime 1x).
 func BenchmarkGroupScale(b *testing.B) {
 	ctx := context.Background()
 	n := envInt(b, "GANGMAP_SCALE_PODS", 20000)
@@ -57,6 +60,7 @@ func BenchmarkGroupScale(b *testing.B) {
 		b.Fatalf("GANGMAP_SCALE_PODS (%d) must be a multiple of GANGMAP_SCALE_PODS_PER_WORKLOAD (%d), at least 2", n, per)
 	}
 	m := n / per
+	webhookOn := webhookMode(b)
 	for i := 0; i < b.N; i++ {
 		ns := fmt.Sprintf("scale-%d", i)
 		if err := cp.CreateNamespace(ctx, ns); err != nil {
@@ -65,64 +69,79 @@ func BenchmarkGroupScale(b *testing.B) {
 		if _, err := cp.ApplyFile(ctx, "../testdata/customjob-karta.yaml", ""); err != nil {
 			b.Fatal(err)
 		}
-		args, pprofAddr := grouperArgs(b)
-		g, err := framework.StartGrouperProcess(ctx, grouperBin, cp.Kubeconfig, workDir, args...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := framework.WaitFor(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-			mt, err := g.Metrics(ctx)
-			return err == nil && framework.Sum(mt, "gangmap_definitions", `source="cluster"`) >= 1, nil
-		}); err != nil {
-			b.Fatalf("the grouper did not load the CustomJob definition: %v", err)
-		}
+		g, pprofAddr := startGrouper(ctx, b, webhookOn)
 		idle, err := g.Metrics(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		heapBefore := lowestHeap(ctx, b, g)
+		r := result{pods: n, workloads: m, webhook: webhookOn, heapBefore: liveHeap(ctx, b, g, pprofAddr)}
 
 		peak := samplePeakRSS(g)
 		start := time.Now()
-		if err := createWorkloads(ctx, ns, m, per); err != nil {
+		if r.admitted, err = createWorkloads(ctx, ns, m, per); err != nil {
 			b.Fatal(err)
 		}
-		createdIn := time.Since(start)
-		// Each poll lists the metadata of every pod (about 100 MB of JSON the API server encodes at
-		// 100,000 pods), so polls come every 3s per 20,000 pods: the time to group all is known to
-		// within that.
-		poll := max(3*time.Second, time.Duration(n/20000)*3*time.Second)
-		if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Hour, true, func(ctx context.Context) (bool, error) {
-			grouped, err := groupedPods(ctx, ns)
-			return grouped == n, err
-		}); err != nil {
-			b.Fatalf("not every pod was grouped: %v", err)
-		}
-		groupedIn := time.Since(start)
-		peakRSS := peak()
-		done, err := g.Metrics(ctx)
-		if err != nil {
+		r.created = time.Since(start)
+		waitGrouped(ctx, b, ns, n, m)
+		r.grouped = time.Since(start)
+		r.peakRSS = peak()
+		r.caughtUp = waitQueuesEmpty(ctx, b, g).Sub(start)
+		if r.done, err = g.Metrics(ctx); err != nil {
 			b.Fatal(err)
 		}
-		rss, _ := g.RSSBytes()
-		heapAfter := lowestHeap(ctx, b, g)
+		r.idle = idle
+		r.rss, _ = g.RSSBytes()
+		r.heapAfter = liveHeap(ctx, b, g, pprofAddr)
 		writeHeapProfile(ctx, b, pprofAddr)
-		calls := framework.Sum(done, "rest_client_requests_total") - framework.Sum(idle, "rest_client_requests_total")
-		b.Logf("%d pods of %d CustomJobs created in %v, all grouped after %v; grouper: %.2f API requests per pod, RSS %.0f MiB (peak %.0f MiB), live heap %.0f MiB (%.0f MiB before the pods)",
-			n, m, createdIn.Round(time.Second), groupedIn.Round(time.Second), calls/float64(n), float64(rss)/(1<<20), float64(peakRSS)/(1<<20), heapAfter/(1<<20), heapBefore/(1<<20))
-		for k, v := range done {
-			if d := v - idle[k]; d > 0 && len(k) > len("rest_client_requests_total") && k[:len("rest_client_requests_total")] == "rest_client_requests_total" {
-				b.Logf("  %s +%.0f", k, d)
-			}
-		}
-		b.ReportMetric(groupedIn.Seconds(), "s-to-group-all")
-		b.ReportMetric(calls/float64(n), "apicalls/pod")
-		b.ReportMetric(float64(rss)/(1<<20), "RSS-MiB")
-		b.ReportMetric(float64(peakRSS)/(1<<20), "peak-RSS-MiB")
-		b.ReportMetric(heapAfter/(1<<20), "heap-MiB")
-		b.ReportMetric((heapAfter-heapBefore)/float64(n), "heap-bytes/pod")
+		r.report(b)
 		_ = g.Stop()
+		if webhookOn {
+			tearDownWebhook(ctx)
+		}
 		_ = cp.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+}
+
+// startGrouper starts the grouper process with grouperArgs (and, with the webhook, the chart's
+// webhook flags and configuration), waits until it has loaded the CustomJob definition and, with
+// the webhook, until the API server's calls to it mutate pods.
+func startGrouper(ctx context.Context, b *testing.B, webhookOn bool) (*framework.GrouperProcess, string) {
+	args, pprofAddr := grouperArgs(b)
+	if webhookOn {
+		args = append(args, setUpWebhook(ctx, b)...)
+	}
+	b.Logf("grouper arguments: %q", args)
+	g, err := framework.StartGrouperProcess(ctx, grouperBin, cp.Kubeconfig, workDir, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := framework.WaitFor(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		mt, err := g.Metrics(ctx)
+		return err == nil && framework.Sum(mt, "gangmap_definitions", `source="cluster"`) >= 1, nil
+	}); err != nil {
+		b.Fatalf("the grouper did not load the CustomJob definition: %v", err)
+	}
+	if webhookOn {
+		waitWebhookServes(ctx, b)
+	}
+	return g, pprofAddr
+}
+
+// waitGrouped waits until every one of the n pods of ns carries a pod-group-name and the m
+// workloads' PodGroups exist. Each poll lists the metadata of every pod (about 100 MB of JSON the
+// API server encodes at 100,000 pods), so polls come every 3s per 20,000 pods: the time to group
+// all is known to within that.
+func waitGrouped(ctx context.Context, b *testing.B, ns string, n, m int) {
+	poll := max(3*time.Second, time.Duration(n/20000)*3*time.Second)
+	if err := wait.PollUntilContextTimeout(ctx, poll, 2*time.Hour, true, func(ctx context.Context) (bool, error) {
+		grouped, err := groupedPods(ctx, ns)
+		if err != nil || grouped < n {
+			return false, err
+		}
+		groups, err := podGroups(ctx, ns)
+		return groups >= m, err
+	}); err != nil {
+		b.Fatalf("not every pod was grouped: %v", err)
 	}
 }
 
@@ -130,17 +149,13 @@ func BenchmarkGroupScale(b *testing.B) {
 // e.g. "--qps=500 --burst=1000" to lift the client rate limit the default run is bound by),
 // --memory-limit GANGMAP_SCALE_MEMORY_LIMIT unless those arguments set one (the Makefile's
 // default 230Mi: the soft limit a container limited to 256 MiB gets by default, so that the
-// resident set follows the live heap rather than twice it) and, when GANGMAP_SCALE_HEAP_PROFILE
-// names a file, --pprof-bind-address on a free localhost port, returned as pprofAddr ("" without
-// a profile).
+// resident set follows the live heap rather than twice it) and --pprof-bind-address on a free
+// localhost port, returned as pprofAddr: liveHeap forces a GC through it, and writeHeapProfile
+// reads the heap profile from it when GANGMAP_SCALE_HEAP_PROFILE names a file.
 func grouperArgs(b *testing.B) (args []string, pprofAddr string) {
 	args = strings.Fields(os.Getenv("GANGMAP_SCALE_GROUPER_ARGS"))
 	if limit := os.Getenv("GANGMAP_SCALE_MEMORY_LIMIT"); limit != "" && !strings.Contains(strings.Join(args, " "), "--memory-limit") {
 		args = append(args, "--memory-limit="+limit)
-	}
-	b.Logf("grouper arguments: %q", args)
-	if os.Getenv("GANGMAP_SCALE_HEAP_PROFILE") == "" {
-		return args, ""
 	}
 	port, err := framework.FreePort()
 	if err != nil {
@@ -150,33 +165,11 @@ func grouperArgs(b *testing.B) (args []string, pprofAddr string) {
 	return append(args, "--pprof-bind-address", pprofAddr), pprofAddr
 }
 
-// writeHeapProfile writes the grouper's heap profile, taken after a GC, to
-// GANGMAP_SCALE_HEAP_PROFILE (read it with `go tool pprof -sample_index=inuse_space`).
-func writeHeapProfile(ctx context.Context, b *testing.B, pprofAddr string) {
-	if pprofAddr == "" {
-		return
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+"/debug/pprof/heap?gc=1", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatalf("heap profile: %v", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("heap profile: %s %v", resp.Status, err)
-	}
-	if err := os.WriteFile(os.Getenv("GANGMAP_SCALE_HEAP_PROFILE"), data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // createWorkloads creates m CustomJobs of per pods each in ns, and their pods (what the
-// CustomJob's operator would create), eight workloads at a time.
-func createWorkloads(ctx context.Context, ns string, m, per int) error {
+// CustomJob's operator would create), eight workloads at a time. It returns how many pods
+// carried a pod-group-name in the create's response (set by the webhook at admission).
+func createWorkloads(ctx context.Context, ns string, m, per int) (admitted int64, err error) {
+	var grouped atomic.Int64
 	work := make(chan int)
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
@@ -185,14 +178,13 @@ func createWorkloads(ctx context.Context, ns string, m, per int) error {
 		go func() {
 			defer wg.Done()
 			for w := range work {
-				if err := createWorkload(ctx, ns, fmt.Sprintf("w%05d", w), per); err != nil {
+				if err := createWorkload(ctx, ns, fmt.Sprintf("w%05d", w), per, &grouped); err != nil {
 					errs <- err
 					return
 				}
 			}
 		}()
 	}
-	var err error
 feed:
 	for w := 0; w < m; w++ {
 		select {
@@ -209,10 +201,12 @@ feed:
 		default:
 		}
 	}
-	return err
+	return grouped.Load(), err
 }
 
-func createWorkload(ctx context.Context, ns, name string, per int) error {
+// createWorkload creates the CustomJob name and its pods, adding to grouped each pod that came
+// back from its create with a pod-group-name.
+func createWorkload(ctx context.Context, ns, name string, per int, grouped *atomic.Int64) error {
 	job, err := workload(ns, name, int64(per-1))
 	if err != nil {
 		return err
@@ -229,6 +223,9 @@ func createWorkload(ctx context.Context, ns, name string, per int) error {
 			}
 			if err := cp.Client.Create(ctx, p); err != nil {
 				return fmt.Errorf("pod %s: %w", p.Name, err)
+			}
+			if p.Annotations[kaikeys.PodGroupName] != "" {
+				grouped.Add(1)
 			}
 		}
 	}
@@ -263,51 +260,12 @@ func groupedPods(ctx context.Context, ns string) (int, error) {
 	return n, nil
 }
 
-// lowestHeap samples the grouper's go_memstats_heap_alloc_bytes every 5s for 130s and returns
-// the lowest: an idle process allocates too little to start a GC, but the Go runtime forces one
-// at least every 2 minutes, so the lowest sample is the live heap after a full collection.
-func lowestHeap(ctx context.Context, b *testing.B, g *framework.GrouperProcess) float64 {
-	low := -1.0
-	for i := 0; i <= 26; i++ {
-		mt, err := g.Metrics(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v := framework.Sum(mt, "go_memstats_heap_alloc_bytes"); low < 0 || v < low {
-			low = v
-		}
-		time.Sleep(5 * time.Second)
+// podGroups counts the PodGroups of ns, listing metadata only.
+func podGroups(ctx context.Context, ns string) (int, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(v2alpha2.SchemeGroupVersion.WithKind("PodGroupList"))
+	if err := cp.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return 0, err
 	}
-	return low
-}
-
-// samplePeakRSS samples the grouper's peak resident set (VmHWM) every second until the returned
-// function is called, which returns the highest seen.
-func samplePeakRSS(g *framework.GrouperProcess) func() int64 {
-	var mu sync.Mutex
-	var peak int64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			if v, err := g.PeakRSSBytes(); err == nil {
-				mu.Lock()
-				peak = max(peak, v)
-				mu.Unlock()
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-	return func() int64 {
-		close(stop)
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return peak
-	}
+	return len(list.Items), nil
 }
