@@ -72,7 +72,10 @@ func liveHeap() uint64 {
 // costs for 100,000 grouped pods of 10,000 workloads (owner index, findings, workload metrics,
 // repaired pods, all in one podbook.Book as the grouper wires them), beyond the pods' own strings
 // (held by the pod cache): bytes-per-pod. Before the Book (three maps by pod key and an LRU of
-// repaired UIDs) it was 680 bytes per pod.
+// repaired UIDs) it was 680 bytes per pod; with a Go map of 144-byte entries and a slice of pod
+// keys per owner, 403; with the packed Book (96-byte entries in slabs, an index of slot numbers,
+// owners and names stored once), 251, of which the Book is ~111 and the rest the findings' and
+// metrics' state per workload (10 pods each).
 func BenchmarkPodBookkeepingBytes(b *testing.B) {
 	const n, perWorkload = 100_000, 10
 	pods, plans := bookkeepingFixture(n, perWorkload)

@@ -4,16 +4,21 @@
 // repaired, so that a stale reconcile does not report a repair twice), the findings (the pod's
 // observation against its workload's plan) and the workload metrics (the pod's role and phase).
 // Each used to hold its own map by pod key (and the repairs an LRU of UIDs): about 680 bytes per
-// grouped pod, measured by the controller's BenchmarkPodBookkeepingBytes. A Book holds all of it
-// in one entry per pod, about 250 bytes, and the workloads' aggregates stay with their owners
-// (findings' counters, the metrics' pods per role and phase).
+// grouped pod, measured by the controller's BenchmarkPodBookkeepingBytes; one map of entries by
+// pod key made it about 400. The Book packs an entry into 96 bytes, stored in slabs of entries
+// (no heap object per pod) and found through an open-addressing index of 4-byte slot numbers
+// (no Go map of 32-byte keys); owners' UIDs and role and phase names are stored once each in
+// tables with reference counts, and an entry holds their 4-byte numbers; an owner's grouped pods
+// are a list linked through the entries (no slice per owner). The workloads' aggregates stay
+// with their owners (findings' counters, the metrics' pods per role and phase).
 //
 // Each part owns its own fields of an entry and sees only those; an entry goes when every part
 // has let go of the pod. Strings are the callers' (the pod cache's key and UID strings, the
-// plan's role names), not copied.
+// first caller's copy of an owner's UID, the plan's role names), not copied.
 package podbook
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -38,54 +43,76 @@ type Metric struct {
 	Phase  string
 }
 
-// entry is one pod. A part's fields are unset when empty ("" owner, !hasFinding, !hasMetric).
+// Flags of an entry.
+const (
+	hasFinding = 1 << iota
+	hasMetric
+	unclaimed
+	terminal
+)
+
+// entry is one pod, in a slab slot. Owners are numbers in Book.owners, roles and phases numbers
+// in Book.words (0: none, or ""). A part's fields are unset when empty (grouped 0, repaired "",
+// no hasFinding, no hasMetric flag).
 type entry struct {
-	// grouped is the top owner the pod controller grouped the pod under; pos its place in
-	// Book.owners[grouped].
-	grouped types.UID
-	pos     int
+	// key is the pod's key (zero while the slot is free).
+	key types.NamespacedName
 	// repaired is the UID of the last pod of this key the controller repaired.
-	repaired   types.UID
-	finding    Finding
-	metric     Metric
-	hasFinding bool
-	hasMetric  bool
+	repaired types.UID
+	// serial is Metric.Serial.
+	serial uint64
+	// prev and next link the pods grouped under the same owner (slot numbers, 0: none); next also
+	// links the free slots.
+	prev, next slot
+	// grouped is the top owner the pod controller grouped the pod under.
+	grouped name
+	// The finding's owner and role, the metric's owner, role and phase.
+	findingOwner, findingRole            name
+	metricOwner, metricRole, metricPhase name
+	flags                                uint8
 }
 
 func (e *entry) empty() bool {
-	return e.grouped == "" && e.repaired == "" && !e.hasFinding && !e.hasMetric
+	return e.grouped == 0 && e.repaired == "" && e.flags&(hasFinding|hasMetric) == 0
 }
 
-// Book is the record of every pod. Safe for concurrent use; every method costs a map lookup
-// under one mutex, and no method calls out while holding it (callers may hold their own lock).
-// The zero value is ready to use.
+// Book is the record of every pod. Safe for concurrent use; every method costs a lookup in the
+// index under one mutex, and no method calls out while holding it (callers may hold their own
+// lock). The zero value is ready to use.
 type Book struct {
-	mu   sync.Mutex
-	pods map[types.NamespacedName]*entry
-	// owners lists, per top owner, the pods grouped under it.
-	owners map[types.UID][]types.NamespacedName
+	mu sync.Mutex
+	// index finds a pod's slot; slots holds the entries.
+	index index
+	slots slab
+	// owners are the owners' UIDs (with the head of each owner's list of grouped pods); words
+	// the role and phase names.
+	owners, words nameTable
 }
 
 // New returns an empty Book.
 func New() *Book { return &Book{} }
 
-// get returns the pod's entry, made when create says so (nil otherwise when there is none).
-func (b *Book) get(pod types.NamespacedName, create bool) *entry {
-	e := b.pods[pod]
-	if e == nil && create {
-		if b.pods == nil {
-			b.pods, b.owners = map[types.NamespacedName]*entry{}, map[types.UID][]types.NamespacedName{}
-		}
-		e = &entry{}
-		b.pods[pod] = e
+// get returns the pod's slot and entry, made when create says so (0, nil otherwise when there
+// is none).
+func (b *Book) get(pod types.NamespacedName, create bool) (slot, *entry) {
+	if s := b.index.find(&b.slots, pod); s != 0 {
+		return s, b.slots.at(s)
 	}
-	return e
+	if !create {
+		return 0, nil
+	}
+	s := b.slots.alloc()
+	e := b.slots.at(s)
+	e.key = pod
+	b.index.insert(&b.slots, s)
+	return s, e
 }
 
 // drop deletes the pod's entry when every part has let go of it.
-func (b *Book) drop(pod types.NamespacedName, e *entry) {
+func (b *Book) drop(s slot, e *entry) {
 	if e.empty() {
-		delete(b.pods, pod)
+		b.index.remove(&b.slots, e.key)
+		b.slots.release(s)
 	}
 }
 
@@ -93,15 +120,25 @@ func (b *Book) drop(pod types.NamespacedName, e *entry) {
 func (b *Book) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.pods)
+	return b.index.n
 }
 
 // Forget drops everything of the pod (it is gone from the cluster).
 func (b *Book) Forget(pod types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if e := b.pods[pod]; e != nil {
-		b.ungroupLocked(e)
-		delete(b.pods, pod)
+	s, e := b.get(pod, false)
+	if e == nil {
+		return
 	}
+	b.ungroupLocked(s, e)
+	e.repaired = ""
+	b.setFinding(e, nil)
+	b.setMetric(e, nil)
+	b.drop(s, e)
 }
+
+// seed hashes the pod keys of every Book (a Book's index is never shared across processes).
+var seed = maphash.MakeSeed()
+
+func hash(pod types.NamespacedName) uint64 { return maphash.Comparable(seed, pod) }
