@@ -48,8 +48,8 @@ var _ manager.Runnable = (*Reporter)(nil)
 // reported is what was last reported for one workload.
 type reported struct {
 	kind, definition string
-	sent             map[findingKey]time.Time
-	messages         map[findingKey]string
+	// sent is when each current finding was last sent (nil until the workload's first finding).
+	sent map[findingKey]time.Time
 	// dirty says the annotation must be written (again: a PodGroup may not exist yet).
 	dirty      bool
 	transition time.Time
@@ -99,7 +99,7 @@ func (r *Reporter) Tick(ctx context.Context) {
 		seen[uid] = true
 		st := r.state[uid]
 		if st == nil {
-			st = &reported{kind: rep.Workload.Kind, definition: rep.Definition.Name, sent: map[findingKey]time.Time{}, messages: map[findingKey]string{}}
+			st = &reported{kind: rep.Workload.Kind, definition: rep.Definition.Name}
 			r.state[uid] = st
 		}
 		r.report(ctx, rep, st, now, cfg)
@@ -130,7 +130,11 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		if had && now.Sub(last) < cfg.ResendInterval {
 			continue
 		}
-		st.sent[k], st.messages[k] = now, f.Message
+		if st.sent == nil {
+			// Made with the first finding: most workloads never have one.
+			st.sent = map[findingKey]time.Time{}
+		}
+		st.sent[k] = now
 		r.event(workload, corev1.EventTypeWarning, string(f.Reason), "%s", withRole(f))
 		if karta != nil {
 			r.event(karta, corev1.EventTypeWarning, string(f.Reason), "%s %s/%s: %s", rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, withRole(f))
@@ -142,7 +146,6 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		}
 		Gauge.WithLabelValues(st.kind, st.definition, string(k.reason)).Dec()
 		delete(st.sent, k)
-		delete(st.messages, k)
 		st.dirty, st.transition = true, now
 		f := Finding{Reason: k.reason, Role: k.role}
 		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: the pods now agree with the gang plan", label(f))

@@ -59,7 +59,7 @@ type workload struct {
 	planned bool
 	// podGroups are the plan's PodGroup names.
 	podGroups []string
-	roles     map[string]*roleState
+	roles     roleSet
 	misses    []string
 	// pods counts the observed pods; a workload without a plan is dropped with its last pod.
 	pods      int64
@@ -70,6 +70,7 @@ type workload struct {
 
 // roleState is one role's plan and pods.
 type roleState struct {
+	name              string
 	desired, required int64
 	planned           bool
 	live, created     int64
@@ -108,7 +109,7 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	defer t.mu.Unlock()
 	w := t.workloads[uid]
 	if w == nil {
-		w = &workload{roles: map[string]*roleState{}}
+		w = &workload{}
 		t.workloads[uid] = w
 	}
 	wp := weak.Make(plan)
@@ -125,7 +126,8 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	for _, m := range plan.Misses {
 		w.misses = append(w.misses, m.Path)
 	}
-	for _, rs := range w.roles {
+	for i := range w.roles.list {
+		rs := &w.roles.list[i]
 		rs.desired, rs.required, rs.planned = 0, 0, false
 	}
 	for _, pg := range plan.PodGroups {
@@ -136,22 +138,21 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 			rs.required += m.GangPods
 		}
 	}
-	for name, rs := range w.roles {
+	w.roles.filter(func(rs *roleState) bool {
 		if !rs.planned && rs.live == 0 && rs.created == 0 {
-			delete(w.roles, name)
-			continue
+			return false
 		}
 		rs.update(now, true)
-	}
+		return true
+	})
 }
 
+// role returns the workload's role, added when it has none of that name.
 func (w *workload) role(name string) *roleState {
-	rs := w.roles[name]
-	if rs == nil {
-		rs = &roleState{}
-		w.roles[name] = rs
+	if rs := w.roles.get(name); rs != nil {
+		return rs
 	}
-	return rs
+	return w.roles.add(name)
 }
 
 // update restarts or stops the role's timers after a change; createdChanged says a pod of the
@@ -190,7 +191,7 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 	}
 	w := t.workloads[o.Owner]
 	if w == nil {
-		w = &workload{roles: map[string]*roleState{}}
+		w = &workload{}
 		t.workloads[o.Owner] = w
 	}
 	w.pods++
@@ -237,7 +238,7 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 			w.unclaimedPod = ""
 		}
 	case o.Role != "":
-		if rs := w.roles[o.Role]; rs != nil {
+		if rs := w.roles.get(o.Role); rs != nil {
 			rs.created--
 			if !o.Terminal {
 				rs.live--
@@ -292,10 +293,12 @@ func (w *workload) findings(now time.Time, cfg Config) []Finding {
 			"%d pod(s) of the workload match no component's podSelector%s: they fall to KAI's default grouping and escape the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", w.unclaimed, ex)})
 	}
 	othersCreated := int64(0)
-	for _, rs := range w.roles {
-		othersCreated += rs.created
+	for i := range w.roles.list {
+		othersCreated += w.roles.list[i].created
 	}
-	for name, rs := range w.roles {
+	for i := range w.roles.list {
+		rs := &w.roles.list[i]
+		name := rs.name
 		if !rs.overSince.IsZero() && now.Sub(rs.overSince) >= cfg.MoreThanPlannedGrace {
 			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Message: fmt.Sprintf(
 				"%d live pods for %s, the plan counts %d: the definition undercounts the role (the operator runs more pods per replica than podsPerReplicaPath says, or the role's selector takes other pods), so the gang may admit part of the job",
@@ -338,8 +341,8 @@ func (t *Tracker) Counts(uid types.UID) Counts {
 		return c
 	}
 	c.Unclaimed = w.unclaimed
-	for name, rs := range w.roles {
-		c.Live[name], c.Created[name] = rs.live, rs.created
+	for _, rs := range w.roles.list {
+		c.Live[rs.name], c.Created[rs.name] = rs.live, rs.created
 	}
 	return c
 }

@@ -100,17 +100,11 @@ type entry struct {
 	w      Workload
 	serial uint64
 	// pods counts the workload's pods per role and phase.
-	pods map[podState]int
+	pods podCounts
 }
-
-type podState struct{ role, phase string }
 
 // count adds n pods of the state (a count that reaches 0 is dropped).
-func (e *entry) count(s podState, n int) {
-	if e.pods[s] += n; e.pods[s] <= 0 {
-		delete(e.pods, s)
-	}
-}
+func (e *entry) count(s podState, n int) { e.pods.add(s, n) }
 
 var _ prometheus.Collector = (*Tracker)(nil)
 
@@ -150,7 +144,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 		return false
 	}
 	t.serial++
-	t.workloads[w.UID] = &entry{w: w, serial: t.serial, pods: map[podState]int{}}
+	t.workloads[w.UID] = &entry{w: w, serial: t.serial}
 	return true
 }
 
@@ -272,10 +266,8 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	t.mu.Lock()
 	snap := make([]snapshot, 0, len(t.workloads))
 	for _, e := range t.workloads {
-		s := snapshot{w: e.w, pods: make(map[[2]string]int, len(e.pods))}
-		for p, n := range e.pods {
-			s.pods[[2]string{p.role, p.phase}] = n
-		}
+		s := snapshot{w: e.w, pods: make(map[[2]string]int, e.pods.len())}
+		e.pods.each(func(p podState, n int) { s.pods[[2]string{p.role, p.phase}] = n })
 		snap = append(snap, s)
 	}
 	t.mu.Unlock()
