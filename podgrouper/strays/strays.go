@@ -84,9 +84,10 @@ type Collector struct {
 	once  sync.Once
 	queue workqueue.TypedDelayingInterface[types.UID]
 	mu    sync.Mutex
-	// workloads holds the latest Workload per owner UID; unnamedSince when each stray candidate
-	// was first seen unnamed; reported the PodGroups already reported in dry-run.
-	workloads    map[types.UID]Workload
+	// workloads holds the latest request per owner UID (the owner's identity, not the object);
+	// unnamedSince when each stray candidate was first seen unnamed; reported the PodGroups
+	// already reported in dry-run.
+	workloads    map[types.UID]queued
 	unnamedSince map[types.UID]time.Time
 	reported     map[types.UID]bool
 }
@@ -105,7 +106,7 @@ var (
 func (c *Collector) init() {
 	c.once.Do(func() {
 		c.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.UID]{Name: "gangmap-strays"})
-		c.workloads, c.unnamedSince, c.reported = map[types.UID]Workload{}, map[types.UID]time.Time{}, map[types.UID]bool{}
+		c.workloads, c.unnamedSince, c.reported = map[types.UID]queued{}, map[types.UID]time.Time{}, map[types.UID]bool{}
 	})
 }
 
@@ -117,7 +118,7 @@ func (c *Collector) Enqueue(w Workload) {
 	}
 	c.init()
 	c.mu.Lock()
-	c.workloads[w.Owner.GetUID()] = w
+	c.workloads[w.Owner.GetUID()] = queued{owner: refOf(w.Owner), keep: w.Keep}
 	c.mu.Unlock()
 	c.queue.Add(w.Owner.GetUID())
 }
@@ -149,9 +150,10 @@ func (c *Collector) Start(ctx context.Context) error {
 			return nil
 		}
 		c.mu.Lock()
-		w, ok := c.workloads[uid]
+		q, ok := c.workloads[uid]
 		c.mu.Unlock()
 		if ok {
+			w := q.workload()
 			log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(w.Owner))
 			after, err := c.Collect(ctrl.LoggerInto(ctx, log), w)
 			if err != nil {
