@@ -43,10 +43,12 @@ type steadyState struct {
 	pods, workloads, podGroups toolscache.Indexer
 	// interner is the workloads' cache transform (the manager's DefaultTransform).
 	interner *podview.Interner
-	grouper  *workloadmap.Grouper
-	book     *podbook.Book
-	findings *findings.Tracker
-	metrics  *workloadmetrics.Tracker
+	// podGroupView is the PodGroups' cache transform.
+	podGroupView *podgroup.CacheView
+	grouper      *workloadmap.Grouper
+	book         *podbook.Book
+	findings     *findings.Tracker
+	metrics      *workloadmetrics.Tracker
 }
 
 func newSteadyState(tb testing.TB) *steadyState {
@@ -66,8 +68,9 @@ func newSteadyState(tb testing.TB) *steadyState {
 	}
 	book := podbook.New()
 	return &steadyState{pods: store(), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
-		grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
-		book:    book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
+		podGroupView: podgroup.NewCacheView(),
+		grouper:      &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
+		book:         book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
 }
 
 // decoded round-trips obj through JSON into out, as an informer decodes each object.
@@ -140,7 +143,9 @@ func (s *steadyState) addWorkload(tb testing.TB, ctx context.Context, job *unstr
 				var pg v2alpha2.PodGroup
 				decoded(tb, podgroup.Build(md), &pg)
 				pg.UID, pg.ResourceVersion, pg.Generation = types.UID(string(job.GetUID())+"-pg"), "300000", 1
-				if err := s.podGroups.Add(&pg); err != nil {
+				// The PodGroups' cache transform (app.go: podgroup.CacheView).
+				cached, _ := s.podGroupView.Transform(&pg)
+				if err := s.podGroups.Add(cached); err != nil {
 					tb.Fatal(err)
 				}
 				wrote = true
@@ -236,7 +241,7 @@ func (s *steadyState) parts() []part {
 		{"bookkeeping", func() { s.book, s.findings, s.metrics = nil, nil, nil }},
 		{"pod-cache", func() { s.pods = nil }},
 		{"plan-cache", func() { s.grouper = nil }},
-		{"podgroup-cache", func() { s.podGroups = nil }},
+		{"podgroup-cache", func() { s.podGroups, s.podGroupView = nil, nil }},
 		{"workload-cache", func() { s.workloads, s.interner = nil, nil }},
 	}
 }
