@@ -1,6 +1,7 @@
 package podview
 
 import (
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,33 +12,59 @@ import (
 )
 
 // Record is what the grouper's pod cache keeps of one pod of its scheduler: the fields the pod
-// controller's decisions read (see the package comment), in a struct of its own. A corev1.Pod
-// costs 1,152 bytes before it holds anything (its spec and status structs are large), and a Go
-// map of labels or annotations about 300 bytes even with one entry; a Record holds the metadata
-// it needs as plain fields and the labels and annotations as key/value pairs in one slice each.
-// The scheduler name is not kept: the cache holds only pods of gangmap's scheduler (a field
-// selector on spec.schedulerName), so Pod puts it back.
+// controller's decisions read, in a struct of its own. A corev1.Pod costs 1,152 bytes before it
+// holds anything (its spec and status structs are large), and a Go map of labels or annotations
+// about 300 bytes even with one entry; a Record holds the metadata it needs as plain fields, the
+// labels and annotations as key/value pairs in one slice each, and its times and phase packed:
+// 176 bytes, its strings canonical (intern: one namespace string per namespace) and its slices
+// shared with other pods' equal ones (recordShare).
+//
+// What a Record keeps, and which decision reads it (the controller decides on Record.Pod):
+//   - metadata.namespace and name: the pod's key (the work queue's requests, podbook) and a
+//     definition's pod input;
+//   - metadata.uid: a definition's pod input, the first-repair mark (podbook.FirstRepair), the
+//     check that a pod read whole from the API server is the same pod (controller.fullPod);
+//   - metadata.generateName: a definition's pod input (definitions.Compiled.PodInput);
+//   - metadata.labels and annotations: the placement (pod-side expressions), KAI's default
+//     PodGroup metadata (queue, priority, preemptibility...), the skip and pod-group-name
+//     annotations, the stray collector's PodGroup names (podcache.Cache.AnnotationValues);
+//   - metadata.ownerReferences: the owner walk to the top owner, a definition's pod input;
+//   - metadata.deletionTimestamp: a pod being deleted is not grouped (controller.Decider);
+//   - metadata.creationTimestamp: whether a confirmed read of the workload covers the pod
+//     (controller.Decider's drift check);
+//   - spec.priorityClassName: KAI's default PodGroup priority (defaultgrouper);
+//   - status.phase: the findings (terminal pods apart) and the workload metrics (per phase).
+//
+// Not kept: metadata.resourceVersion (no decision reads it, and the cache's store keys pods by
+// namespace and name: Events about a pod read from the cache name it without a version), managed
+// fields, finalizers, and the rest of the spec and status. The scheduler name is not kept either:
+// the cache holds only pods of gangmap's scheduler (a field selector on spec.schedulerName), so Pod
+// puts it back. Timestamps are kept in whole seconds, the precision Kubernetes serializes them at
+// (metav1.Time, in JSON and protobuf).
 //
 // A definition whose pod-side expressions read beyond .metadata needs the rest of the pod: the
 // pod controller then reads the whole pod from the API server (controller.FullPodFunc), never
 // from this record.
 //
-// A Record is immutable once made (readers get copies: Pod), so its strings and slices may be
+// A Record is immutable once stored (readers get copies: Pod), so its strings and slices may be
 // shared.
 type Record struct {
 	Namespace, Name, GenerateName string
 	UID                           types.UID
-	ResourceVersion               string
-	CreationTimestamp             metav1.Time
-	DeletionTimestamp             *metav1.Time
 	// Labels and Annotations are the pod's, as key, value, key, value... sorted by key.
 	Labels, Annotations []string
 	OwnerReferences     []metav1.OwnerReference
 	// PriorityClassName is spec.priorityClassName (KAI's default PodGroup priority reads it).
 	PriorityClassName string
-	// Phase is status.phase (findings count terminal pods apart; workload metrics per phase).
-	Phase corev1.PodPhase
+	// created and deleted are the creation and deletion timestamps in Unix seconds, noTime for
+	// none (a zero creation timestamp: a pod being admitted).
+	created, deleted int64
+	// phase is status.phase's code (phaseCode).
+	phase uint8
 }
+
+// noTime marks a Record's timestamp as absent.
+const noTime = math.MinInt64
 
 var _ runtime.Object = (*Record)(nil)
 var _ metav1.ObjectMetaAccessor = (*Record)(nil)
@@ -52,11 +79,35 @@ func (r *Record) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// GetObjectMeta implements metav1.ObjectMetaAccessor, so that client-go's key and namespace index
-// functions (meta.Accessor) read a Record: a new ObjectMeta with its namespace, name, UID and
-// resourceVersion.
+// GetObjectMeta implements metav1.ObjectMetaAccessor, so that client-go's key functions
+// (meta.Accessor) read a Record: a new ObjectMeta with its namespace, name and UID.
 func (r *Record) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: r.UID, ResourceVersion: r.ResourceVersion}
+	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: r.UID}
+}
+
+// Phase is the pod's status.phase.
+func (r *Record) Phase() corev1.PodPhase { return phaseOf(r.phase) }
+
+// CreationTimestamp is the pod's metadata.creationTimestamp (zero when it has none).
+func (r *Record) CreationTimestamp() metav1.Time { return timeOf(r.created) }
+
+// Deleting reports whether the pod has a deletion timestamp.
+func (r *Record) Deleting() bool { return r.deleted != noTime }
+
+// seconds packs t into Unix seconds, noTime for a zero time.
+func seconds(t metav1.Time) int64 {
+	if t.IsZero() {
+		return noTime
+	}
+	return t.Unix()
+}
+
+// timeOf unpacks seconds: a time in the local zone, as a decoded metav1.Time is.
+func timeOf(s int64) metav1.Time {
+	if s == noTime {
+		return metav1.Time{}
+	}
+	return metav1.Unix(s, 0)
 }
 
 // Annotation returns the value of annotation key and whether the pod has it.
@@ -74,29 +125,34 @@ func ToRecord(pod *corev1.Pod) *Record {
 	if len(refs) == 0 {
 		refs = nil
 	}
+	deleted := int64(noTime)
+	if pod.DeletionTimestamp != nil {
+		deleted = pod.DeletionTimestamp.Unix()
+	}
 	return &Record{
 		Namespace: v.Namespace, Name: pod.Name, GenerateName: v.GenerateName, UID: pod.UID,
-		ResourceVersion: pod.ResourceVersion, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
 		Labels: shared.pairsOf(pairs(pod.Labels)), Annotations: shared.pairsOf(pairs(pod.Annotations)), OwnerReferences: shared.refsOf(refs),
-		PriorityClassName: v.Spec.PriorityClassName, Phase: corev1.PodPhase(intern(string(pod.Status.Phase))),
+		PriorityClassName: v.Spec.PriorityClassName,
+		created:           seconds(pod.CreationTimestamp), deleted: deleted, phase: phaseCode(pod.Status.Phase),
 	}
 }
 
 // Pod returns a new Pod of the record for a decision: its metadata (new maps and owner
-// references: the caller may change them, as a client's response decoded into it does),
-// spec.schedulerName set to schedulerName, spec.priorityClassName and status.phase.
+// references: the caller may change them, as a client's response decoded into it does; no
+// resourceVersion), spec.schedulerName set to schedulerName, spec.priorityClassName and
+// status.phase.
 func (r *Record) Pod(schedulerName string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: r.Namespace, Name: r.Name, GenerateName: r.GenerateName, UID: r.UID,
-			ResourceVersion: r.ResourceVersion, CreationTimestamp: r.CreationTimestamp,
-			Labels: toMap(r.Labels), Annotations: toMap(r.Annotations),
+			CreationTimestamp: r.CreationTimestamp(), Labels: toMap(r.Labels), Annotations: toMap(r.Annotations),
 		},
 		Spec:   corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: r.PriorityClassName},
-		Status: corev1.PodStatus{Phase: r.Phase},
+		Status: corev1.PodStatus{Phase: r.Phase()},
 	}
-	if r.DeletionTimestamp != nil {
-		p.DeletionTimestamp = r.DeletionTimestamp.DeepCopy()
+	if r.Deleting() {
+		t := timeOf(r.deleted)
+		p.DeletionTimestamp = &t
 	}
 	if r.OwnerReferences != nil {
 		p.OwnerReferences = make([]metav1.OwnerReference, len(r.OwnerReferences))

@@ -1,23 +1,27 @@
 package podview
 
 import (
+	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // TestRecordKeepsWhatTheControllerReads: a Record gives back, as a Pod, exactly the metadata a
-// decision reads (managed fields, finalizers and generation dropped), the scheduler name the cache
-// is filtered by, spec.priorityClassName and status.phase; nothing else of the spec or status.
+// decision reads (managed fields, finalizers, generation and resourceVersion dropped), the
+// scheduler name the cache is filtered by, spec.priorityClassName and status.phase; nothing else
+// of the spec or status.
 func TestRecordKeepsWhatTheControllerReads(t *testing.T) {
 	pod := richPod()
 	got := ToRecord(pod).Pod("kai-scheduler")
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "p", GenerateName: "p-", Namespace: "ns", UID: "u1", ResourceVersion: "42",
+			Name: "p", GenerateName: "p-", Namespace: "ns", UID: "u1",
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
 			Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
 		},
@@ -97,5 +101,50 @@ func TestTransformRecordIsIdempotent(t *testing.T) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil || key != "ns/p" {
 		t.Errorf("store key %q, %v; want ns/p", key, err)
+	}
+}
+
+// TestRecordPacksTimesAndPhase: the creation and deletion timestamps (whole seconds) and the
+// phase read back as they were, absent ones as absent; a phase outside the API's five keeps its
+// name, and once the table of phases is full another reads as Unknown. A Record is 176 bytes.
+func TestRecordPacksTimesAndPhase(t *testing.T) {
+	if n := unsafe.Sizeof(Record{}); n != 176 {
+		t.Errorf("a Record is %d bytes, want 176", n)
+	}
+	created, deleted := metav1.Unix(1764590000, 0), metav1.Unix(1764599999, 0)
+	for _, tc := range []struct {
+		name             string
+		created          metav1.Time
+		deleted          *metav1.Time
+		phase, wantPhase corev1.PodPhase
+	}{
+		{"running", created, nil, corev1.PodRunning, corev1.PodRunning},
+		{"being deleted", created, &deleted, corev1.PodSucceeded, corev1.PodSucceeded},
+		{"being admitted", metav1.Time{}, nil, "", ""},
+		{"at the epoch", metav1.Unix(0, 0), ptr.To(metav1.Unix(0, 0)), corev1.PodFailed, corev1.PodFailed},
+		{"odd phase", created, nil, "Hibernating", "Hibernating"},
+	} {
+		pod := richPod()
+		pod.CreationTimestamp, pod.DeletionTimestamp, pod.Status.Phase = tc.created, tc.deleted, tc.phase
+		rec := ToRecord(pod)
+		got := rec.Pod("s")
+		if diff := cmp.Diff(tc.created, got.CreationTimestamp); diff != "" {
+			t.Errorf("%s: creation timestamp (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.deleted, got.DeletionTimestamp); diff != "" || rec.Deleting() != (tc.deleted != nil) {
+			t.Errorf("%s: deletion timestamp (-want +got):\n%s (Deleting %v)", tc.name, diff, rec.Deleting())
+		}
+		if got.Status.Phase != tc.wantPhase || rec.Phase() != tc.wantPhase {
+			t.Errorf("%s: phase %q, want %q", tc.name, got.Status.Phase, tc.wantPhase)
+		}
+	}
+	for i := range maxPhases {
+		phaseCode(corev1.PodPhase(fmt.Sprintf("Made-up-%d", i)))
+	}
+	if got := ToRecord(&corev1.Pod{Status: corev1.PodStatus{Phase: "One-too-many"}}).Phase(); got != corev1.PodUnknown {
+		t.Errorf("a phase beyond the table reads %q, want Unknown", got)
+	}
+	if got := ToRecord(&corev1.Pod{Status: corev1.PodStatus{Phase: "Hibernating"}}).Phase(); got != "Hibernating" {
+		t.Errorf("a phase given a code reads %q after the table filled", got)
 	}
 }
