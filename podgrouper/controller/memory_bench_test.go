@@ -33,14 +33,15 @@ import (
 
 // steadyState is what the grouper holds once every pod of every workload is grouped, built by
 // the grouper's own code from the objects the API server would send (each decoded from its own
-// JSON, so no strings are shared that the informers would not share): the pod cache (a
-// podview.Record per pod in a client-go store with the namespace index, as podcache), the
+// JSON, so no strings are shared that the informers would not share): the pod cache (podcache,
+// each pod arriving through its informer's watch), the
 // workloads' cache (unstructured, through the grouper's podview.Interner), the PodGroups' cache (typed, as
 // podgroup.Build writes them and the API server returns them, managed fields dropped), the plan
 // cache (workloadmap.Grouper, which decides every pod), and the per-pod bookkeeping (podbook,
 // findings, workload metrics: what the reconciler records for a grouped, repaired pod).
 type steadyState struct {
-	pods, workloads, podGroups toolscache.Indexer
+	pods                 *benchPodCache
+	workloads, podGroups toolscache.Indexer
 	// interner is the workloads' cache transform (the manager's DefaultTransform).
 	interner *podview.Interner
 	// podGroupView is the PodGroups' cache transform.
@@ -67,7 +68,7 @@ func newSteadyState(tb testing.TB) *steadyState {
 		return toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
 	book := podbook.New()
-	return &steadyState{pods: store(), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
+	return &steadyState{pods: newBenchPodCache(tb), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
 		podGroupView: podgroup.NewCacheView(),
 		grouper:      &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
 		book:         book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
@@ -158,12 +159,8 @@ func (s *steadyState) addWorkload(tb testing.TB, ctx context.Context, job *unstr
 			}
 			var cached corev1.Pod
 			decoded(tb, pod, &cached)
-			rec, _ := podview.TransformRecord(&cached)
-			if err := s.pods.Add(rec); err != nil {
-				tb.Fatal(err)
-			}
 			// The reconciler's pod is the Record's (podcache), so its key shares the Record's strings.
-			view := rec.(*podview.Record).Pod("kai-scheduler")
+			view := s.pods.add(tb, &cached)
 			s.record(client.ObjectKeyFromObject(view), view.UID, job, seen, now)
 		}
 	}
@@ -239,7 +236,7 @@ func (p part) freed() float64 {
 func (s *steadyState) parts() []part {
 	return []part{
 		{"bookkeeping", func() { s.book, s.findings, s.metrics = nil, nil, nil }},
-		{"pod-cache", func() { s.pods = nil }},
+		{"pod-cache", func() { s.pods.close(); s.pods = nil }},
 		{"plan-cache", func() { s.grouper = nil }},
 		{"podgroup-cache", func() { s.podGroups, s.podGroupView = nil, nil }},
 		{"workload-cache", func() { s.workloads, s.interner = nil, nil }},
