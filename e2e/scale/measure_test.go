@@ -232,3 +232,28 @@ func samplePeakRSS(g *framework.GrouperProcess) func() int64 {
 		return peak
 	}
 }
+
+// logErrors logs the first max lines of the grouper's log at level error (JSON logs), so that a
+// run whose pods were not all grouped at admission says why (e.g. a decision past the webhook's
+// deadline), and how many there were.
+func logErrors(b *testing.B, g *framework.GrouperProcess, max int) {
+	data, err := os.ReadFile(g.LogPath)
+	if err != nil {
+		b.Logf("grouper log: %v", err)
+		return
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, `"level":"error"`) {
+			continue
+		}
+		if n < max {
+			if len(line) > 600 {
+				line = line[:600] + "..."
+			}
+			b.Logf("  grouper error: %s", line)
+		}
+		n++
+	}
+	b.Logf("grouper log: %d lines at level error", n)
+}

@@ -94,6 +94,7 @@ func BenchmarkGroupScale(b *testing.B) {
 		r.heapAfter = liveHeap(ctx, b, g, pprofAddr)
 		writeHeapProfile(ctx, b, pprofAddr)
 		r.report(b)
+		logErrors(b, g, 5)
 		_ = g.Stop()
 		if webhookOn {
 			tearDownWebhook(ctx)
