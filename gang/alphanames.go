@@ -59,8 +59,8 @@ func (p *Plan) buildAlphaPodGroups(ctx context.Context, c *definitions.Compiled,
 					return err
 				}
 				pg.members = append(pg.members, m)
-				p.gangIndex[gangKey{gang: gs.name, replica: key, role: r}] = pg
-				p.roleGang[r] = gs.name
+				p.gangIndex.set(gangKey{gang: gs.name, replica: key, role: r}, pg)
+				r.gang, r.grouped = gs.name, true
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func (p *Plan) noteAlphaSplits(specs []*gangSpec, keys []string) {
 		for _, key := range keys {
 			var names []string
 			for _, r := range gs.roles {
-				if pg := p.gangIndex[gangKey{gang: gs.name, replica: key, role: r}]; pg != nil && !slices.Contains(names, pg.Name) {
+				if pg := p.gangIndex.get(gangKey{gang: gs.name, replica: key, role: r}); pg != nil && !slices.Contains(names, pg.Name) {
 					names = append(names, pg.Name)
 				}
 			}

@@ -71,9 +71,9 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 				return err
 			}
 			p.PodGroups = append(p.PodGroups, pg)
-			p.gangIndex[gangKey{gang: gs.name, replica: key}] = pg
+			p.gangIndex.set(gangKey{gang: gs.name, replica: key}, pg)
 			for _, m := range pg.members {
-				p.roleGang[m.role] = gs.name
+				m.role.gang, m.role.grouped = gs.name, true
 			}
 		}
 	}
@@ -130,6 +130,9 @@ func (p *Plan) alphaGangs(ctx context.Context, c *definitions.Compiled, groups [
 		if !ok {
 			p.Notes = append(p.Notes, fmt.Sprintf("role %s is in no pod group of the definition; gangmap leaves its pods to KAI", roleLabel(r)))
 			continue
+		}
+		if p.alphaMember == nil {
+			p.alphaMember = map[*Role]definitions.AlphaMember{}
 		}
 		p.alphaMember[r] = m
 		specs[m.Group].roles = append(specs[m.Group].roles, r)

@@ -70,12 +70,12 @@ type Plan struct {
 	perReplica *definitions.Component
 	// alphaNames are the gang names of the alpha pod groups, by index (alpha form only).
 	alphaNames []string
-	roleIndex  map[roleKey]*Role
-	gangIndex  map[gangKey]*PodGroup
-	roleGang   map[*Role]string
+	roleIndex  smallIndex[roleKey, *Role]
+	gangIndex  smallIndex[gangKey, *PodGroup]
 	// ownerKey is the top owner's UID (its name in offline plans), which PodGroup names start with.
 	ownerKey string
-	// alphaMember is, in the alpha form, the pod group member that takes each grouped role's pods.
+	// alphaMember is, in the alpha form, the pod group member that takes each grouped role's pods
+	// (nil in the other forms).
 	alphaMember map[*Role]definitions.AlphaMember
 }
 
@@ -122,6 +122,10 @@ type Role struct {
 	GPUDetail  PodGPUs `json:"gpuDetail,omitzero"`
 
 	component *definitions.Component
+	// gang is the name of the gang that holds the role, when grouped says one does (a field, not
+	// a map per plan: a Go map costs a plan about 250 bytes however few roles it has).
+	gang    string
+	grouped bool
 	// instance is the resolved instance (replica counts and pod template), read while the plan
 	// is built and nil afterwards (see dropTemplates).
 	instance *definitions.Instance
@@ -204,11 +208,6 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		Definition: DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)},
 		PodGroups:  []*PodGroup{},
 		Roles:      []*Role{},
-		roleIndex:  map[roleKey]*Role{},
-		gangIndex:  map[gangKey]*PodGroup{},
-		roleGang:   map[*Role]string{},
-
-		alphaMember: map[*Role]definitions.AlphaMember{},
 	}
 	p.Misses = w.Misses
 	p.OwnsNoPods = w.OwnsNoPods
@@ -290,7 +289,7 @@ func (p *Plan) buildRoles(w *definitions.Workload) error {
 			}
 			r.GPUDetail, r.GPUsPerPod = gpus, gpus.Devices
 			p.Roles = append(p.Roles, r)
-			p.roleIndex[roleKey{comp.Name, inst.ID}] = r
+			p.roleIndex.set(roleKey{comp.Name, inst.ID}, r)
 		}
 	}
 	return nil

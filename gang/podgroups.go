@@ -247,7 +247,7 @@ type Assignment struct {
 // not have (the workload changed since the plan: rebuild from the fresh workload; or the
 // definition never names it).
 func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
-	r := p.roleIndex[roleKey{pl.Component.Name, pl.InstanceID}]
+	r := p.roleIndex.get(roleKey{pl.Component.Name, pl.InstanceID})
 	if r == nil {
 		inst := pl.Component.Name
 		if pl.InstanceID != "" {
@@ -255,7 +255,7 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 		}
 		return nil, notInPlan(inst, "component %q has no instance %q in the plan", pl.Component.Name, pl.InstanceID)
 	}
-	gang, ok := p.roleGang[r]
+	gang, ok := r.gang, r.grouped
 	if !ok {
 		if r.Pods == 0 {
 			return nil, notInPlan(roleLabel(r), "role %s has 0 pods in the plan, but a pod of it exists", roleLabel(r))
@@ -277,9 +277,9 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 			return nil, fmt.Errorf("role %s: the pod has no replica key for per-replica component %q", roleLabel(r), p.perReplica.Name)
 		}
 	}
-	pg := p.gangIndex[gangKey{gang: gang, replica: key}]
+	pg := p.gangIndex.get(gangKey{gang: gang, replica: key})
 	if pg == nil {
-		pg = p.gangIndex[gangKey{gang: gang, replica: key, role: r}]
+		pg = p.gangIndex.get(gangKey{gang: gang, replica: key, role: r})
 	}
 	if pg == nil {
 		return nil, notInPlan(fmt.Sprintf("%s replica %s", roleLabel(r), key), "role %s: replica %q of %q is not in the plan", roleLabel(r), key, p.perReplica.Name)

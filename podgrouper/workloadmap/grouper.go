@@ -78,9 +78,11 @@ type cachedPlan struct {
 	resourceVersion string
 	compiled        *definitions.Compiled
 	plan            *gang.Plan
-	// meta holds, per planned PodGroup, the parts of KAI's metadata that are the same for all of
-	// its pods, computed once per plan.
-	meta map[*gang.PodGroup]*podGroupMeta
+	// meta holds, per planned PodGroup (in plan.PodGroups' order), the parts of KAI's metadata
+	// that are the same for all of its pods, computed once per plan; metaIndex finds a PodGroup's
+	// when the plan has more than smallIndex (nil otherwise: a scan finds it).
+	meta      []podGroupMeta
+	metaIndex map[*gang.PodGroup]int
 	// err is the error of a plan that failed (then plan and meta are nil).
 	err error
 	// elements is its size in the plan cache (planElements).
@@ -90,7 +92,9 @@ type cachedPlan struct {
 // podGroupMeta is the pod-independent metadata of one planned PodGroup. It is shared by every
 // pod of the PodGroup and never modified after the plan is built.
 type podGroupMeta struct {
-	subGroups  []*podgroup.SubGroupMetadata
+	subGroups []*podgroup.SubGroupMetadata
+	// index finds a sub-group's place in subGroups (and in the PodGroup's SubGroups) when it has
+	// more than smallIndex (nil otherwise: a scan finds it).
 	index      map[*gang.SubGroup]int
 	definition string
 	status     string
@@ -100,9 +104,8 @@ type podGroupMeta struct {
 	startHeld string
 }
 
-func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
-	m := &podGroupMeta{
-		index:      make(map[*gang.SubGroup]int, len(pg.SubGroups)),
+func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
+	m := podGroupMeta{
 		definition: fmt.Sprintf("%s (%s)", plan.Definition.Name, plan.Definition.Source),
 		status:     plan.StatusText(),
 		gpus:       pg.GPUs.String(),
@@ -111,8 +114,14 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
 	if plan.HasStartRule {
 		m.startHeld = startHeld(pg)
 	}
+	// One array holds every sub-group's metadata (no object each), the slice points into it.
+	all := make([]podgroup.SubGroupMetadata, len(pg.SubGroups))
+	if len(all) > 0 {
+		m.subGroups = make([]*podgroup.SubGroupMetadata, 0, len(all))
+	}
 	for i, sg := range pg.SubGroups {
-		smd := &podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
+		smd := &all[i]
+		*smd = podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
 		if sg.MinMember != nil {
 			smd.MinAvailable = *sg.MinMember
 		}
@@ -120,9 +129,64 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) *podGroupMeta {
 			smd.TopologyConstraints = &podgroup.TopologyConstraintMetadata{Topology: t.TopologyName, RequiredTopologyLevel: t.RequiredTopologyLevel, PreferredTopologyLevel: t.PreferredTopologyLevel}
 		}
 		m.subGroups = append(m.subGroups, smd)
-		m.index[sg] = i
+	}
+	if len(pg.SubGroups) > smallIndex {
+		m.index = make(map[*gang.SubGroup]int, len(pg.SubGroups))
+		for i, sg := range pg.SubGroups {
+			m.index[sg] = i
+		}
 	}
 	return m
+}
+
+// smallIndex is the number of PodGroups of a plan, or of sub-groups of a PodGroup, up to which a
+// scan finds one instead of a map (a Go map costs at least about 250 bytes; most plans have one
+// PodGroup of a few sub-groups, a plan of per-replica gangs or of many roles may have thousands).
+const smallIndex = 8
+
+// subGroupIndex returns the place of sub-group sg in pg's SubGroups (false when not there).
+func (m *podGroupMeta) subGroupIndex(pg *gang.PodGroup, sg *gang.SubGroup) (int, bool) {
+	if m.index != nil {
+		i, ok := m.index[sg]
+		return i, ok
+	}
+	for i, s := range pg.SubGroups {
+		if s == sg {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// setMeta computes the metadata of every planned PodGroup of the cached plan.
+func (c *cachedPlan) setMeta() {
+	pgs := c.plan.PodGroups
+	c.meta = make([]podGroupMeta, len(pgs))
+	for i, pg := range pgs {
+		c.meta[i] = newPodGroupMeta(c.plan, pg)
+	}
+	if len(pgs) > smallIndex {
+		c.metaIndex = make(map[*gang.PodGroup]int, len(pgs))
+		for i, pg := range pgs {
+			c.metaIndex[pg] = i
+		}
+	}
+}
+
+// metaOf returns the metadata of a planned PodGroup (nil when pg is not the plan's).
+func (c *cachedPlan) metaOf(pg *gang.PodGroup) *podGroupMeta {
+	if c.metaIndex != nil {
+		if i, ok := c.metaIndex[pg]; ok {
+			return &c.meta[i]
+		}
+		return nil
+	}
+	for i, p := range c.plan.PodGroups {
+		if p == pg {
+			return &c.meta[i]
+		}
+	}
+	return nil
 }
 
 // Name implements grouper.Grouper.
@@ -289,7 +353,7 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		return nil, seen, err
 	}
 	ownerskip.StripMark(md.Annotations)
-	fillGang(md, cp.meta[a.PodGroup], a, pod.Name)
+	fillGang(md, cp.metaOf(a.PodGroup), a, pod.Name)
 	podgroup.FitRelease(md, g.Release)
 	return md, seen, nil
 }
@@ -310,7 +374,7 @@ func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podNa
 	if len(pm.subGroups) > 0 {
 		md.SubGroups = make([]*podgroup.SubGroupMetadata, len(pm.subGroups))
 		copy(md.SubGroups, pm.subGroups)
-		if i, ok := pm.index[a.SubGroup]; ok && a.SubGroup != nil {
+		if i, ok := pm.subGroupIndex(pg, a.SubGroup); ok && a.SubGroup != nil {
 			own := *pm.subGroups[i]
 			own.PodsReferences = []string{podName}
 			md.SubGroups[i] = &own

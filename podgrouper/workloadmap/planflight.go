@@ -84,10 +84,8 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	if !g.Release.HasMinSubGroup() {
 		plan.Flatten(g.Release.FlatGangNote())
 	}
-	c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, plan: plan, meta: make(map[*gang.PodGroup]*podGroupMeta, len(plan.PodGroups))}
-	for _, pg := range plan.PodGroups {
-		c.meta[pg] = newPodGroupMeta(plan, pg)
-	}
+	c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, plan: plan}
+	c.setMeta()
 	g.plans.add(key, c)
 	g.reportMisses(compiled, topOwner, plan)
 	g.reportOverrides(topOwner, plan)
