@@ -36,6 +36,10 @@ type Interner struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
 	trees *lru.Cache
+	// values and valuesSeen: the boxed strings of sharedValueKeys, and the hashes of those seen
+	// once (internkeys.go).
+	values     map[string]any
+	valuesSeen map[uint64]struct{}
 }
 
 // WorkloadInternerSize is the size of the grouper's Interner table: 4,096 subtrees, so at most
@@ -44,14 +48,16 @@ const WorkloadInternerSize = 4096
 
 // NewInterner returns an Interner whose table keeps at most size subtrees (size > 0).
 func NewInterner(size int) *Interner {
-	return &Interner{seed: maphash.MakeSeed(), trees: lru.New(size)}
+	return &Interner{seed: maphash.MakeSeed(), trees: lru.New(size), values: map[string]any{}, valuesSeen: map[uint64]struct{}{}}
 }
 
 // Transform is TransformWorkload followed by the sharing of equal subtrees (see Interner) for an
 // unstructured object; other objects get TransformWorkload only. It never fails.
 //
-// It never writes to a map or list it did not just make, except the object's own root and
-// metadata maps, and those only where a value changes: client-go may hand an object to the
+// The first time it sees an object, it replaces the object's root and metadata maps with new ones
+// whose well-known keys are static strings (internkeys.go). Otherwise it never writes to a map
+// or list it did not just make, except the object's own root and metadata maps, and those only
+// where a value changes: client-go may hand an object to the
 // transform twice (the watch-list path stores it in a temporary store, then passes it to the
 // FIFO's Replace, client-go's tools/cache/reflector.go and delta_fifo.go), and its subtrees may
 // by then be shared with objects other goroutines read.
@@ -63,6 +69,11 @@ func (in *Interner) Transform(obj any) (any, error) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	// The root and metadata maps are the object's own; their keys (and a few values) are made
+	// the static ones once, in new maps (internkeys.go), so a second pass finds nothing to do.
+	if root, ok := in.rekeyed(u.Object); ok {
+		u.Object = root
+	}
 	for k, v := range u.Object {
 		if md, ok := v.(map[string]any); ok && k == "metadata" {
 			for mk, mv := range md {

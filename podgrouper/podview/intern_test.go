@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -204,4 +205,41 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestInternerStaticKeys: after the transform, the root's and metadata's well-known keys are the
+// static strings, and the apiVersion, kind and namespace of workloads seen before are one boxed
+// value; a second transform leaves the maps as they are.
+func TestInternerStaticKeys(t *testing.T) {
+	objs, err := manifest.ReadFile("../../e2e/testdata/customjob.yaml")
+	require.NoError(t, err)
+	js, err := objs[0].MarshalJSON()
+	require.NoError(t, err)
+	in := NewInterner(64)
+	var got []*unstructured.Unstructured
+	for i := range 3 {
+		o, _ := in.Transform(decodeAs(t, js, i))
+		got = append(got, o.(*unstructured.Unstructured))
+	}
+	for _, u := range got {
+		md := u.Object["metadata"].(map[string]any)
+		for _, m := range []map[string]any{u.Object, md} {
+			for k := range m {
+				if s, ok := wellKnownKeys[k]; ok {
+					assert.True(t, sameString(s, k), "key %q is not the static one", k)
+				}
+			}
+		}
+	}
+	box := func(u *unstructured.Unstructured, k string) any { return u.Object[k] }
+	data := func(v any) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] }
+	assert.Equal(t, data(box(got[1], "apiVersion")), data(box(got[2], "apiVersion")), "apiVersion boxed once")
+	assert.Equal(t, data(box(got[1], "kind")), data(box(got[2], "kind")), "kind boxed once")
+	assert.Equal(t, "e2e.example.com/v1", got[2].GetAPIVersion())
+	assert.Equal(t, "ns", got[2].GetNamespace())
+
+	root, md := got[2].Object, got[2].Object["metadata"]
+	again, _ := in.Transform(got[2])
+	assert.True(t, sameTree(root, again.(*unstructured.Unstructured).Object), "a second transform made a new root")
+	assert.True(t, sameTree(md, again.(*unstructured.Unstructured).Object["metadata"]), "a second transform made a new metadata map")
 }
