@@ -48,6 +48,10 @@ type Decider struct {
 	// further read: bounded by confirmedSize, created on first use.
 	confirmedOnce sync.Once
 	confirmed     *lru.Cache
+
+	// readKinds are the kinds whose top owners were read through the cache (WalkOwners).
+	kindsMu   sync.RWMutex
+	readKinds map[schema.GroupVersionKind]bool
 }
 
 // confirmedSize bounds the workloads whose confirmed resourceVersion the Decider remembers.
@@ -228,6 +232,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	if err != nil {
 		return nil, &DecideError{Reason: "TopOwnerRead", Err: fmt.Errorf("top owner %s %s: %w", gvk.Kind, top.Name, err)}
 	}
+	d.noteReadKind(gvk)
 
 	// 6. Decide the PodGroup from the workload's gang plan, on the whole pod when the definition
 	// reads beyond its metadata.

@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,8 @@ type Compiled struct {
 	rules []*compiledRule
 	// needsNamespaces says some rule reads the namespace (a selector or a namespace-label queue).
 	needsNamespaces bool
+	// ownerLabels are the top-owner label keys the rules read (OwnerLabelKeys).
+	ownerLabels []string
 }
 
 type compiledRule struct {
@@ -160,6 +163,9 @@ func compile(p *Policy, known func(schema.GroupKind) bool) (*Compiled, field.Err
 		errs = append(errs, validateSettings(r, path)...)
 		if r.Queue != nil && r.Queue.FromNamespaceLabel != "" {
 			c.needsNamespaces = true
+		}
+		if r.Queue != nil && r.Queue.FromOwnerLabel != "" && !slices.Contains(c.ownerLabels, r.Queue.FromOwnerLabel) {
+			c.ownerLabels = append(c.ownerLabels, r.Queue.FromOwnerLabel)
 		}
 		c.rules = append(c.rules, cr)
 	}
@@ -253,6 +259,16 @@ func (c *Compiled) Kinds() []schema.GroupKind {
 		}
 	}
 	return out
+}
+
+// OwnerLabelKeys are the label keys of the top owner the policy reads (its rules'
+// queue.fromOwnerLabel), each once, in rule order; nil for a nil policy or when no rule reads one.
+// The slice is the policy's own, the same for every call: callers must not change it.
+func (c *Compiled) OwnerLabelKeys() []string {
+	if c == nil {
+		return nil
+	}
+	return c.ownerLabels
 }
 
 // Target is what a rule is matched against: the pod's top owner and namespace.

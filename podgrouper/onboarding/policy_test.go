@@ -164,3 +164,21 @@ rules:
 	assert.Empty(t, none.CheckNamespace("x", nil))
 	assert.False(t, none.ReadsNamespaceQueues())
 }
+
+// TestOwnerLabelKeys: the top-owner label keys a policy reads are its rules' queue.fromOwnerLabel,
+// each once, in rule order (the owner walk keeps only those of an owner's labels besides KAI's).
+func TestOwnerLabelKeys(t *testing.T) {
+	c, err := Parse([]byte(`
+rules:
+  - {name: a, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {fromOwnerLabel: team}}
+  - {name: b, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {value: q}}
+  - {name: c, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {fromOwnerLabel: example.com/queue}}
+  - {name: d, kinds: [{group: e2e.example.com, kind: CustomJob}], queue: {fromOwnerLabel: team}}
+`), "policy.yaml", knownCustomJob)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"team", "example.com/queue"}, c.OwnerLabelKeys())
+	good, err := Parse([]byte(goodPolicy), "policy.yaml", knownCustomJob)
+	require.NoError(t, err)
+	assert.Nil(t, good.OwnerLabelKeys())
+	assert.Nil(t, (*Compiled)(nil).OwnerLabelKeys())
+}

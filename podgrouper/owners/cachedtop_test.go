@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/podgrouper/owners"
@@ -60,16 +61,24 @@ func TestCachedTopIsWalksTop(t *testing.T) {
 	assert.False(t, ok, "no CacheTTL")
 }
 
-// The owners a walk reads (and caches, for CacheTTL) keep their labels and annotations
-// (defaultgrouper reads both) but not their managed fields, which nothing reads.
+// The owners a walk reads (and caches, for CacheTTL) keep their identity, the reference the walk
+// follows, and of their labels and annotations only the keys KAI's default metadata reads of owners
+// (priority class, preemptibility, preemption delay, staleness grace period); not their managed
+// fields, other labels and annotations (the top owner's are read from the top owner read in full),
+// other references or resourceVersion, which nothing reads of an owner walked.
 func TestWalkDropsManagedFields(t *testing.T) {
 	ctx := context.Background()
 	mf := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1",
 		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}}}
-	dep := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "u-dep"}
+	dep := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "u-dep", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "u-cm"}
 	rs := replicaSet("web-1", "u-rs", &dep)
+	rs.OwnerReferences = []metav1.OwnerReference{other, dep}
+	rs.Labels = map[string]string{"app": "web", "pod-template-hash": "abc", "priorityClassName": "high"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u-dep",
-		Labels: map[string]string{"kai.scheduler/queue": "team-a"}, Annotations: map[string]string{"team": "ml"}}}
+		Labels: map[string]string{"kai.scheduler/queue": "team-a", "kai.scheduler/preemptibility": "preemptible"},
+		Annotations: map[string]string{"team": "ml", "kai.scheduler/preemption-delay": "5m", "kai.scheduler/staleness-grace-period": "1m",
+			"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{}}`}}}
 	w := &owners.Walker{Reader: withManagedFields{badOwnersClient(rs, d), mf}, Mapper: badMapper(), CacheTTL: time.Hour}
 	for range 2 { // read, then cached
 		chain, err := w.Walk(ctx, "ns", []metav1.OwnerReference{rsRef("web-1", "u-rs")})
@@ -77,9 +86,18 @@ func TestWalkDropsManagedFields(t *testing.T) {
 		require.Len(t, chain.Owners, 2)
 		for _, o := range chain.Owners {
 			assert.Empty(t, o.ManagedFields, o.Name)
+			assert.Empty(t, o.ResourceVersion, o.Name)
 		}
-		assert.Equal(t, map[string]string{"kai.scheduler/queue": "team-a"}, chain.Top().Labels)
-		assert.Equal(t, map[string]string{"team": "ml"}, chain.Top().Annotations)
+		mid := chain.Owners[0]
+		assert.Equal(t, metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}, mid.TypeMeta)
+		assert.Equal(t, []string{"web-1", "ns", "u-rs"}, []string{mid.Name, mid.Namespace, string(mid.UID)})
+		assert.Equal(t, map[string]string{"priorityClassName": "high"}, mid.Labels)
+		assert.Nil(t, mid.Annotations)
+		assert.Equal(t, []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "u-dep", Controller: ptr.To(true)}},
+			mid.OwnerReferences, "only the controller reference the walk follows")
+		assert.Equal(t, map[string]string{"kai.scheduler/preemptibility": "preemptible"}, chain.Top().Labels)
+		assert.Equal(t, map[string]string{"kai.scheduler/preemption-delay": "5m", "kai.scheduler/staleness-grace-period": "1m"}, chain.Top().Annotations)
+		assert.Nil(t, chain.Top().OwnerReferences)
 	}
 }
 

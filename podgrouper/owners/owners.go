@@ -64,28 +64,47 @@ func (c *Chain) Top() *metav1.PartialObjectMetadata {
 // Walker walks owner references with Reader (an uncached reader: owners of arbitrary kinds are
 // read by metadata only) and Mapper (to know which owners are cluster scoped).
 //
-// With CacheTTL set, each owner read is remembered for that long, so the pods of one Job or
-// StatefulSet cost one read of each owner instead of one per pod and reconcile (a UID names one
-// object forever; only its own owner references could change meanwhile, which CacheTTL bounds).
-// The cache is keyed by namespace and UID, and a hit is used only when its namespace, name and
-// group/kind are the reference's too: a reference in one namespace never resolves to an object of
-// another, whatever UID it names (an owner reference never crosses namespaces; Kubernetes' garbage
-// collector treats such a reference as absent). The cached objects are shared: callers must not
-// modify a Chain's owners.
+// With Shared set, an owner of a kind another cache of the process already watches (the
+// grouper's workload informers) is read from that cache, and the walker keeps no copy of it.
+//
+// With CacheTTL set, each owner read from the API server is remembered for that long, so the
+// pods of one Job or StatefulSet cost one read of each owner instead of one per pod and reconcile
+// (a UID names one object forever; only its own owner references could change meanwhile, which
+// CacheTTL bounds). The cache is keyed by namespace and UID, and a hit is used only when its
+// namespace, name and group/kind are the reference's too: a reference in one namespace never
+// resolves to an object of another, whatever UID it names (an owner reference never crosses
+// namespaces; Kubernetes' garbage collector treats such a reference as absent).
+//
+// Of each owner the walker keeps only what a walk and KAI's default metadata read (see slim):
+// its identity, the reference the walk follows, and the labels and annotations KAIOwnerLabels,
+// KAIOwnerAnnotations and ExtraLabels name. The owners of a Chain are shared: callers must not
+// modify them.
 type Walker struct {
 	Reader   client.Reader
 	Mapper   meta.RESTMapper
 	CacheTTL time.Duration
+	// CacheSize bounds the owners remembered (and, separately, the UIDs located); 0 is
+	// DefaultCacheSize.
+	CacheSize int
+	// Shared, when set, gives owners of the kinds it holds without an API request.
+	Shared SharedReader
+	// ExtraLabels, when set, names label keys kept on owners besides KAIOwnerLabels (the
+	// onboarding policy's queue.fromOwnerLabel, read of the top owner). It is asked at each
+	// owner read; a cached owner slimmed under other keys is read again.
+	ExtraLabels func() []string
 
 	once  sync.Once
 	cache *lru.Cache
-	// seen remembers where each UID read lives (UIDs never move), without expiry, so that a
-	// reference naming another namespace's object by UID is reported as crossing namespaces.
+	// seen remembers the namespace each UID read lives in (UIDs never move; "" for cluster
+	// scope), without expiry, so that a reference naming another namespace's object by UID is
+	// reported as crossing namespaces.
 	seen *lru.Cache
 }
 
-// ownerCacheSize bounds the owners remembered (and, separately, the UIDs located).
-const ownerCacheSize = 8192
+// DefaultCacheSize is the default bound of the owners a Walker remembers: the owners read from the
+// API server (with Shared set, those of kinds no workload informer watches: the Jobs of JobSets,
+// ReplicaSets, StatefulSets, owners of native kinds), each ~0.3 KB slimmed.
+const DefaultCacheSize = 32768
 
 // cacheKey keys the owner cache: the namespace the reference was resolved in ("" for a
 // cluster-scoped owner) and the UID.
@@ -97,13 +116,8 @@ type cacheKey struct {
 type cachedOwner struct {
 	obj *metav1.PartialObjectMetadata
 	at  time.Time
-}
-
-// location is where an object with a given UID was read.
-type location struct {
-	gk        schema.GroupKind
-	namespace string
-	name      string
+	// extra are the ExtraLabels keys obj was slimmed under.
+	extra []string
 }
 
 // InvalidReferenceError says an owner reference names no object the dependent may have as its
@@ -157,7 +171,7 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 	if len(refs) == 0 {
 		return nil, ErrNoOwner
 	}
-	w.once.Do(func() { w.cache, w.seen = lru.New(ownerCacheSize), lru.New(ownerCacheSize) })
+	w.init()
 	chain := &Chain{}
 	seen := map[types.UID]bool{}
 	ref := Pick(refs)
@@ -208,10 +222,22 @@ func Pick(refs []metav1.OwnerReference) metav1.OwnerReference {
 	return refs[0]
 }
 
+// init creates the caches, once.
+func (w *Walker) init() {
+	w.once.Do(func() {
+		size := w.CacheSize
+		if size <= 0 {
+			size = DefaultCacheSize
+		}
+		w.cache, w.seen = lru.New(size), lru.New(size)
+	})
+}
+
 // get resolves ref in namespace: from the cache when a live entry for the namespace and UID has
-// the reference's name and group/kind, else from the API server. A read object whose UID is not
-// the reference's is an *InvalidReferenceError, and so is a missing object whose UID the walker
-// saw in another namespace.
+// the reference's name and group/kind, else from Shared when it holds that object, else from the
+// API server. A read object whose UID is not the reference's is an *InvalidReferenceError, and so
+// is a missing object whose UID the walker saw in another namespace. The owner returned is
+// slimmed (see slim).
 func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
 	gvk, key, err := w.resolve(namespace, ref)
 	if err != nil {
@@ -221,9 +247,12 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	if obj := w.cached(ck, key, gvk); obj != nil {
 		return obj, nil
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	err = w.Reader.Get(ctx, key, obj)
+	if obj := w.fromShared(ctx, gvk, key, ref); obj != nil {
+		return obj, nil
+	}
+	read := &metav1.PartialObjectMetadata{}
+	read.SetGroupVersionKind(gvk)
+	err = w.Reader.Get(ctx, key, read)
 	switch {
 	case apierrors.IsNotFound(err):
 		if other := w.elsewhere(ref.UID, key.Namespace); other != "" {
@@ -233,22 +262,20 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	case err != nil:
 		return nil, err
 	}
-	obj.SetGroupVersionKind(gvk)
-	if obj.UID != ref.UID || obj.Name != key.Name || obj.Namespace != key.Namespace {
-		return nil, &InvalidReferenceError{Ref: ref, Namespace: key.Namespace, FoundUID: obj.UID, OtherNamespace: w.elsewhere(ref.UID, key.Namespace)}
+	if read.UID != ref.UID || read.Name != key.Name || read.Namespace != key.Namespace {
+		return nil, &InvalidReferenceError{Ref: ref, Namespace: key.Namespace, FoundUID: read.UID, OtherNamespace: w.elsewhere(ref.UID, key.Namespace)}
 	}
-	w.seen.Add(obj.UID, location{gk: gvk.GroupKind(), namespace: obj.Namespace, name: obj.Name})
-	// Nothing in gangmap reads an owner's managed fields (often the largest part of its
-	// metadata); the cache below keeps up to ownerCacheSize owners.
-	obj.ManagedFields = nil
+	w.noteLocation(ref.UID, key.Namespace)
+	extra := w.extraLabels()
+	obj := slim(ref, gvk, key, read.OwnerReferences, stringsOf(read.Labels), stringsOf(read.Annotations), extra)
 	if w.CacheTTL > 0 {
-		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now()})
+		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now(), extra: extra})
 	}
 	return obj, nil
 }
 
-// cached returns the live cache entry for ck when it has the reference's name and group/kind,
-// else nil.
+// cached returns the live cache entry for ck when it has the reference's name and group/kind and
+// was slimmed under the ExtraLabels keys asked for now, else nil.
 func (w *Walker) cached(ck cacheKey, key client.ObjectKey, gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	if w.CacheTTL <= 0 {
 		return nil
@@ -259,7 +286,7 @@ func (w *Walker) cached(ck cacheKey, key client.ObjectKey, gvk schema.GroupVersi
 	}
 	c := v.(cachedOwner)
 	if time.Since(c.at) < w.CacheTTL && c.obj.Name == key.Name && c.obj.Namespace == key.Namespace &&
-		c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() {
+		c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() && sameKeys(c.extra, w.extraLabels()) {
 		return c.obj
 	}
 	return nil
@@ -275,7 +302,7 @@ func (w *Walker) CachedTop(namespace string, refs []metav1.OwnerReference) (top 
 	if len(refs) == 0 || w.CacheTTL <= 0 {
 		return nil, false
 	}
-	w.once.Do(func() { w.cache, w.seen = lru.New(ownerCacheSize), lru.New(ownerCacheSize) })
+	w.init()
 	var seen [MaxDepth]types.UID
 	ref := Pick(refs)
 	for depth := 0; depth < MaxDepth; depth++ {
@@ -307,11 +334,11 @@ func (w *Walker) CachedTop(namespace string, refs []metav1.OwnerReference) (top 
 // elsewhere returns the namespace the walker saw uid in when it is not namespace, else "".
 func (w *Walker) elsewhere(uid types.UID, namespace string) string {
 	if v, ok := w.seen.Get(uid); ok {
-		if l := v.(location); l.namespace != namespace {
-			if l.namespace == "" {
+		if ns := v.(string); ns != namespace {
+			if ns == "" {
 				return "(cluster scope)"
 			}
-			return l.namespace
+			return ns
 		}
 	}
 	return ""

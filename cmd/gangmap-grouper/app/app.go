@@ -258,18 +258,21 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 // checker.
 func newDecider(mgr manager.Manager, o *Options, registry *definitions.Registry, table *native.Table, release *kairelease.Release) *controller.Decider {
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: o.QueueLabelKey, NodePoolLabelKey: o.NodePoolLabelKey}
-	return &controller.Decider{
+	d := &controller.Decider{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		// The webhook reads top owners from the informers' stores without a deep copy
 		// (Decider.DecideShared); the pod controller reads copies.
 		SharedOwners: &controller.InformerOwners{Cache: mgr.GetCache()},
-		Walker:       &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL},
+		Walker:       &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL, CacheSize: o.OwnerCacheSize},
 		Hub:          &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release}},
 		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
 			Recorder: mgr.GetEventRecorderFor(controller.Name)},
 		SchedulerName: o.SchedulerName,
 	}
+	// The walk reads owners of the kinds the workload informers hold from them (no GET, no copy).
+	d.Walker.Shared = d.WalkOwners()
+	return d
 }
 
 // managerOptions are the manager's options: the scheme, metrics, probes, leader election, the

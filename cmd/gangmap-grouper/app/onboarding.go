@@ -28,6 +28,8 @@ func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Regist
 		return err
 	}
 	recorder := mgr.GetEventRecorderFor("gangmap-onboarding")
+	// The owner walk keeps the top-owner labels the policy's rules read (queue.fromOwnerLabel).
+	m.Decider.Walker.ExtraLabels = func() []string { return src.Current().OwnerLabelKeys() }
 	m.Onboarding = &gangmapwebhook.Onboarder{Policy: src.Current, Namespaces: mgr.GetClient(),
 		SchedulerName: o.SchedulerName, QueueLabelKey: o.QueueLabelKey, Recorder: recorder}
 	return mgr.Add(&onboarding.NamespaceAuditor{Policy: src.Current, Changes: src.Changes(),

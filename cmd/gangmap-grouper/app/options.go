@@ -15,6 +15,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/owners"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
 
@@ -41,6 +42,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	MaxWorkloadMetrics      int
 	QPS                     float32
+	// OwnerCacheSize bounds the owners the owner walk remembers (owners.Walker.CacheSize).
+	OwnerCacheSize int
 	// PprofAddr serves net/http/pprof (host:port) when not "0" or empty.
 	PprofAddr string
 	// MemoryLimit is the Go runtime's soft memory limit (a quantity; "" for the default, see
@@ -118,6 +121,7 @@ func DefaultOptions() *Options {
 		NodePoolLabelKey:        kaikeys.DefaultNodePoolLabel,
 		MaxConcurrentReconciles: 10,
 		MaxWorkloadMetrics:      workloadmetrics.DefaultMaxWorkloads,
+		OwnerCacheSize:          owners.DefaultCacheSize,
 		QPS:                     50,
 		Burst:                   300,
 		MetricsAddr:             ":8443",
@@ -158,6 +162,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StrayPodGroupGrace, "stray-podgroup-grace", o.StrayPodGroupGrace, "Delete a workload's PodGroup written by gangmap or KAI's pod-grouper that is not in the workload's plan and that no pod has named for this long (with --dry-run: report it); 0 never deletes. Needs delete on podgroups.")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Shadow mode: decide and report through Events, logs and metrics, write nothing. (default false)")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Pods grouped in parallel; at least 1.")
+	fs.IntVar(&o.OwnerCacheSize, "owner-cache-size", o.OwnerCacheSize, "Most owners the owner walk remembers (each ~0.7 KB with its index entry) for 30s: the owners it reads from the API server (Jobs of JobSets, ReplicaSets, StatefulSets, owners of native kinds); owners of kinds gangmap groups are read from the workload informers instead. Keep it above the number of such owners of live pods; at least 1.")
 	fs.IntVar(&o.MaxWorkloadMetrics, "max-workload-metrics", o.MaxWorkloadMetrics, "Most workloads with gangmap_workload_* series (status, GPUs per role, pods per phase); past it a workload gets none and gangmap_workload_metrics_dropped_total counts it; 0 turns the workload series off.")
 	fs.Float32Var(&o.QPS, "qps", o.QPS, "Client queries per second to the API server; a negative value turns client-side rate limiting off (the API server's priority and fairness still applies); 0 is refused (client-go would silently use 5).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst to the API server; at least 1 while --qps is positive.")

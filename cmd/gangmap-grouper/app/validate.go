@@ -64,6 +64,9 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		add("--max-concurrent-reconciles: must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
+	if o.OwnerCacheSize < 1 {
+		add("--owner-cache-size: must be at least 1, got %d", o.OwnerCacheSize)
+	}
 	if o.MaxWorkloadMetrics < 0 {
 		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)
 	}
