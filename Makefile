@@ -89,6 +89,7 @@ fuzz-long: ## Every fuzz target for 1,000,000 executions, one worker each (docs/
 bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission, cache memory, the grouper's memory at 100,000 pods (bench/README.md).
 	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/ ./podgrouper/webhook/ ./podgrouper/podview/
 	$(GO) test -run '^$$' -bench 'GrouperMemory|PodBookkeepingBytes' -benchtime 1x ./podgrouper/controller/
+	$(GO) test -run '^$$' -bench CachedOwnerBytes -benchtime 1x ./podgrouper/owners/
 
 bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.
 	assets=$$(bash hack/control-plane.sh); \

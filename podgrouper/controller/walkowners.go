@@ -22,13 +22,19 @@ type walkOwners struct{ d *Decider }
 
 var _ owners.SharedReader = walkOwners{}
 
+// Watches implements owners.SharedReader: a kind whose top owners were read through the cache
+// and that the hub still groups.
+func (w walkOwners) Watches(gvk schema.GroupVersionKind) bool {
+	d := w.d
+	return d.SharedOwners != nil && d.readKind(gvk) && d.Hub != nil && d.Hub.GetPodGrouperPlugin(gvk) != nil
+}
+
 // GetShared implements owners.SharedReader.
 func (w walkOwners) GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, bool) {
-	d := w.d
-	if d.SharedOwners == nil || !d.readKind(gvk) || d.Hub == nil || d.Hub.GetPodGrouperPlugin(gvk) == nil {
+	if !w.Watches(gvk) {
 		return nil, false
 	}
-	return d.SharedOwners.GetShared(ctx, gvk, key)
+	return w.d.SharedOwners.GetShared(ctx, gvk, key)
 }
 
 // readKind says a top owner of gvk was read through the cache (noteReadKind).

@@ -46,7 +46,9 @@ func TestWalkOwnersOnlyKindsWhoseInformersRun(t *testing.T) {
 
 	_, ok := w.GetShared(ctx, jobSet, key)
 	assert.False(t, ok, "no JobSet read through the cache yet")
+	assert.False(t, w.Watches(jobSet))
 	d.noteReadKind(jobSet)
+	assert.True(t, w.Watches(jobSet))
 	got, ok := w.GetShared(ctx, jobSet, key)
 	require.True(t, ok)
 	assert.Equal(t, "train", got.GetName())
@@ -54,10 +56,12 @@ func TestWalkOwnersOnlyKindsWhoseInformersRun(t *testing.T) {
 	d.noteReadKind(job) // native to KAI: never gangmap's top owner, so never read; even if it were
 	_, ok = w.GetShared(ctx, job, key)
 	assert.False(t, ok, "a kind the hub does not group")
+	assert.False(t, w.Watches(job))
 
 	require.NoError(t, table.Add("jobset.x-k8s.io/v1alpha2/JobSet")) // KAI groups JobSets again
 	_, ok = w.GetShared(ctx, jobSet, key)
 	assert.False(t, ok, "a kind the hub no longer groups (its informer may be gone)")
+	assert.False(t, w.Watches(jobSet))
 	assert.Equal(t, 1, shared.asks, "the cache is asked only about the grouped kind already read")
 
 	assert.False(t, (&Decider{Hub: d.Hub}).readKind(jobSet))

@@ -38,8 +38,7 @@ func (r protoOwners) List(context.Context, client.ObjectList, ...client.ListOpti
 
 // ownerShapes are owners as the API server returns their metadata: the scale benchmark's
 // CustomJob (created by a client: one managed-fields entry, the queue label) and a Job of a
-// kubectl-applied JobSet (the JobSet controller's labels and annotations, kubectl's
-// last-applied-configuration on the JobSet copied to its Jobs is not assumed; its own managed
+// JobSet (the JobSet controller's labels and annotations, its owner reference, its managed
 // fields).
 var ownerShapes = map[string]metav1.PartialObjectMetadata{
 	"scale CustomJob": {
@@ -64,11 +63,10 @@ var ownerShapes = map[string]metav1.PartialObjectMetadata{
 	},
 }
 
-// BenchmarkCachedOwnerBytes reports the live heap per owner the walker remembers (CacheTTL), for
-// 8,192 owners of each shape read through a metadata Get decoded from protobuf: the owner
-// cache's cost per owner read from the API server (the top owner of a pod of the shape's kind;
-// the JobSet above the Job is not read, its reference only followed... it is: the walk reads the
-// whole chain, so the Job's JobSet is answered by the same reader).
+// BenchmarkCachedOwnerBytes reports the live heap per owner the walker remembers (CacheTTL, with
+// its UID location), for 8,192 owners of each shape read through a metadata Get decoded from
+// protobuf, each the top owner of its pods (one read per owner): what the owner cache costs per
+// owner read from the API server.
 func BenchmarkCachedOwnerBytes(b *testing.B) {
 	const n = 8192
 	for name, shape := range ownerShapes {

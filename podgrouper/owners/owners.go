@@ -65,7 +65,8 @@ func (c *Chain) Top() *metav1.PartialObjectMetadata {
 // read by metadata only) and Mapper (to know which owners are cluster scoped).
 //
 // With Shared set, an owner of a kind another cache of the process already watches (the
-// grouper's workload informers) is read from that cache, and the walker keeps no copy of it.
+// grouper's workload informers) is read from that cache, and the walker keeps no copy of it (one
+// the informer does not hold yet is read from the API server, and not kept either).
 //
 // With CacheTTL set, each owner read from the API server is remembered for that long, so the
 // pods of one Job or StatefulSet cost one read of each owner instead of one per pod and reconcile
@@ -235,7 +236,7 @@ func (w *Walker) init() {
 
 // get resolves ref in namespace: from the cache when a live entry for the namespace and UID has
 // the reference's name and group/kind, else from Shared when it holds that object, else from the
-// API server. A read object whose UID is not the reference's is an *InvalidReferenceError, and so
+// API server (kept in the cache unless Shared watches the kind). A read object whose UID is not the reference's is an *InvalidReferenceError, and so
 // is a missing object whose UID the walker saw in another namespace. The owner returned is
 // slimmed (see slim).
 func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
@@ -247,8 +248,11 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	if obj := w.cached(ck, key, gvk); obj != nil {
 		return obj, nil
 	}
-	if obj := w.fromShared(ctx, gvk, key, ref); obj != nil {
-		return obj, nil
+	watched := w.watched(gvk)
+	if watched {
+		if obj := w.fromShared(ctx, gvk, key, ref); obj != nil {
+			return obj, nil
+		}
 	}
 	read := &metav1.PartialObjectMetadata{}
 	read.SetGroupVersionKind(gvk)
@@ -268,7 +272,7 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	w.noteLocation(ref.UID, key.Namespace)
 	extra := w.extraLabels()
 	obj := slim(ref, gvk, key, read.OwnerReferences, stringsOf(read.Labels), stringsOf(read.Annotations), extra)
-	if w.CacheTTL > 0 {
+	if w.CacheTTL > 0 && !watched {
 		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now(), extra: extra})
 	}
 	return obj, nil

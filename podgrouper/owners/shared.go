@@ -11,22 +11,29 @@ import (
 )
 
 // SharedReader gives an owner as another cache of the process already holds it (the grouper's
-// workload informers), read-only and without an API request. ok is false when it cannot (a kind
-// that cache does not watch, an informer not synced, an object it does not hold): the walker
-// then reads the owner from the API server. It must never start watching a kind on its own.
+// workload informers), read-only and without an API request. It must never start watching a kind
+// on its own.
 type SharedReader interface {
+	// Watches says the cache watches gvk: the walker then keeps no copy of its owners, even of
+	// one it had to read from the API server (the informer had not caught up yet).
+	Watches(gvk schema.GroupVersionKind) bool
+	// GetShared gives the object; ok is false when it cannot (a kind it does not watch, an
+	// informer not synced, an object it does not hold): the walker then reads the owner from the
+	// API server.
 	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
 }
 
+// watched says Shared watches gvk.
+func (w *Walker) watched(gvk schema.GroupVersionKind) bool {
+	return w.Shared != nil && w.Shared.Watches(gvk)
+}
+
 // fromShared returns the owner ref names as Shared holds it, slimmed (see slim), or nil when
-// Shared is unset, does not hold it, or holds an object of another UID, group/kind, name or
+// Shared does not hold it, or holds an object of another UID, group/kind, name or
 // namespace (a replaced owner the cache has not caught up with, or a reference that does not
 // name that object: the API server's answer decides, as without Shared). Nothing is cached: the
 // informer already holds the owner, so the walker keeps no copy of it.
 func (w *Walker) fromShared(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey, ref metav1.OwnerReference) *metav1.PartialObjectMetadata {
-	if w.Shared == nil {
-		return nil
-	}
 	u, ok := w.Shared.GetShared(ctx, gvk, key)
 	if !ok || u.GetUID() != ref.UID || u.GetName() != key.Name || u.GetNamespace() != key.Namespace ||
 		u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
