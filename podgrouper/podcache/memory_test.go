@@ -1,13 +1,18 @@
 package podcache
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -125,4 +130,80 @@ func ourStore(b *testing.B) any {
 	}
 	c.handlers = nil
 	return []any{c, reqs}
+}
+
+// BenchmarkListPeakBytes reports the highest live heap (sampled every millisecond) while the
+// cache lists 20,000 pods of a realistic size (scalePod with 20 environment variables, a volume
+// and a probe per container), per pod: "pages" is an API server that serves the cache's paged
+// list (pagedList: resourceVersion "", 500 per page); "whole" one that answers with every pod at
+// once, as the watch cache answers a reflector's resourceVersion "0" list (the cache until
+// session 6, whose reflector decoded every pod before making any a Record).
+func BenchmarkListPeakBytes(b *testing.B) {
+	const n = 20_000
+	for _, tc := range []struct {
+		name      string
+		pageLimit bool
+	}{{"whole", false}, {"pages", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var peak uint64
+			for range b.N {
+				lw := &toolscache.ListWatch{
+					ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
+						from, _ := strconv.Atoi(o.Continue)
+						to := n
+						if tc.pageLimit && from+int(o.Limit) < n {
+							to = from + int(o.Limit)
+						}
+						list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "9"}}
+						for i := from; i < to; i++ {
+							list.Items = append(list.Items, *bigPod(i))
+						}
+						if to < n {
+							list.Continue = strconv.Itoa(to)
+						}
+						return list, nil
+					},
+					WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+				}
+				c, err := NewWithListWatch(lw, "kai-scheduler")
+				if err != nil {
+					b.Fatal(err)
+				}
+				before := liveHeap()
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() { _ = c.Start(ctx) }()
+				peak = samplePeak(func() bool { return c.HasSynced() }) - before
+				cancel()
+			}
+			b.ReportMetric(float64(peak)/n, "peak-bytes/pod")
+			b.ReportMetric(float64(peak)*100_000/n/(1<<20), "peak-MiB/100k-pods")
+		})
+	}
+}
+
+// samplePeak returns the highest heap in use seen every millisecond until done.
+func samplePeak(done func() bool) uint64 {
+	var peak uint64
+	var m runtime.MemStats
+	for !done() {
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapAlloc)
+		time.Sleep(time.Millisecond)
+	}
+	return peak
+}
+
+// bigPod is scalePod i with what a real pod's spec carries beyond the Record's fields.
+func bigPod(i int) *corev1.Pod {
+	p := scalePod(i, true)
+	c := corev1.Container{Name: "main", Image: fmt.Sprint("registry.example.com/train:v", i%3),
+		Command:        []string{"python", "-m", "train", fmt.Sprint("--rank=", i)},
+		VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}}}
+	for e := range 20 {
+		c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprint("VAR_", e), Value: fmt.Sprint("value-", e, "-", i)})
+	}
+	p.Spec.Containers = []corev1.Container{c}
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	return p
 }

@@ -5,7 +5,8 @@
 //
 // The informer is client-go's low-level one (toolscache.New: a reflector feeding a RealFIFO, or a
 // DeltaFIFO when the InOrderInformers feature is off, as a SharedIndexInformer chooses) over a
-// store of its own (store: Records by namespace and name, no key strings). Events become
+// store of its own (store: Records by namespace and name, no key strings); lists are read in
+// pages, each made Records before the next is read (pagedList). Events become
 // reconcile.Requests made of the stored Record's own strings, so the work queue's items and the
 // pod controller's per-pod bookkeeping (podbook) share them; a pod's changed Record takes the
 // strings of the one it replaces (shareStrings). No resync.
@@ -71,7 +72,7 @@ func NewWithListWatch(lw toolscache.ListerWatcher, schedulerName string) (*Cache
 	c := &Cache{schedulerName: schedulerName, store: newStore(), handlers: map[int]func(reconcile.Request){}}
 	c.informer = toolscache.New(&toolscache.Config{
 		Queue:             newQueue(c.store, c.transform),
-		ListerWatcher:     lw,
+		ListerWatcher:     &pagedList{inner: toolscache.ToListerWatcherWithContext(lw), toRecord: c.transform, pageSize: listPageSize},
 		ObjectType:        &corev1.Pod{},
 		ObjectDescription: "pods of " + schedulerName,
 		Process:           c.process,
