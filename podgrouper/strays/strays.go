@@ -35,6 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 )
 
 // ReasonStray is the Event reason on the workload for a stray PodGroup deleted or, in dry-run,
@@ -77,6 +79,10 @@ type Collector struct {
 	// OwnerIndexed says Client's PodGroups have the OwnerField index (IndexOwner): each look lists
 	// only the workload's own PodGroups instead of every PodGroup of its namespace.
 	OwnerIndexed bool
+	// Owned, when set, gives the cached PodGroups whose only owner has a UID (IndexOwnerUID), in
+	// every namespace; Client is then not listed for PodGroups. It returns the cache's own
+	// objects, which the collector only reads.
+	Owned func(types.UID) ([]*v2alpha2.PodGroup, error)
 	// DryRun reports strays (Event on the workload, log, metric) and deletes nothing.
 	DryRun   bool
 	Recorder record.EventRecorder

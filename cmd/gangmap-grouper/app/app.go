@@ -327,11 +327,14 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 		r.Owners = &ownerskip.Marker{Client: mgr.GetClient()}
 	}
 	if o.StrayPodGroupGrace > 0 {
-		if err := strays.IndexOwner(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		// PodGroups by owner UID, one key per PodGroup (strays.IndexOwnerUID: 400 B less per
+		// cached PodGroup than controller-runtime's field index).
+		owned, err := strays.IndexOwnerUID(context.Background(), mgr.GetCache())
+		if err != nil {
 			return err
 		}
 		r.Strays = &strays.Collector{Client: mgr.GetClient(), Pods: r.Pods, Grace: o.StrayPodGroupGrace, DryRun: o.DryRun,
-			OwnerIndexed: true, Recorder: mgr.GetEventRecorderFor(controller.Name)}
+			Owned: owned, Recorder: mgr.GetEventRecorderFor(controller.Name)}
 		return mgr.Add(r.Strays)
 	}
 	return nil
