@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
@@ -27,8 +26,8 @@ import (
 
 // Grouper computes KAI's default PodGroup metadata.
 type Grouper struct {
-	// ownerYAML caches the top-owner-metadata annotation per owner UID (YAML encoding is the
-	// costliest step of a per-pod decision otherwise).
+	// ownerYAML caches the top-owner-metadata annotation of owners whose names need YAML's
+	// encoder (see topOwnerMetadata).
 	ownerYAML *lru.Cache
 	once      sync.Once
 
@@ -38,14 +37,6 @@ type Grouper struct {
 	// QueueLabelKey and NodePoolLabelKey are KAI's --queue-label-key and --nodepool-label-key.
 	QueueLabelKey    string
 	NodePoolLabelKey string
-}
-
-type topOwnerMetadata struct {
-	Name    string `json:"name"`
-	UID     string `json:"uid"`
-	Group   string `json:"group"`
-	Version string `json:"version"`
-	Kind    string `json:"kind"`
 }
 
 // Metadata returns KAI's default metadata for pod under topOwner; owners is the chain from the
@@ -100,21 +91,6 @@ func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructu
 		md.Annotations[kaikeys.TopOwnerMetadata] = g.topOwnerMetadata(topOwner)
 	}
 	return md, nil
-}
-
-// topOwnerMetadata renders KAI's kai.scheduler/top-owner-metadata annotation (YAML
-// {name,uid,group,version,kind}), once per owner.
-func (g *Grouper) topOwnerMetadata(topOwner *unstructured.Unstructured) string {
-	g.once.Do(func() { g.ownerYAML = lru.New(4096) })
-	key := topOwnerMetadata{Name: topOwner.GetName(), UID: string(topOwner.GetUID())}
-	gvk := topOwner.GroupVersionKind()
-	key.Group, key.Version, key.Kind = gvk.Group, gvk.Version, gvk.Kind
-	if v, ok := g.ownerYAML.Get(key); ok {
-		return v.(string)
-	}
-	b, _ := yaml.Marshal(key)
-	g.ownerYAML.Add(key, string(b))
-	return string(b)
 }
 
 // queue: the top owner's queue label, the pod's, the project label (top owner, then pod) with
