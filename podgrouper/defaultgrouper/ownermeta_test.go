@@ -12,7 +12,7 @@ import (
 
 // TestTopOwnerMetadataIsYAMLs: the top-owner-metadata text is exactly what sigs.k8s.io/yaml
 // writes for KAI's {name,uid,group,version,kind}, for the owners of real workloads (written
-// directly, no cache) and for 20,000 random values built from the characters and words that
+// directly, no cache) and for 10,000 random values built from the characters and words that
 // change how YAML writes a scalar (digits first, numbers, dates, booleans and null in any case,
 // hexadecimal, exponents, dots, dashes, underscores, colons, spaces, quotes, empty values);
 // whatever the direct path accepts, the encoder writes the same.
@@ -56,13 +56,16 @@ func TestTopOwnerMetadataIsYAMLs(t *testing.T) {
 		"#", "yes", "No", "TRUE", "off", "On", "null", "Null", "~", ".inf", "nan", "1e3", "2024-01-02", "12:30", "+", "v1", "abc"}
 	value := func() string {
 		var b strings.Builder
+		if rng.IntN(3) > 0 { // mostly a letter first: the values the direct path may take
+			b.WriteString(pieces[rng.IntN(9)])
+		}
 		for range rng.IntN(4) {
 			b.WriteString(pieces[rng.IntN(len(pieces))])
 		}
 		return b.String()
 	}
 	direct := 0
-	for range 20000 {
+	for range 10000 {
 		m := topOwnerMetadata{Name: value(), UID: value(), Group: value(), Version: value(), Kind: value()}
 		if rng.IntN(4) == 0 {
 			m.UID = randomUID(rng)
@@ -78,7 +81,8 @@ func TestTopOwnerMetadataIsYAMLs(t *testing.T) {
 			t.Fatalf("%+v: topOwnerMetadata %q, YAML writes %q", m, got, want)
 		}
 	}
-	if direct < 500 {
+	t.Logf("%d of 10,000 random owners written directly", direct)
+	if direct < 600 {
 		t.Errorf("only %d random values written directly: the test checks too little", direct)
 	}
 }
