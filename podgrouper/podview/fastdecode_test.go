@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	sigsjson "sigs.k8s.io/json"
 )
@@ -90,6 +91,52 @@ func TestScannedKeepsNothingOfTheJSON(t *testing.T) {
 	wantOwners := Owners{Namespace: want.Pod.Namespace, SchedulerName: want.Pod.Spec.SchedulerName, References: want.Pod.OwnerReferences}
 	if !reflect.DeepEqual(o, wantOwners) || o.SchedulerName == "" || len(o.References) == 0 {
 		t.Errorf("Owners after the JSON changed: %+v, want %+v", o, wantOwners)
+	}
+}
+
+// TestScannedPodIdentityKeepsNotTheJSON: the decoded pod's namespace, name, UID and owner
+// references do not point into the copy of the JSON the other decoded strings share, so a cache
+// keyed by them (the owner walker's) does not keep a whole pod's JSON alive per entry.
+func TestScannedPodIdentityKeepsNotTheJSON(t *testing.T) {
+	p := ScanPod([]byte(fastDecodeSeeds(t)[0]))
+	d, err := p.Pod()
+	if err != nil || !p.fast {
+		t.Fatalf("the scan declines the webhook's test pod (fast %v): %v", p.fast, err)
+	}
+	pod := d.Pod
+	// A pod on CREATE has a generateName, and no name or UID yet.
+	if len(pod.Labels) == 0 || len(pod.OwnerReferences) == 0 || pod.Namespace == "" || pod.GenerateName == "" {
+		t.Fatalf("the test pod lacks labels, owners, namespace or generateName: %+v", pod.ObjectMeta)
+	}
+	// The labels still share one copy of the JSON: find it through a label value.
+	var shared string
+	for _, v := range pod.Labels {
+		if len(v) > 0 {
+			shared = v
+			break
+		}
+	}
+	inCopy := func(s string) bool {
+		if s == "" || shared == "" {
+			return false
+		}
+		// Strings of one allocation lie within a few KB of each other; a copy of its own does not
+		// start inside the pod's JSON copy, which is at most len(raw) bytes long.
+		a, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(shared)))
+		d := int64(a) - int64(b)
+		return d > -int64(len(p.raw)) && d < int64(len(p.raw))
+	}
+	if !inCopy(shared) {
+		t.Fatal("the check does not see the label in the JSON's copy")
+	}
+	kept := []string{pod.Namespace, pod.GenerateName}
+	for _, r := range pod.OwnerReferences {
+		kept = append(kept, r.APIVersion, r.Kind, r.Name, string(r.UID))
+	}
+	for _, s := range kept {
+		if inCopy(s) {
+			t.Errorf("%q points into the pod's JSON copy", s)
+		}
 	}
 }
 
