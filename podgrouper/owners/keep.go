@@ -2,6 +2,7 @@ package owners
 
 import (
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -111,10 +112,23 @@ func (w *Walker) extraLabels() []string {
 func sameKeys(a, b []string) bool { return slices.Equal(a, b) }
 
 // noteLocation remembers that uid lives in namespace (Walker.seen), without a write when it is
-// already known there.
+// already known there. What it keeps is copied (see detached).
 func (w *Walker) noteLocation(uid types.UID, namespace string) {
 	if v, ok := w.seen.Get(uid); ok && v.(string) == namespace {
 		return
 	}
-	w.seen.Add(uid, namespace)
+	w.seen.Add(types.UID(strings.Clone(string(uid))), strings.Clone(namespace))
+}
+
+// detached returns a copy of a slimmed owner o and its cache key whose identity strings share
+// nothing with the strings they were made from. A walk's namespace and first reference come from
+// the pod, and the webhook's decoded pod shares one copy of the admitted pod's JSON among all
+// its strings (podview.Scanned.Pod): a kept substring of it would pin that whole copy (about
+// 1.75 KB for the scale benchmark's pods, more for real pods) for as long as the cache keeps
+// the owner. Labels and annotations come from the read object, not the pod.
+func detached(o *metav1.PartialObjectMetadata, ck cacheKey) (*metav1.PartialObjectMetadata, cacheKey) {
+	c := *o
+	c.APIVersion, c.Name, c.Namespace = strings.Clone(o.APIVersion), strings.Clone(o.Name), strings.Clone(o.Namespace)
+	c.UID = types.UID(strings.Clone(string(o.UID)))
+	return &c, cacheKey{namespace: c.Namespace, uid: c.UID}
 }

@@ -274,6 +274,7 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	extra := w.extraLabels()
 	obj := slim(ref, gvk, key, read.OwnerReferences, stringsOf(read.Labels), stringsOf(read.Annotations), extra)
 	if w.CacheTTL > 0 && !watched {
+		obj, ck = detached(obj, ck)
 		w.cache.Add(ck, cachedOwner{obj: obj, at: time.Now(), extra: extra})
 	}
 	return obj, nil
