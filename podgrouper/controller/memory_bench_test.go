@@ -116,7 +116,8 @@ func rolePod(tb testing.TB, job *unstructured.Unstructured, role string, i int) 
 	yes := true
 	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: tpl.Spec}
 	pod.Namespace, pod.Name = job.GetNamespace(), fmt.Sprintf("%s-%s-%d", job.GetName(), role, i)
-	pod.UID = types.UID(fmt.Sprintf("%s-%04d", job.GetUID()[:23], i))
+	// A UUID as the API server makes them (36 characters), of the job's and the pod's numbers.
+	pod.UID = types.UID(fmt.Sprintf("%s-%s%04x", job.GetUID()[:23], job.GetUID()[28:36], i))
 	pod.ResourceVersion, pod.CreationTimestamp = fmt.Sprint(200000+i), metav1.Unix(1764590001, 0)
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: job.GetAPIVersion(), Kind: job.GetKind(), Name: job.GetName(), UID: job.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}}
 	pod.Status.Phase = corev1.PodPending

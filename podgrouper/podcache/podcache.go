@@ -9,7 +9,7 @@
 // pages, each made Records before the next is read (pagedList). Events become
 // reconcile.Requests made of the stored Record's own strings, so the work queue's items and the
 // pod controller's per-pod bookkeeping (podbook) share them; a pod's changed Record takes the
-// strings of the one it replaces (shareStrings). No resync.
+// key strings of the one it replaces (shareStrings). No resync.
 //
 // Readers get copies (Get, Keys, AnnotationValues): the stored records are shared with the
 // informer and never changed in place.
@@ -91,7 +91,7 @@ func newQueue(known toolscache.KeyListerGetter, transform toolscache.TransformFu
 }
 
 // transform is the FIFO's transform: a pod becomes its Record (podview.TransformRecord), which
-// takes the namespace, name and UID strings of the Record it will replace (shareStrings).
+// takes the namespace and name strings of the Record it will replace (shareStrings).
 func (c *Cache) transform(obj any) (any, error) {
 	out, err := podview.TransformRecord(obj)
 	if err != nil {
@@ -105,15 +105,12 @@ func (c *Cache) transform(obj any) (any, error) {
 	return out, nil
 }
 
-// shareStrings makes the new Record r of a pod use the strings of old, its previous Record, where
-// they are equal: the work queue and the pod controller's bookkeeping keep the first Record's
-// strings as the pod's key, so the pod's key strings exist once however often it changes. r is
-// new (not yet stored or seen by anyone).
+// shareStrings makes the new Record r of a pod use the namespace and name strings of old, its
+// previous Record (equal: the same key): the work queue and the pod controller's bookkeeping keep
+// the first Record's strings as the pod's key, so the pod's key strings exist once however often
+// it changes. r is new (not yet stored or seen by anyone).
 func shareStrings(r, old *podview.Record) {
 	r.Namespace, r.Name = old.Namespace, old.Name
-	if r.UID == old.UID {
-		r.UID = old.UID
-	}
 }
 
 // process is the informer's ProcessFunc (client-go's processDeltas, with one handler for adds,

@@ -15,9 +15,11 @@ import (
 // controller's decisions read, in a struct of its own. A corev1.Pod costs 1,152 bytes before it
 // holds anything (its spec and status structs are large), and a Go map of labels or annotations
 // about 300 bytes even with one entry; a Record holds the metadata it needs as plain fields, the
-// labels and annotations as key/value pairs in one slice each, and its times and phase packed:
-// 176 bytes, its strings canonical (intern: one namespace string per namespace) and its slices
-// shared with other pods' equal ones (recordShare).
+// labels and annotations as key/value pairs in one slice each, its UID as 16 bytes, its times and
+// phase packed, and what the pods of one owner share (generateName, priority class, owner
+// references) in one struct for them all (recordOwner): 128 bytes, its strings canonical (intern:
+// one namespace string per namespace) and its slices and owner struct shared with other pods'
+// equal ones (recordShare).
 //
 // What a Record keeps, and which decision reads it (the controller decides on Record.Pod):
 //   - metadata.namespace and name: the pod's key (the work queue's requests, podbook) and a
@@ -49,19 +51,49 @@ import (
 // A Record is immutable once stored (readers get copies: Pod), so its strings and slices may be
 // shared.
 type Record struct {
-	Namespace, Name, GenerateName string
-	UID                           types.UID
+	Namespace, Name string
 	// Labels and Annotations are the pod's, as key, value, key, value... sorted by key.
 	Labels, Annotations []string
-	OwnerReferences     []metav1.OwnerReference
-	// PriorityClassName is spec.priorityClassName (KAI's default PodGroup priority reads it).
-	PriorityClassName string
+	// owner is what the pods of one owner share, shared with Records that have an equal one.
+	owner *recordOwner
 	// created and deleted are the creation and deletion timestamps in Unix seconds, noTime for
 	// none (a zero creation timestamp: a pod being admitted).
 	created, deleted int64
+	// uid is the UID's 16 bytes when it is a canonical UUID (uidPacked), else owner.uidText is it.
+	uid       [16]byte
+	uidPacked bool
 	// phase is status.phase's code (phaseCode).
 	phase uint8
 }
+
+// recordOwner is what a Record keeps that the pods of one owner (a Job, a workload) have alike,
+// so that they share one: never changed once made.
+type recordOwner struct {
+	generateName string
+	// priorityClassName is spec.priorityClassName (KAI's default PodGroup priority reads it).
+	priorityClassName string
+	ownerReferences   []metav1.OwnerReference
+	// uidText is the pod's UID when it is not a canonical UUID (never from an API server, which
+	// makes UUIDs; then this struct is the pod's own).
+	uidText types.UID
+}
+
+// UID is the pod's metadata.uid (a new string when packed).
+func (r *Record) UID() types.UID {
+	if r.uidPacked {
+		return unpackUID(r.uid)
+	}
+	return r.owner.uidText
+}
+
+// GenerateName is the pod's metadata.generateName.
+func (r *Record) GenerateName() string { return r.owner.generateName }
+
+// PriorityClassName is the pod's spec.priorityClassName.
+func (r *Record) PriorityClassName() string { return r.owner.priorityClassName }
+
+// OwnerReferences are the pod's owner references, shared with other Records: read only.
+func (r *Record) OwnerReferences() []metav1.OwnerReference { return r.owner.ownerReferences }
 
 // noTime marks a Record's timestamp as absent.
 const noTime = math.MinInt64
@@ -82,7 +114,7 @@ func (r *Record) DeepCopyObject() runtime.Object {
 // GetObjectMeta implements metav1.ObjectMetaAccessor, so that client-go's key functions
 // (meta.Accessor) read a Record: a new ObjectMeta with its namespace, name and UID.
 func (r *Record) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: r.UID}
+	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: r.UID()}
 }
 
 // Phase is the pod's status.phase.
@@ -129,11 +161,15 @@ func ToRecord(pod *corev1.Pod) *Record {
 	if pod.DeletionTimestamp != nil {
 		deleted = pod.DeletionTimestamp.Unix()
 	}
+	owner := recordOwner{generateName: v.GenerateName, priorityClassName: v.Spec.PriorityClassName, ownerReferences: refs}
+	uid, packed := packUID(pod.UID)
+	if !packed {
+		owner.uidText = pod.UID
+	}
 	return &Record{
-		Namespace: v.Namespace, Name: pod.Name, GenerateName: v.GenerateName, UID: pod.UID,
-		Labels: shared.pairsOf(pairs(pod.Labels)), Annotations: shared.pairsOf(pairs(pod.Annotations)), OwnerReferences: shared.refsOf(refs),
-		PriorityClassName: v.Spec.PriorityClassName,
-		created:           seconds(pod.CreationTimestamp), deleted: deleted, phase: phaseCode(pod.Status.Phase),
+		Namespace: v.Namespace, Name: pod.Name,
+		Labels: shared.pairsOf(pairs(pod.Labels)), Annotations: shared.pairsOf(pairs(pod.Annotations)), owner: shared.ownerOf(owner),
+		created: seconds(pod.CreationTimestamp), deleted: deleted, uid: uid, uidPacked: packed, phase: phaseCode(pod.Status.Phase),
 	}
 }
 
@@ -144,20 +180,20 @@ func ToRecord(pod *corev1.Pod) *Record {
 func (r *Record) Pod(schedulerName string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: r.Namespace, Name: r.Name, GenerateName: r.GenerateName, UID: r.UID,
+			Namespace: r.Namespace, Name: r.Name, GenerateName: r.GenerateName(), UID: r.UID(),
 			CreationTimestamp: r.CreationTimestamp(), Labels: toMap(r.Labels), Annotations: toMap(r.Annotations),
 		},
-		Spec:   corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: r.PriorityClassName},
+		Spec:   corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: r.PriorityClassName()},
 		Status: corev1.PodStatus{Phase: r.Phase()},
 	}
 	if r.Deleting() {
 		t := timeOf(r.deleted)
 		p.DeletionTimestamp = &t
 	}
-	if r.OwnerReferences != nil {
-		p.OwnerReferences = make([]metav1.OwnerReference, len(r.OwnerReferences))
-		for i := range r.OwnerReferences {
-			r.OwnerReferences[i].DeepCopyInto(&p.OwnerReferences[i])
+	if refs := r.OwnerReferences(); refs != nil {
+		p.OwnerReferences = make([]metav1.OwnerReference, len(refs))
+		for i := range refs {
+			refs[i].DeepCopyInto(&p.OwnerReferences[i])
 		}
 	}
 	return p

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -48,7 +49,7 @@ func TestRecordPodIsACopy(t *testing.T) {
 		again.OwnerReferences[0].Name != "j" || again.DeletionTimestamp.Unix() != 1764590000 {
 		t.Errorf("the cached record changed through a reader's copy: %+v", again.ObjectMeta)
 	}
-	if other := ToRecord(richPod()); !*other.OwnerReferences[0].Controller {
+	if other := ToRecord(richPod()); !*other.OwnerReferences()[0].Controller {
 		t.Error("a shared owner-reference flag was changed")
 	}
 }
@@ -106,10 +107,10 @@ func TestTransformRecordIsIdempotent(t *testing.T) {
 
 // TestRecordPacksTimesAndPhase: the creation and deletion timestamps (whole seconds) and the
 // phase read back as they were, absent ones as absent; a phase outside the API's five keeps its
-// name, and once the table of phases is full another reads as Unknown. A Record is 176 bytes.
+// name, and once the table of phases is full another reads as Unknown. A Record is 128 bytes.
 func TestRecordPacksTimesAndPhase(t *testing.T) {
-	if n := unsafe.Sizeof(Record{}); n != 176 {
-		t.Errorf("a Record is %d bytes, want 176", n)
+	if n := unsafe.Sizeof(Record{}); n != 128 {
+		t.Errorf("a Record is %d bytes, want 128", n)
 	}
 	created, deleted := metav1.Unix(1764590000, 0), metav1.Unix(1764599999, 0)
 	for _, tc := range []struct {
@@ -146,5 +147,44 @@ func TestRecordPacksTimesAndPhase(t *testing.T) {
 	}
 	if got := ToRecord(&corev1.Pod{Status: corev1.PodStatus{Phase: "Hibernating"}}).Phase(); got != "Hibernating" {
 		t.Errorf("a phase given a code reads %q after the table filled", got)
+	}
+}
+
+// TestRecordPacksUID: a canonical UUID (as the API server makes them) is kept as 16 bytes and
+// read back as the same text, and the pods of one owner then share their owner struct; any other
+// UID (upper case, short, none) is kept as it is, in a struct of the pod's own.
+func TestRecordPacksUID(t *testing.T) {
+	for _, tc := range []struct {
+		uid    types.UID
+		packed bool
+	}{
+		{"0f8e6c1a-3b2d-4e5f-9a8b-7c6d5e4f3a2b", true},
+		{"00000000-0000-0000-0000-000000000000", true},
+		{"ffffffff-ffff-ffff-ffff-ffffffffffff", true},
+		{"0F8E6C1A-3B2D-4E5F-9A8B-7C6D5E4F3A2B", false},
+		{"0f8e6c1a-3b2d-4e5f-9a8b-7c6d5e4f3a2", false},
+		{"0f8e6c1a+3b2d-4e5f-9a8b-7c6d5e4f3a2b", false},
+		{"0f8e6c1a-3b2d-4e5f-9a8b-7c6d5e4f3a2g", false},
+		{"u1", false},
+		{"", false},
+	} {
+		pod := richPod()
+		pod.UID = tc.uid
+		rec := ToRecord(pod)
+		if rec.uidPacked != tc.packed || rec.UID() != tc.uid || rec.Pod("s").UID != tc.uid {
+			t.Errorf("UID %q: packed %v, read back %q / %q; want packed %v and the same text", tc.uid, rec.uidPacked, rec.UID(), rec.Pod("s").UID, tc.packed)
+		}
+		if key, err := cache.MetaNamespaceKeyFunc(rec); err != nil || key != "ns/p" {
+			t.Errorf("UID %q: store key %q, %v", tc.uid, key, err)
+		}
+	}
+	a, b := richPod(), richPod()
+	a.UID, b.UID = "0f8e6c1a-3b2d-4e5f-9a8b-000000000001", "0f8e6c1a-3b2d-4e5f-9a8b-000000000002"
+	if ra, rb := ToRecord(a), ToRecord(b); ra.owner != rb.owner || ra.UID() == rb.UID() {
+		t.Errorf("two pods of one owner: owner structs shared %v, UIDs %q and %q", ra.owner == rb.owner, ra.UID(), rb.UID())
+	}
+	a.UID, b.UID = "pod-a", "pod-b"
+	if ra, rb := ToRecord(a), ToRecord(b); ra.owner == rb.owner || ra.UID() != "pod-a" || rb.UID() != "pod-b" {
+		t.Errorf("pods with other UIDs: owner structs shared %v, UIDs %q and %q", ra.owner == rb.owner, ra.UID(), rb.UID())
 	}
 }

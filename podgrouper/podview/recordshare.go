@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/lru"
 )
 
@@ -13,16 +12,17 @@ import (
 // case (every pod's labels differ) about 1,000 slices and their keys are kept beyond the pods.
 const recordShareSize = 1024
 
-// recordShare lets Records share equal label, annotation and owner-reference slices: the pods of
-// one workload (of one role) have equal ones, and a Record never changes them (readers get
-// copies, Record.Pod), so one slice serves them all. Their strings are canonical already (intern);
-// this saves the slices themselves: about 200 bytes per pod of the scale benchmark's CustomJobs
-// (2 labels, 2 annotations, 1 owner reference). Safe for concurrent use (lru.Cache is).
+// recordShare lets Records share equal label and annotation slices and equal owner structs
+// (recordOwner: generateName, priority class, owner references): the pods of one workload (of one
+// role) have equal ones, and a Record never changes them (readers get copies, Record.Pod), so
+// one serves them all. Their strings are canonical already (intern); this saves the slices and
+// structs themselves: about 250 bytes per pod of the scale benchmark's CustomJobs (2 labels, 2
+// annotations, 1 owner reference). Safe for concurrent use (lru.Cache is).
 type recordShare struct {
-	pairs, refs *lru.Cache
+	pairs, owners *lru.Cache
 }
 
-var shared = recordShare{pairs: lru.New(recordShareSize), refs: lru.New(recordShareSize)}
+var shared = recordShare{pairs: lru.New(recordShareSize), owners: lru.New(recordShareSize)}
 
 // pairsOf returns a slice equal to kv, kv itself unless an equal one was made recently.
 func (s recordShare) pairsOf(kv []string) []string {
@@ -41,14 +41,14 @@ func (s recordShare) pairsOf(kv []string) []string {
 	return kv
 }
 
-// refsOf returns a slice equal to refs (deeply: the Controller and BlockOwnerDeletion values, not
-// the pointers), refs itself unless an equal one was made recently.
-func (s recordShare) refsOf(refs []metav1.OwnerReference) []metav1.OwnerReference {
-	if len(refs) == 0 {
-		return refs
-	}
+// ownerOf returns a struct equal to o (its owner references deeply: the Controller and
+// BlockOwnerDeletion values, not the pointers), a new one unless an equal one was made recently.
+func (s recordShare) ownerOf(o recordOwner) *recordOwner {
 	var b strings.Builder
-	for _, r := range refs {
+	writeField(&b, o.generateName)
+	writeField(&b, o.priorityClassName)
+	writeField(&b, string(o.uidText))
+	for _, r := range o.ownerReferences {
 		writeField(&b, r.APIVersion)
 		writeField(&b, r.Kind)
 		writeField(&b, r.Name)
@@ -57,11 +57,12 @@ func (s recordShare) refsOf(refs []metav1.OwnerReference) []metav1.OwnerReferenc
 		writeField(&b, boolField(r.BlockOwnerDeletion))
 	}
 	key := b.String()
-	if v, ok := s.refs.Get(key); ok {
-		return v.([]metav1.OwnerReference)
+	if v, ok := s.owners.Get(key); ok {
+		return v.(*recordOwner)
 	}
-	s.refs.Add(key, refs)
-	return refs
+	out := &o
+	s.owners.Add(key, out)
+	return out
 }
 
 // writeField writes s length-prefixed, so that no two lists of strings have the same key.
