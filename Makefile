@@ -90,6 +90,7 @@ bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission
 	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/ ./podgrouper/webhook/ ./podgrouper/podview/
 	$(GO) test -run '^$$' -bench 'GrouperMemory|PodBookkeepingBytes' -benchtime 1x ./podgrouper/controller/
 	$(GO) test -run '^$$' -bench CachedOwnerBytes -benchtime 1x ./podgrouper/owners/
+	$(GO) test -run '^$$' -bench 'PodCacheBytes|ListPeakBytes' -benchtime 1x ./podgrouper/podcache/
 
 bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.
 	assets=$$(bash hack/control-plane.sh); \
