@@ -51,6 +51,11 @@ type Finding struct {
 	Role string `json:"role,omitempty"`
 	// Message says what was seen and what usually fixes it.
 	Message string `json:"message"`
+	// Counts is what the finding counted (pods, a role's live and planned pods, the paths that
+	// missed), without the times the Message also gives: the Reporter sends a finding again, and
+	// rewrites the PodGroup's health annotation, when its Counts change ("2 pod(s)" after
+	// "1 pod(s)"), not each time its age does. Not in the annotation.
+	Counts string `json:"-"`
 }
 
 // String renders "Reason(role): message".

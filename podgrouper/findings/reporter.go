@@ -26,7 +26,8 @@ const ReasonCleared = "GangFindingCleared"
 
 // Reporter turns the Tracker's findings into Events, metrics and the HealthAnnotation. It runs
 // as a manager Runnable (on the leader only), evaluating every Interval; what it reports changes
-// only when a finding appears, clears, or (for Events) ResendInterval has passed.
+// only when a finding appears, clears, or changes what it counts (Finding.Counts: "2 pod(s)"
+// after "1 pod(s)"; not its age), or (for Events) ResendInterval has passed.
 type Reporter struct {
 	Tracker *Tracker
 	Config  Config
@@ -48,8 +49,9 @@ var _ manager.Runnable = (*Reporter)(nil)
 // reported is what was last reported for one workload.
 type reported struct {
 	kind, definition string
-	// sent is when each current finding was last sent (nil until the workload's first finding).
-	sent map[findingKey]time.Time
+	// sent is when each current finding was last sent, and its Counts then (nil until the
+	// workload's first finding).
+	sent map[findingKey]sentFinding
 	// dirty says the annotation must be written (again: a PodGroup may not exist yet).
 	dirty      bool
 	transition time.Time
@@ -59,6 +61,12 @@ type reported struct {
 type findingKey struct {
 	reason Reason
 	role   string
+}
+
+// sentFinding is when a finding was last sent and what it counted (Finding.Counts).
+type sentFinding struct {
+	at     time.Time
+	counts string
 }
 
 // Start implements manager.Runnable.
@@ -122,19 +130,24 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		k := findingKey{f.Reason, f.Role}
 		cur[k] = f
 		last, had := st.sent[k]
+		changed := had && last.counts != f.Counts
 		if !had {
 			Gauge.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
 			Total.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
 			st.dirty, st.transition = true, now
 		}
-		if had && now.Sub(last) < cfg.ResendInterval {
+		if changed {
+			// The annotation says what the finding counts now (the transition time stays).
+			st.dirty = true
+		}
+		if had && !changed && now.Sub(last.at) < cfg.ResendInterval {
 			continue
 		}
 		if st.sent == nil {
 			// Made with the first finding: most workloads never have one.
-			st.sent = map[findingKey]time.Time{}
+			st.sent = map[findingKey]sentFinding{}
 		}
-		st.sent[k] = now
+		st.sent[k] = sentFinding{at: now, counts: f.Counts}
 		r.event(workload, corev1.EventTypeWarning, string(f.Reason), "%s", withRole(f))
 		if karta != nil {
 			r.event(karta, corev1.EventTypeWarning, string(f.Reason), "%s %s/%s: %s", rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, withRole(f))

@@ -50,6 +50,49 @@ func TestReporterDryRunReportsAndClears(t *testing.T) {
 	assert.Equal(t, 0.0, testutil.ToFloat64(g))
 }
 
+// TestReporterResendsAChangedFinding: a finding whose message changes (a second unclaimed pod)
+// is sent again at once, not after ResendInterval, and the PodGroup's health annotation says
+// the new message; an unchanged one is still not re-sent.
+func TestReporterResendsAChangedFinding(t *testing.T) {
+	ctx := context.Background()
+	tr := NewTracker()
+	p := seedPlan(t, 2)
+	require.Len(t, p.PodGroups, 1)
+	tr.SetPlan(p, Definition{Name: "reporter-test"}, t0)
+	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
+	s := runtime.NewScheme()
+	require.NoError(t, v2alpha2.AddToScheme(s))
+	pg := &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: p.PodGroups[0].Name}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(pg).Build()
+	rec := record.NewFakeRecorder(10)
+	now := t0
+	r := &Reporter{Tracker: tr, Config: cfg, Client: c, Recorder: rec, Now: func() time.Time { return now }}
+	message := func() string {
+		got := &v2alpha2.PodGroup{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(pg), got))
+		h, err := ParseHealth(got.Annotations[HealthAnnotation])
+		require.NoError(t, err)
+		require.Len(t, h.Findings, 1)
+		return h.Findings[0].Message
+	}
+
+	r.Tick(ctx)
+	require.Len(t, rec.Events, 1, "an Event on the workload (the definition has no Karta)")
+	assert.Contains(t, <-rec.Events, "Warning UnclaimedPods 1 pod(s)")
+	assert.Contains(t, message(), "1 pod(s)")
+
+	now = t0.Add(2 * time.Second)
+	tr.Observe(pod("y"), Observation{Owner: uid, Unclaimed: true}, now)
+	r.Tick(ctx)
+	require.Len(t, rec.Events, 1, "the changed finding is sent again before ResendInterval")
+	assert.Contains(t, <-rec.Events, "Warning UnclaimedPods 2 pod(s)")
+	assert.Contains(t, message(), "2 pod(s)")
+
+	now = t0.Add(4 * time.Second)
+	r.Tick(ctx)
+	assert.Empty(t, rec.Events, "an unchanged finding is not re-sent before ResendInterval")
+}
+
 // TestHealthOnPlaceholderNamedPodGroup: an alpha plan grouped by a label the operator sets
 // names its PodGroup pg-<UID>-{<key>} (gang.HasKeyPlaceholder); the pods' PodGroup is
 // pg-<UID>-train. The health annotation goes on that PodGroup, once: before, the reporter wrote

@@ -3,6 +3,7 @@ package findings
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -289,7 +290,7 @@ func (w *workload) findings(now time.Time, cfg Config) []Finding {
 		if w.unclaimedPod != "" {
 			ex = fmt.Sprintf(" (e.g. pod %s)", w.unclaimedPod)
 		}
-		fs = append(fs, Finding{Reason: UnclaimedPods, Message: fmt.Sprintf(
+		fs = append(fs, Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(int64(w.unclaimed), 10), Message: fmt.Sprintf(
 			"%d pod(s) of the workload match no component's podSelector%s: they fall to KAI's default grouping and escape the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", w.unclaimed, ex)})
 	}
 	othersCreated := int64(0)
@@ -300,19 +301,20 @@ func (w *workload) findings(now time.Time, cfg Config) []Finding {
 		rs := &w.roles.list[i]
 		name := rs.name
 		if !rs.overSince.IsZero() && now.Sub(rs.overSince) >= cfg.MoreThanPlannedGrace {
-			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Message: fmt.Sprintf(
+			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Counts: fmt.Sprint(rs.live, "/", rs.desired), Message: fmt.Sprintf(
 				"%d live pods for %s, the plan counts %d: the definition undercounts the role (the operator runs more pods per replica than podsPerReplicaPath says, or the role's selector takes other pods), so the gang may admit part of the job",
 				rs.live, now.Sub(rs.overSince).Round(time.Second), rs.desired)})
 		}
 		if !rs.shortSince.IsZero() && now.Sub(rs.shortSince) >= cfg.GangUnsatisfiableGrace && othersCreated-rs.created > 0 {
-			fs = append(fs, Finding{Reason: GangUnsatisfiable, Role: name, Message: fmt.Sprintf(
+			fs = append(fs, Finding{Reason: GangUnsatisfiable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created), Message: fmt.Sprintf(
 				"the gang requires %d pods of the role, %d exist and none came for %s while other roles' pods exist: the operator does not create these pods (yet); check the role's replicasPath and minReplicasPath, or put the roles that start first in gangmap.gang.startup",
 				rs.required, rs.created, now.Sub(rs.shortSince).Round(time.Second))})
 		}
 	}
 	if len(w.misses) > 0 {
-		fs = append(fs, Finding{Reason: Drift, Message: fmt.Sprintf(
-			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", strings.Join(sortedCopy(w.misses), ", "))})
+		misses := strings.Join(sortedCopy(w.misses), ", ")
+		fs = append(fs, Finding{Reason: Drift, Counts: misses, Message: fmt.Sprintf(
+			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", misses)})
 	}
 	sortFindings(fs)
 	return fs

@@ -108,6 +108,11 @@ func TestMoreThanPlannedAfterGrace(t *testing.T) {
 	fs := evaluate(t, tr, t0.Add(time.Minute), cfg)
 	require.Equal(t, []string{"MoreThanPlanned(workers)"}, reasons(fs))
 	require.Contains(t, fs[0].Message, "4 live pods for 1m0s, the plan counts 2")
+	// Its age is in the message, not in what it counts: the reporter does not re-send it as it ages.
+	later := evaluate(t, tr, t0.Add(90*time.Second), cfg)
+	require.Contains(t, later[0].Message, "4 live pods for 1m30s")
+	require.Equal(t, "4/2", fs[0].Counts)
+	require.Equal(t, fs[0].Counts, later[0].Counts)
 	// Two finish: 2 live, as planned.
 	tr.Observe(pod("w0"), Observation{Owner: uid, Role: "workers", Terminal: true}, t0.Add(2*time.Minute))
 	tr.Observe(pod("w1"), Observation{Owner: uid, Role: "workers", Terminal: true}, t0.Add(2*time.Minute))
