@@ -151,7 +151,7 @@ func (g *GrouperProcess) Start(ctx context.Context) error {
 			return false, fmt.Errorf("gangmap-grouper exited: %v (log %s)", err, g.LogPath)
 		default:
 		}
-		_, err := g.scrape(ctx)
+		_, err := g.scrape(ctx, 5*time.Second)
 		return err == nil, nil
 	})
 	if err != nil {
@@ -256,11 +256,18 @@ func vmField(pid int, name string) (int64, error) {
 // Metrics scrapes the process's metrics endpoint and returns every sample by its name with
 // labels as printed (e.g. `gangmap_podgroup_writes_total{result="Updated"}`).
 func (g *GrouperProcess) Metrics(ctx context.Context) (map[string]float64, error) {
-	return g.scrape(ctx)
+	return g.scrape(ctx, 5*time.Second)
 }
 
-func (g *GrouperProcess) scrape(ctx context.Context) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// MetricsWithin is Metrics with a scrape timeout of its own: a grouper with series for 10,000
+// workloads serves about 11 MB of metrics, which takes seconds (the scale benchmark scrapes it
+// as Prometheus would, with a long timeout and seconds apart, not every 100 ms).
+func (g *GrouperProcess) MetricsWithin(ctx context.Context, timeout time.Duration) (map[string]float64, error) {
+	return g.scrape(ctx, timeout)
+}
+
+func (g *GrouperProcess) scrape(ctx context.Context, timeout time.Duration) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := g.GetMetrics(ctx, g.MetricsToken)
 	if err != nil {

@@ -86,7 +86,7 @@ func BenchmarkGroupScale(b *testing.B) {
 		r.grouped = time.Since(start)
 		r.peakRSS = peak()
 		r.caughtUp = waitQueuesEmpty(ctx, b, g).Sub(start)
-		if r.done, err = g.Metrics(ctx); err != nil {
+		if r.done, err = g.MetricsWithin(ctx, scrapeTimeout); err != nil {
 			b.Fatal(err)
 		}
 		r.idle = idle
@@ -149,7 +149,7 @@ func waitGrouped(ctx context.Context, b *testing.B, ns string, n, m int) {
 // grouperArgs are the grouper's extra arguments: GANGMAP_SCALE_GROUPER_ARGS (space-separated,
 // e.g. "--qps=500 --burst=1000" to lift the client rate limit the default run is bound by),
 // --memory-limit GANGMAP_SCALE_MEMORY_LIMIT unless those arguments set one (the Makefile's
-// default 200Mi: the soft limit a container limited to 256 MiB gets by default, so that the
+// default 176Mi: the soft limit a container limited to 256 MiB gets by default, so that the
 // resident set follows the live heap rather than twice it) and --pprof-bind-address on a free
 // localhost port, returned as pprofAddr: liveHeap forces a GC through it, and writeHeapProfile
 // reads the heap profile from it when GANGMAP_SCALE_HEAP_PROFILE names a file.
