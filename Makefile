@@ -101,9 +101,9 @@ bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plan
 # GANGMAP_SCALE_HEAP_PROFILE (a file for the grouper's heap profile once every pod is grouped).
 SCALE_PODS ?= 20000
 SCALE_PODS_PER_WORKLOAD ?= 10
-# The grouper's --memory-limit in the scale run: 256 MiB less 56 MiB, what the grouper's default would
+# The grouper's --memory-limit in the scale run: 256 MiB less 80 MiB, what the grouper's default would
 # give a container limited to the goal (issue 19); "0" for none.
-SCALE_MEMORY_LIMIT ?= 200Mi
+SCALE_MEMORY_LIMIT ?= 176Mi
 # 1: the grouper serves its admission webhook and the API server calls it on every pod create, as
 # the chart installs it (pods grouped at admission); 0: no webhook, the controller repairs every pod.
 SCALE_WEBHOOK ?= 1

@@ -18,14 +18,17 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 // limit: the resident memory the runtime does not count. Go's limit covers the heap, goroutine
 // stacks and the runtime's own metadata (runtime/debug.SetMemoryLimit), not the pages of the
 // binary mapped from its file, which the cgroup charges to the container too. The grouper's
-// binary is ~57 MB of text; measured on the scale run (bench/README.md, session 6), 50 MB of
-// its resident set was file-backed. 56 MiB leaves that and a few threads' system stacks.
-const unmanagedReserve = 56 << 20
+// binary is ~57 MB of text; measured on the 100,000-pod scale run (bench/README.md, session 6),
+// 49 MiB of its resident set was file-backed, and the anonymous part held at the soft limit
+// (the live heap was 100 MiB, but pages of freed objects share spans with live ones). The
+// limit is also soft: the heap grows while a collection runs (a metrics scrape of 10,000
+// workloads' series allocates tens of MB), so the rest, 31 MiB, is that margin.
+const unmanagedReserve = 80 << 20
 
 // memoryLimit is the Go runtime's soft memory limit to set, in bytes, and where it comes from:
 // --memory-limit; else none when $GOMEMLIMIT is set (the runtime applied it at start); else the
 // container's cgroup memory limit less unmanagedReserve, and at least half of it (a 256 MiB
-// container gets 200 MiB, a 512 MiB one 456 MiB, a 96 MiB one 48 MiB); else 0, no limit. Without
+// container gets 176 MiB, a 512 MiB one 432 MiB, a 128 MiB one 64 MiB); else 0, no limit. Without
 // a limit the garbage collector lets the heap grow to twice the live heap (GOGC=100), which at
 // 100,000 cached pods is the difference between fitting a container's limit and being
 // OOM-killed.
@@ -42,7 +45,7 @@ func (o *Options) memoryLimit() (int64, string) {
 	}
 	for _, f := range cgroupMemoryFiles {
 		if b, ok := readCgroupLimit(f); ok {
-			return max(b-unmanagedReserve, b/2), "the memory limit less 56Mi (binary, stacks) of " + f
+			return max(b-unmanagedReserve, b/2), "the memory limit less 80Mi (binary, overshoot) of " + f
 		}
 	}
 	return 0, ""
@@ -81,7 +84,7 @@ func (o *Options) validateMemoryLimit() error {
 	}
 	q, err := resource.ParseQuantity(o.MemoryLimit)
 	if err != nil || q.Sign() < 0 {
-		return fmt.Errorf("--memory-limit: want a quantity of bytes such as 200Mi or 0, got %q", o.MemoryLimit)
+		return fmt.Errorf("--memory-limit: want a quantity of bytes such as 176Mi or 0, got %q", o.MemoryLimit)
 	}
 	return nil
 }
