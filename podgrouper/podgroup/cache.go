@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/podview"
 )
 
 // CacheView is the transform of the grouper's PodGroup informer (controller-runtime
@@ -189,23 +190,9 @@ func (c *CacheView) ownerReferences(refs []metav1.OwnerReference) []metav1.Owner
 	for i, r := range refs {
 		out[i] = r
 		out[i].APIVersion, out[i].Kind = c.str(r.APIVersion), c.str(r.Kind)
-		out[i].Controller, out[i].BlockOwnerDeletion = c.boolPtr(r.Controller), c.boolPtr(r.BlockOwnerDeletion)
+		out[i].Controller, out[i].BlockOwnerDeletion = podview.CanonicalBool(r.Controller), podview.CanonicalBool(r.BlockOwnerDeletion)
 	}
 	return out
-}
-
-// canonicalTrue and canonicalFalse are shared by every cached PodGroup; never written.
-var canonicalTrue, canonicalFalse = true, false
-
-func (c *CacheView) boolPtr(b *bool) *bool {
-	switch {
-	case b == nil:
-		return nil
-	case *b:
-		return &canonicalTrue
-	default:
-		return &canonicalFalse
-	}
 }
 
 func (c *CacheView) topology(t v2alpha2.TopologyConstraint) v2alpha2.TopologyConstraint {

@@ -101,7 +101,7 @@ func compact(pod *corev1.Pod) {
 	for i := range pod.OwnerReferences {
 		r := &pod.OwnerReferences[i]
 		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
-		r.Controller, r.BlockOwnerDeletion = canonicalBool(r.Controller), canonicalBool(r.BlockOwnerDeletion)
+		r.Controller, r.BlockOwnerDeletion = CanonicalBool(r.Controller), CanonicalBool(r.BlockOwnerDeletion)
 	}
 	pod.Namespace, pod.GenerateName = intern(pod.Namespace), intern(pod.GenerateName)
 	pod.Spec.SchedulerName, pod.Spec.PriorityClassName, pod.Spec.NodeName = intern(pod.Spec.SchedulerName), intern(pod.Spec.PriorityClassName), intern(pod.Spec.NodeName)
@@ -112,9 +112,10 @@ func compact(pod *corev1.Pod) {
 	}
 }
 
-// canonicalBool returns a shared pointer to *b's value (nil stays nil): an owner reference's
-// controller and blockOwnerDeletion flags are otherwise two small allocations per pod.
-func canonicalBool(b *bool) *bool {
+// CanonicalBool returns a shared pointer to *b's value (nil stays nil), never to be written
+// through: an owner reference's controller and blockOwnerDeletion flags are otherwise two small
+// allocations per cached object (pods here, PodGroups in podgroup.CacheView).
+func CanonicalBool(b *bool) *bool {
 	switch {
 	case b == nil:
 		return nil
@@ -125,7 +126,8 @@ func canonicalBool(b *bool) *bool {
 	}
 }
 
-// canonicalTrue and canonicalFalse are shared by every cached owner reference; never written.
+// canonicalTrue and canonicalFalse are shared by every cached owner reference (CanonicalBool);
+// never written.
 var canonicalTrue, canonicalFalse = true, false
 
 func intern(s string) string {
