@@ -231,6 +231,41 @@ func (g *GrouperProcess) RSSBytes() (int64, error) {
 	return vmField(pid, "VmRSS")
 }
 
+// ResidentParts splits the process's resident set (smaps_rollup's Rss) into its anonymous
+// pages (the Go heap, stacks and runtime metadata, which the Go memory limit bounds) and the rest
+// (file-backed pages, mostly the binary's text and tables, which it does not), in bytes.
+func (g *GrouperProcess) ResidentParts() (anonymous, fileBacked int64, err error) {
+	pid := g.PID()
+	if pid == 0 {
+		return 0, 0, errors.New("the grouper process is not running")
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	var rss int64
+	for _, line := range strings.Split(string(data), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) != 3 || fs[2] != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseInt(fs[1], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/smaps_rollup: %q: %w", pid, line, err)
+		}
+		switch fs[0] {
+		case "Rss:":
+			rss = kb * 1024
+		case "Anonymous:":
+			anonymous = kb * 1024
+		}
+	}
+	if rss == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/smaps_rollup has no Rss", pid)
+	}
+	return anonymous, rss - anonymous, nil
+}
+
 func vmField(pid int, name string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +29,14 @@ type result struct {
 	created, grouped, caughtUp time.Duration
 	// idle and done are the grouper's metrics before the first create and once caught up.
 	idle, done map[string]float64
-	// rss and peakRSS are the resident set once caught up and the highest seen until grouped.
-	rss, peakRSS int64
+	// rss and peakRSS are the resident set once caught up and the kernel's high-water mark
+	// (VmHWM) when every pod was grouped; hwm is the high-water mark once caught up, after the
+	// final scrape of its metrics (the run's peak: a scrape of 10,000 workloads' series allocates
+	// tens of MB).
+	rss, peakRSS, hwm int64
+	// anon and file split rss into anonymous pages (bounded by the Go memory limit) and
+	// file-backed ones (the binary's pages, which the limit does not count).
+	anon, file int64
 	// heapBefore and heapAfter are the live heap before the first create and once caught up.
 	heapBefore, heapAfter float64
 }
@@ -46,8 +51,9 @@ func (r *result) report(b *testing.B) {
 	cpu := r.delta("process_cpu_seconds_total")
 	b.Logf("%s: %d pods of %d CustomJobs created in %v, %d of them with a pod-group-name in the create's response; all grouped after %v, the grouper's queues empty after %v",
 		mode, r.pods, r.workloads, r.created.Round(time.Second), r.admitted, r.grouped.Round(time.Second), r.caughtUp.Round(time.Second))
-	b.Logf("grouper: %.2f API requests per pod (%s), RSS %.0f MiB (peak %.0f MiB while grouping), live heap %.0f MiB (%.0f MiB before the pods), %.0f B heap per pod, CPU %.0f s (%.2f ms per pod)",
-		calls/float64(r.pods), r.perVerb(), mib(float64(r.rss)), mib(float64(r.peakRSS)), mib(r.heapAfter), mib(r.heapBefore),
+	b.Logf("grouper: %.2f API requests per pod (%s), RSS %.0f MiB (anonymous %.0f, file-backed %.0f; high-water %.0f MiB when all were grouped, %.0f MiB after the last scrape), live heap %.0f MiB (%.0f MiB before the pods), %.0f B heap per pod, CPU %.0f s (%.2f ms per pod)",
+		calls/float64(r.pods), r.perVerb(), mib(float64(r.rss)), mib(float64(r.anon)), mib(float64(r.file)),
+		mib(float64(r.peakRSS)), mib(float64(r.hwm)), mib(r.heapAfter), mib(r.heapBefore),
 		(r.heapAfter-r.heapBefore)/float64(r.pods), cpu, 1000*cpu/float64(r.pods))
 	for _, k := range r.grew("gangmap_webhook_admissions_total", "gangmap_webhook_errors_total", "rest_client_requests_total") {
 		b.Logf("  %s +%.0f", k, r.done[k]-r.idle[k])
@@ -57,6 +63,9 @@ func (r *result) report(b *testing.B) {
 	b.ReportMetric(calls/float64(r.pods), "apicalls/pod")
 	b.ReportMetric(mib(float64(r.rss)), "RSS-MiB")
 	b.ReportMetric(mib(float64(r.peakRSS)), "peak-RSS-MiB")
+	b.ReportMetric(mib(float64(r.hwm)), "hwm-RSS-MiB")
+	b.ReportMetric(mib(float64(r.anon)), "anon-RSS-MiB")
+	b.ReportMetric(mib(float64(r.file)), "file-RSS-MiB")
 	b.ReportMetric(mib(r.heapAfter), "heap-MiB")
 	b.ReportMetric((r.heapAfter-r.heapBefore)/float64(r.pods), "heap-bytes/pod")
 }
@@ -207,37 +216,6 @@ func writeHeapProfile(ctx context.Context, b *testing.B, pprofAddr string) {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		b.Fatal(err)
-	}
-}
-
-// samplePeakRSS samples the grouper's peak resident set (VmHWM) every second until the returned
-// function is called, which returns the highest seen.
-func samplePeakRSS(g *framework.GrouperProcess) func() int64 {
-	var mu sync.Mutex
-	var peak int64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			if v, err := g.PeakRSSBytes(); err == nil {
-				mu.Lock()
-				peak = max(peak, v)
-				mu.Unlock()
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-	return func() int64 {
-		close(stop)
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return peak
 	}
 }
 

@@ -48,8 +48,9 @@ func envInt(b *testing.B, name string, def int) int {
 // runs it without the webhook, so its pod controller repairs every pod after creation. It reports
 // the time from the first pod create until every pod carries its pod-group-name and every
 // workload's PodGroup exists, how many pods carried it in the create's response, the grouper's API
-// requests per pod by verb (client-go's rest_client_requests_total), its resident set (now and
-// peak), CPU and live heap, and the heap per cached pod: the growth of the live heap
+// requests per pod by verb (client-go's rest_client_requests_total), its resident set (at the end, split
+// into anonymous and file-backed pages, and the kernel's high-water mark when every pod was
+// grouped and after the final metrics scrape), CPU and live heap, and the heap per cached pod: the growth of the live heap
 // (go_memstats_heap_alloc_bytes after a forced GC) over the pods, which includes the workloads,
 // PodGroups and plans cached with them. Run it once: `make bench-scale` (-benchtime 1x).
 func BenchmarkGroupScale(b *testing.B) {
@@ -76,7 +77,6 @@ func BenchmarkGroupScale(b *testing.B) {
 		}
 		r := result{pods: n, workloads: m, webhook: webhookOn, heapBefore: liveHeap(ctx, b, g, pprofAddr)}
 
-		peak := samplePeakRSS(g)
 		start := time.Now()
 		if r.admitted, err = createWorkloads(ctx, ns, m, per); err != nil {
 			b.Fatal(err)
@@ -84,13 +84,17 @@ func BenchmarkGroupScale(b *testing.B) {
 		r.created = time.Since(start)
 		waitGrouped(ctx, b, ns, n, m)
 		r.grouped = time.Since(start)
-		r.peakRSS = peak()
+		r.peakRSS, _ = g.PeakRSSBytes()
 		r.caughtUp = waitQueuesEmpty(ctx, b, g).Sub(start)
 		if r.done, err = g.MetricsWithin(ctx, scrapeTimeout); err != nil {
 			b.Fatal(err)
 		}
 		r.idle = idle
 		r.rss, _ = g.RSSBytes()
+		r.hwm, _ = g.PeakRSSBytes()
+		if r.anon, r.file, err = g.ResidentParts(); err != nil {
+			b.Fatal(err)
+		}
 		r.heapAfter = liveHeap(ctx, b, g, pprofAddr)
 		writeHeapProfile(ctx, b, pprofAddr)
 		r.report(b)
