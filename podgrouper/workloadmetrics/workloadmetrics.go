@@ -10,10 +10,7 @@
 package workloadmetrics
 
 import (
-	"context"
-	"sort"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,9 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/gang"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/podbook"
-	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
 // Workload is what the series of one grouped workload show.
@@ -259,64 +254,6 @@ func (t *Tracker) Describe(ch chan<- *prometheus.Desc) {
 	t.dropped.Describe(ch)
 }
 
-// Collect implements prometheus.Collector: the series of every tracked workload, generated now.
-func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
-	t.init()
-	t.dropped.Collect(ch)
-	t.mu.Lock()
-	snap := make([]snapshot, 0, len(t.workloads))
-	for _, e := range t.workloads {
-		s := snapshot{w: e.w, pods: make(map[[2]string]int, e.pods.len())}
-		e.pods.each(func(p podState, n int) { s.pods[[2]string{p.role, p.phase}] = n })
-		snap = append(snap, s)
-	}
-	t.mu.Unlock()
-	sort.Slice(snap, func(i, j int) bool { return snap[i].w.UID < snap[j].w.UID })
-	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(len(snap)))
-	for _, s := range snap {
-		t.collectOne(ch, s)
-	}
-}
-
-type snapshot struct {
-	w    Workload
-	pods map[[2]string]int
-}
-
-func (t *Tracker) collectOne(ch chan<- prometheus.Metric, s snapshot) {
-	w := s.w
-	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{w.Namespace, w.Kind, w.Name}, extra...)...)
-	}
-	gauge(descInfo, 1)
-	for _, st := range w.Status {
-		gauge(descStatus, 1, st)
-	}
-	gauge(descGPUs, w.GPUs)
-	gauge(descGangGPU, w.GangGPUs)
-	roles, kept := boundedRoles(w.Roles)
-	for _, r := range roles {
-		gauge(descRoleGPU, r.GPUs, r.Name)
-		gauge(descRoleMin, r.GangGPUs, r.Name)
-	}
-	for k, n := range boundedPods(s.pods, kept) {
-		gauge(descPods, float64(n), k[0], k[1])
-	}
-	if t.Reader == nil {
-		return
-	}
-	names := t.actualPodGroups(w)
-	if len(names) > MaxPodGroupSeries {
-		sort.Strings(names)
-		names = names[:MaxPodGroupSeries]
-	}
-	for _, name := range names {
-		for _, c := range t.podGroupConditions(w.Namespace, name) {
-			gauge(descPGCond, 1, name, c[0], c[1])
-		}
-	}
-}
-
 // MaxRoleSeries caps the roles one workload has series for: the role list is data of the
 // workload (an AppWrapper's or a DisaggregatedSet's author writes up to 1,000 instances), so
 // without a cap one author could add thousands of series to every scrape. Roles past the first
@@ -347,58 +284,4 @@ func boundedRoles(roles []Role) (out []Role, kept map[string]bool) {
 		other.GangGPUs += r.GangGPUs
 	}
 	return append(out, other), kept
-}
-
-// boundedPods moves the pod counts of roles outside kept to OtherRoles (kept nil: unchanged).
-func boundedPods(pods map[[2]string]int, kept map[string]bool) map[[2]string]int {
-	if kept == nil {
-		return pods
-	}
-	out := make(map[[2]string]int, len(kept)+1)
-	for k, n := range pods {
-		if !kept[k[0]] {
-			k[0] = OtherRoles
-		}
-		out[k] += n
-	}
-	return out
-}
-
-// actualPodGroups returns the names of the workload's PodGroups: its planned names, where an
-// alpha name with a {key} placeholder stands for the PodGroups its pods' values named
-// (podgroup.ActualNames), so their conditions are exported under their real names.
-func (t *Tracker) actualPodGroups(w Workload) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	names, _, _ := podgroup.ActualNames(ctx, t.Reader, w.Namespace, w.PodGroups)
-	return names
-}
-
-// podGroupConditions reads a PodGroup (from the cache) and returns its conditions' type and
-// status; none when it cannot be read. The PodGroup is read without a deep copy
-// (client.UnsafeDisableDeepCopy: its slices are the cached object's) and only read here: a copy
-// per workload per scrape was the scrape's main allocation at 10,000 workloads.
-func (t *Tracker) podGroupConditions(ns, name string) [][2]string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	pg := &v2alpha2.PodGroup{}
-	if err := t.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	seen := map[[2]string]bool{}
-	var out [][2]string
-	add := func(typ, status string) {
-		k := [2]string{typ, status}
-		if typ != "" && !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	for _, c := range pg.Status.Conditions {
-		add(string(c.Type), string(c.Status))
-	}
-	for _, c := range pg.Status.SchedulingConditions {
-		add(string(c.Type), "True")
-	}
-	return out
 }
