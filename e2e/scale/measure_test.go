@@ -55,7 +55,7 @@ func (r *result) report(b *testing.B) {
 		calls/float64(r.pods), r.perVerb(), mib(float64(r.rss)), mib(float64(r.anon)), mib(float64(r.file)),
 		mib(float64(r.peakRSS)), mib(float64(r.hwm)), mib(r.heapAfter), mib(r.heapBefore),
 		(r.heapAfter-r.heapBefore)/float64(r.pods), cpu, 1000*cpu/float64(r.pods))
-	for _, k := range r.grew("gangmap_webhook_admissions_total", "gangmap_webhook_errors_total", "rest_client_requests_total") {
+	for _, k := range r.grew("gangmap_webhook_admissions_total", "gangmap_webhook_errors_total", "gangmap_plan_cache_lookups_total", "rest_client_requests_total") {
 		b.Logf("  %s +%.0f", k, r.done[k]-r.idle[k])
 	}
 	b.ReportMetric(r.grouped.Seconds(), "s-to-group-all")

@@ -30,13 +30,14 @@ func liveHeap() uint64 {
 // (issue 19): the grouper within 256 MiB resident with 100,000 pods and 10,000 workloads.
 func BenchmarkCachedPlanBytes(b *testing.B) {
 	ctx := context.Background()
-	const n = 4000 // the plan cache holds 4,096
+	const n = 4000 // all cached (PlanCacheSize above n)
 	for _, file := range []string{"jobset-leader-workers.yaml", "pytorchjob-kai-elastic-min1-max3.yaml", "lws-replicas2-size4-8gpu-limits.yaml", "../../e2e/testdata/customjob.yaml"} {
 		b.Run(filepath.Base(file), func(b *testing.B) {
 			base := workload(b, file, nil)
 			var per float64
 			for i := 0; i < b.N; i++ {
 				g := newGrouper(b)
+				g.PlanCacheSize = n + 1
 				// The scale benchmark's CustomJob has its definition in e2e/testdata.
 				defs, err := definitions.LoadPaths([]string{"../../e2e/testdata/customjob-karta.yaml"}, definitions.SourceFile, definitions.DecodeOptions{Strict: true})
 				require.NoError(b, err)

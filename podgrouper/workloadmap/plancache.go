@@ -3,43 +3,52 @@ package workloadmap
 import (
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/lru"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // planCacheElements bounds the size of all cached plans together, in plan elements (PodGroups,
-// their sub-groups and the plan's roles; see planElements), besides planCacheSize's bound on
-// their number. One plan may hold up to gang.MaxPlanElements (50,000) of them, about 9 MB of the
+// their sub-groups and the plan's roles; see planElements), besides the bound on
+// their number (Grouper.PlanCacheSize). One plan may hold up to gang.MaxPlanElements (50,000) of them, about 9 MB of the
 // grouper's heap with its per-PodGroup metadata (measured: four 10,000-group LeaderWorkerSets
 // took 36 MB), so a bound on the number alone let a user of one namespace fill the heap with a
 // few dozen such workloads and one pod each. 500,000 elements is about 90 MB; ordinary clusters
-// stay far below it (4,096 workloads of a few dozen elements each), and past it the least
+// stay far below it (thousands of workloads of a few dozen elements each), and past it the least
 // recently used plans are dropped and rebuilt when their pods are next decided.
 const planCacheElements = 500000
 
-// planCache is the LRU of plans by workload, bounded by count (planCacheSize) and by their total
-// elements (planCacheElements). Safe for concurrent use.
+// planCache is the LRU of plans by workload, bounded by count (size, DefaultPlanCacheSize when 0)
+// and by their total elements (planCacheElements). Safe for concurrent use.
 type planCache struct {
 	once     sync.Once
 	mu       sync.Mutex
 	lru      *lru.Cache
 	elements int64
+	// size is the most plans kept (Grouper.PlanCacheSize, read at the first use).
+	size int
 	// maxElements is planCacheElements (tests lower it).
 	maxElements int64
 }
 
-func (c *planCache) init() {
+// init makes the LRU at the first call, of size plans (DefaultPlanCacheSize when size <= 0);
+// later calls change nothing. Every method of planCache needs it called first (Grouper.cache).
+func (c *planCache) init(size int) {
 	c.once.Do(func() {
 		if c.maxElements == 0 {
 			c.maxElements = planCacheElements
 		}
+		c.size = size
+		if c.size <= 0 {
+			c.size = DefaultPlanCacheSize
+		}
 		// The eviction function runs inside lru calls, which are all made under c.mu.
-		c.lru = lru.NewWithEvictionFunc(planCacheSize, func(_ lru.Key, v any) { c.elements -= v.(*cachedPlan).elements })
+		c.lru = lru.NewWithEvictionFunc(c.size, func(_ lru.Key, v any) { c.elements -= v.(*cachedPlan).elements })
 	})
 }
 
 // get returns the cached plan of key.
 func (c *planCache) get(key planKey) (*cachedPlan, bool) {
-	c.init()
 	v, ok := c.lru.Get(key)
 	if !ok {
 		return nil, false
@@ -50,7 +59,6 @@ func (c *planCache) get(key planKey) (*cachedPlan, bool) {
 // add caches p under key, then drops the least recently used plans while the total is above
 // maxElements (never p itself).
 func (c *planCache) add(key planKey, p *cachedPlan) {
-	c.init()
 	p.elements = planElements(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -66,7 +74,6 @@ func (c *planCache) add(key planKey, p *cachedPlan) {
 
 // remove drops the plan of key.
 func (c *planCache) remove(key planKey) {
-	c.init()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Remove(key)
@@ -83,4 +90,32 @@ func planElements(p *cachedPlan) int64 {
 		n += int64(1 + len(pg.SubGroups))
 	}
 	return n
+}
+
+// cache returns the grouper's plan cache, made at the first call with PlanCacheSize plans.
+func (g *Grouper) cache() *planCache {
+	g.plans.init(g.PlanCacheSize)
+	return &g.plans
+}
+
+// PlanCacheLookupsTotal counts the plan cache's lookups, one per plan read (each pod decided by
+// the webhook or the pod controller, each workload metrics and status refresh), by result: hit
+// (the plan of the workload's current version and definition), miss (no plan cached: a new
+// workload, or its plan evicted) and stale (a plan of an older version of the workload or of the
+// definition). A miss or stale lookup builds the plan, once for all callers that ask at the
+// same time.
+var PlanCacheLookupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "gangmap_plan_cache_lookups_total",
+	Help: "Plan cache lookups by result: hit, miss (not cached: a new workload or an evicted plan; --plan-cache-size bounds the cache) or stale (the workload or its definition changed); a miss or stale lookup builds the plan.",
+}, []string{"result"})
+
+// The lookup results' counters, made once.
+var (
+	lookupHit   = PlanCacheLookupsTotal.WithLabelValues("hit")
+	lookupMiss  = PlanCacheLookupsTotal.WithLabelValues("miss")
+	lookupStale = PlanCacheLookupsTotal.WithLabelValues("stale")
+)
+
+func init() {
+	metrics.Registry.MustRegister(PlanCacheLookupsTotal)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,4 +50,41 @@ func TestPlanCacheBoundedByElements(t *testing.T) {
 
 	g.Forget("bench", lws(0).GetUID())
 	assert.Equal(t, int64(2*6003), g.plans.elements, "Forget gives the elements back")
+}
+
+// TestPlanCacheSizeAndLookups: Grouper.PlanCacheSize bounds the cached plans (two here): a third
+// workload evicts the least recently used plan, which is built again when read (a miss); a
+// workload's new resourceVersion is a stale lookup and a build; every other read is a hit.
+// gangmap_plan_cache_lookups_total counts each.
+func TestPlanCacheSizeAndLookups(t *testing.T) {
+	g := newGrouper(t)
+	g.PlanCacheSize = 2
+	job := func(i int, rv string) *unstructured.Unstructured {
+		return workload(t, "jobset-leader-workers.yaml", func(u *unstructured.Unstructured) {
+			u.SetName(fmt.Sprintf("js-%d", i))
+			u.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)))
+			u.SetResourceVersion(rv)
+		})
+	}
+	count := func(result string) float64 { return testutil.ToFloat64(PlanCacheLookupsTotal.WithLabelValues(result)) }
+	hits, misses, stale := count("hit"), count("miss"), count("stale")
+	ctx := context.Background()
+	for _, step := range []struct {
+		workload, rv string
+		builds       int64
+	}{
+		{"0", "1", 1}, {"0", "1", 1}, {"1", "1", 2}, {"0", "1", 2}, // both cached
+		{"2", "1", 3},                // evicts 1, the least recently used
+		{"0", "1", 3}, {"1", "1", 4}, // 1 built again, evicting 2
+		{"1", "2", 5}, // a new version
+	} {
+		i := int(step.workload[0] - '0')
+		_, _, err := g.Plan(ctx, job(i, step.rv))
+		require.NoError(t, err)
+		assert.Equal(t, step.builds, g.builds.Load(), "after workload %s at version %s", step.workload, step.rv)
+	}
+	assert.Equal(t, 2, g.plans.lru.Len())
+	assert.Equal(t, 3.0, count("hit")-hits)
+	assert.Equal(t, 4.0, count("miss")-misses)
+	assert.Equal(t, 1.0, count("stale")-stale)
 }

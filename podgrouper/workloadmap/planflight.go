@@ -65,7 +65,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	defer func() {
 		if p := recover(); p != nil {
 			c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: internal error: %v", compiled.Name(), p)}
-			g.plans.add(key, c)
+			g.cache().add(key, c)
 		}
 	}()
 	timeout := g.PlanTimeout
@@ -78,7 +78,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {
 		c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}
-		g.plans.add(key, c)
+		g.cache().add(key, c)
 		return c
 	}
 	if !g.Release.HasMinSubGroup() {
@@ -86,7 +86,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	}
 	c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, plan: plan}
 	c.setMeta()
-	g.plans.add(key, c)
+	g.cache().add(key, c)
 	g.reportMisses(compiled, topOwner, plan)
 	g.reportOverrides(topOwner, plan)
 	return c

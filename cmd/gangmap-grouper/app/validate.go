@@ -67,6 +67,9 @@ func (o *Options) Validate() error {
 	if o.OwnerCacheSize < 1 {
 		add("--owner-cache-size: must be at least 1, got %d", o.OwnerCacheSize)
 	}
+	if o.PlanCacheSize < 1 {
+		add("--plan-cache-size: must be at least 1, got %d", o.PlanCacheSize)
+	}
 	if o.MaxWorkloadMetrics < 0 {
 		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)
 	}

@@ -51,6 +51,7 @@ func TestValidateRefusesEachBadValue(t *testing.T) {
 		{"reconciles 0", func(o *Options) { o.MaxConcurrentReconciles = 0 }, "--max-concurrent-reconciles: must be at least 1, got 0"},
 		{"reconciles -3", func(o *Options) { o.MaxConcurrentReconciles = -3 }, "--max-concurrent-reconciles: must be at least 1, got -3"},
 		{"owner cache 0", func(o *Options) { o.OwnerCacheSize = 0 }, "--owner-cache-size: must be at least 1, got 0"},
+		{"plan cache 0", func(o *Options) { o.PlanCacheSize = 0 }, "--plan-cache-size: must be at least 1, got 0"},
 		{"qps 0", func(o *Options) { o.QPS = 0 }, "--qps: must not be 0 (client-go would silently use 5): a positive rate, or a negative value to turn client-side rate limiting off"},
 		{"qps NaN", func(o *Options) { o.QPS = float32(math.NaN()) }, "--qps: must be a finite number, got NaN"},
 		{"burst 0", func(o *Options) { o.Burst = 0 }, "--burst: must be at least 1 while --qps is positive, got 0"},

@@ -51,6 +51,7 @@ func TestValuesSchemaRefusesTypos(t *testing.T) {
 		{"KAI older than v0.9", []string{"kaiVersion=v0.8"}, "kaiVersion"},
 		{"retracted KAI tag", []string{"kaiVersion=v0.20.1"}, "kaiVersion"},
 		{"workload metrics off", []string{"maxWorkloadMetrics=0"}, ""},
+		{"plan cache 0", []string{"planCacheSize=0"}, "planCacheSize"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", releaseName, chartDir(t), "--namespace", namespace}
