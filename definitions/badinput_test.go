@@ -143,6 +143,25 @@ func TestBadInputJQDoesNotCompile(t *testing.T) {
 	assert.Contains(t, err.Error(), replicasPath+`: Invalid value: "[paths] | length": expected a valid jq expression: function paths/0 is not allowed`)
 }
 
+// TestBadInputJQTooLarge: an expression of 100,000 chained additions (200 KB, which compiled
+// for minutes and held 500 MB) and one nested 5,000 levels deep (10 KB) make the definition
+// invalid at once, naming the field and the bound; the error quotes the expression's first 200
+// characters only, not the whole text at every Event and log line.
+func TestBadInputJQTooLarge(t *testing.T) {
+	long := "1" + strings.Repeat("+1", 100_000)
+	_, err := badCompile(t, withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: "`+long+`"}`), expr.Limits{})
+	var de *definitions.DefinitionError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "definition \"badjob\" (bad.yaml#0) is invalid:\n  "+replicasPath+
+		`: Invalid value: "`+long[:200]+`... (200001 bytes)": expected a valid jq expression: the expression is 200001 bytes long; at most 16384 are compiled (expr.MaxJQSourceBytes)`,
+		err.Error())
+
+	deep := strings.Repeat("(", 5000) + ".spec.worker.replicas" + strings.Repeat(")", 5000)
+	_, err = badCompile(t, withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: "`+deep+`"}`), expr.Limits{})
+	require.ErrorAs(t, err, &de)
+	assert.Contains(t, err.Error(), replicasPath+`: Invalid value: "`+deep[:200]+`... (10021 bytes)": expected a valid jq expression: the expression nests deeper than 256 levels`)
+}
+
 // resolveErr compiles doc and resolves it on obj, returning the error.
 func resolveErr(t *testing.T, doc string, l expr.Limits, obj map[string]any) error {
 	t.Helper()

@@ -272,7 +272,7 @@ func (cc *compileCtx) compileMode(e Expr, subject expr.Subject, mode expr.Mode, 
 		if errors.As(err, &ce) {
 			reason = ce.Reason // field.Invalid quotes the expression already
 		}
-		cc.errs = append(cc.errs, field.Invalid(p, e.String(), fmt.Sprintf("expected a valid %s expression: %s", lang, reason)))
+		cc.errs = append(cc.errs, field.Invalid(p, shownExpression(e.String()), fmt.Sprintf("expected a valid %s expression: %s", lang, reason)))
 		return nil
 	}
 	if lang == expr.JQ && subject == expr.Object && mode == expr.Read {
@@ -283,6 +283,20 @@ func (cc *compileCtx) compileMode(e Expr, subject expr.Subject, mode expr.Mode, 
 		}
 	}
 	return prog
+}
+
+// maxShownExpression bounds, in runes, the expression an error about it quotes (the error goes
+// to logs, Events on the Karta and `gangmap validate`; expr.MaxJQSourceBytes refuses longer ones
+// to compile, and an error quoting all of one would repeat up to the Karta's size).
+const maxShownExpression = 200
+
+// shownExpression is src cut to maxShownExpression runes, with "..." and the full length when cut.
+func shownExpression(src string) string {
+	r := []rune(src)
+	if len(r) <= maxShownExpression {
+		return src
+	}
+	return fmt.Sprintf("%s... (%d bytes)", string(r[:maxShownExpression]), len(src))
 }
 
 func (cc *compileCtx) component(k *Karta, r componentRef) *Component {

@@ -23,6 +23,9 @@ type jqProgram struct {
 
 // compileJQ parses src, checks it against the upstream rules for mode, and compiles it.
 func compileJQ(src string, subject Subject, mode Mode, l Limits) (Program, error) {
+	if len(src) > MaxJQSourceBytes {
+		return nil, &CompileError{Language: JQ, Source: src, Reason: fmt.Sprintf("the expression is %d bytes long; at most %d are compiled (expr.MaxJQSourceBytes)", len(src), MaxJQSourceBytes)}
+	}
 	q, err := gojq.Parse(src)
 	if err != nil {
 		return nil, &CompileError{Language: JQ, Source: src, Reason: jqParseReason(src, err)}

@@ -29,10 +29,28 @@ var assignOps = map[gojq.Operator]bool{
 	gojq.OpUpdateAlt: true,
 }
 
-// jqChecker walks a parsed jq query and reports the first construct the upstream rules forbid.
-// Every method returns "" when its node and all nodes below it are allowed, otherwise the reason.
+// MaxJQSourceBytes bounds the text of one jq expression, checked before it is parsed. gojq's
+// parse costs about 400 bytes of memory per byte of text, and its compiler time grows with the
+// square of the nesting (a definition's `1+1+...+1` of 100,000 terms, 200 KB, compiled for minutes
+// and held 500 MB); the longest expression of the built-in catalog is about 2 KB.
+const MaxJQSourceBytes = 16 << 10
+
+// MaxJQDepth bounds the nesting of a jq expression's syntax tree: queries, terms and patterns
+// within one another, a binary operator's left operand one level below it (gojq's parser chains
+// `a + b + c` to the left). gojq's compiler looks each function up through every enclosing scope,
+// and gangmap's guards make each arithmetic operator a function call, so compile time grows with
+// the square of the depth (8,000 chained additions: about a second). The built-in catalog's
+// deepest expression nests 38 levels.
+const MaxJQDepth = 256
+
+// jqChecker walks a parsed jq query and reports the first construct the upstream rules forbid,
+// or a tree nested deeper than MaxJQDepth. Every method returns "" when its node and all nodes
+// below it are allowed, otherwise the reason.
 type jqChecker struct {
 	mode Mode
+	// depth is the nesting of the node being checked (methods take the checker by value, so
+	// each level of the walk has its own).
+	depth int
 }
 
 // checkJQ returns why q is not allowed in mode, or "" when it is.
@@ -40,9 +58,22 @@ func checkJQ(q *gojq.Query, mode Mode) string {
 	return jqChecker{mode: mode}.query(q)
 }
 
+// deeper returns the checker one level down, or the reason it may not go there.
+func (c jqChecker) deeper() (jqChecker, string) {
+	c.depth++
+	if c.depth > MaxJQDepth {
+		return c, fmt.Sprintf("the expression nests deeper than %d levels (operators, parentheses, arrays, objects, pipes; expr.MaxJQDepth)", MaxJQDepth)
+	}
+	return c, ""
+}
+
 func (c jqChecker) query(q *gojq.Query) string {
 	if q == nil {
 		return ""
+	}
+	c, r := c.deeper()
+	if r != "" {
+		return r
 	}
 	if assignOps[q.Op] && c.mode == Read {
 		return fmt.Sprintf("assignment operator %q is not allowed in a read expression (only in actions)", q.Op.String())
@@ -75,6 +106,10 @@ func (c jqChecker) queries(qs ...*gojq.Query) string {
 func (c jqChecker) term(t *gojq.Term) string {
 	if t == nil {
 		return ""
+	}
+	c, r := c.deeper()
+	if r != "" {
+		return r
 	}
 	switch t.Type {
 	case gojq.TermTypeRecurse:
@@ -109,6 +144,10 @@ func (c jqChecker) term(t *gojq.Term) string {
 func (c jqChecker) pattern(p *gojq.Pattern) string {
 	if p == nil {
 		return ""
+	}
+	c, r := c.deeper()
+	if r != "" {
+		return r
 	}
 	for _, e := range p.Array {
 		if r := c.pattern(e); r != "" {

@@ -1,6 +1,9 @@
 package expr
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -164,4 +167,46 @@ func TestNewCompilerLimits(t *testing.T) {
 
 	_, err := NewCompiler(Limits{Timeout: -1})
 	assert.Error(t, err)
+}
+
+// TestJQSizeAndDepthBounded: a jq expression longer than MaxJQSourceBytes is refused before it
+// is parsed, and one nested deeper than MaxJQDepth (chained operators, parentheses, arrays,
+// objects, pipes, unary minus, patterns) before it is compiled: `1+1+...+1` of 100,000 terms
+// (200 KB) compiled for minutes and held 500 MB. Expressions at the bounds still compile.
+func TestJQSizeAndDepthBounded(t *testing.T) {
+	c := newTestCompiler(t, Limits{})
+	const n = 3000 // at most 12 KB of text, under MaxJQSourceBytes: refused for its depth
+	deep := map[string]string{
+		"additions":   "1" + strings.Repeat("+1", n),
+		"parentheses": strings.Repeat("(", n) + ".a" + strings.Repeat(")", n),
+		"arrays":      strings.Repeat("[", n) + "1" + strings.Repeat("]", n),
+		"objects":     strings.Repeat("{a:", n) + "1" + strings.Repeat("}", n),
+		"pipes":       ".a" + strings.Repeat("|.a", n),
+		"commas":      "[" + strings.Repeat("1,", n) + "1]",
+		"minus":       strings.Repeat("-", n) + "1",
+		"patterns":    ". as " + strings.Repeat("[", n) + "$x" + strings.Repeat("]", n) + " | $x",
+	}
+	for name, src := range deep {
+		t.Run(name, func(t *testing.T) {
+			require.Less(t, len(src), MaxJQSourceBytes)
+			ce := compileErr(t, c, JQ, src, Read)
+			assert.Contains(t, ce.Reason, fmt.Sprintf("nests deeper than %d levels", MaxJQDepth))
+			assert.Less(t, len(ce.Error()), 300, "the message quotes the expression's start only")
+		})
+	}
+
+	long := ".a + " + strings.Repeat(" ", MaxJQSourceBytes) + "1"
+	ce := compileErr(t, c, JQ, long, Read)
+	assert.Equal(t, fmt.Sprintf("the expression is %d bytes long; at most %d are compiled (expr.MaxJQSourceBytes)", len(long), MaxJQSourceBytes), ce.Reason)
+
+	// At the bounds: 100 chained additions (depth about 200) and a 16 KiB expression compile.
+	p, err := c.Compile(JQ, "1"+strings.Repeat("+1", 100), Object, Read)
+	require.NoError(t, err)
+	out, err := p.Eval(context.Background(), Input{Object: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{101}, out)
+	wide := ".a" + strings.Repeat(" ", MaxJQSourceBytes-len(".a"))
+	require.Len(t, wide, MaxJQSourceBytes)
+	_, err = c.Compile(JQ, wide, Object, Read)
+	require.NoError(t, err)
 }
