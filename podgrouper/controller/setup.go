@@ -99,14 +99,26 @@ func isGangmaps(o client.Object) bool {
 	return ok
 }
 
-// podsOfPodGroup maps a PodGroup to the pods of its workload (its single owner reference), from
-// the index the reconciler keeps.
+// podsOfPodGroup maps a PodGroup to the pods of its workload (its single owner reference) in the
+// PodGroup's own namespace, from the index the reconciler keeps. gangmap writes a pod's PodGroup in
+// the pod's namespace only, so the pods of other namespaces (a cluster-scoped owner's) are not
+// this PodGroup's; and a PodGroup anyone creates in their own namespace, with gangmap's annotation
+// and another namespace's workload UID as owner (UIDs are public: PodGroup names carry them),
+// makes gangmap reconcile nothing of that namespace.
 func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []reconcile.Request {
 	refs := o.GetOwnerReferences()
 	if len(refs) != 1 {
 		return nil
 	}
-	return r.requests(refs[0].UID)
+	reqs := r.requests(refs[0].UID)
+	ns := o.GetNamespace()
+	mine := reqs[:0]
+	for _, req := range reqs {
+		if req.Namespace == ns {
+			mine = append(mine, req)
+		}
+	}
+	return mine
 }
 
 // regrouper turns "definitions changed" signals into one generic event per cached pod, after
