@@ -55,7 +55,11 @@ func NewInterner(size int) *Interner {
 // unstructured object; other objects get TransformWorkload only. It never fails.
 //
 // The first time it sees an object, it replaces the object's root and metadata maps with new ones
-// whose well-known keys are static strings (internkeys.go). Otherwise it never writes to a map
+// whose well-known keys are static strings (internkeys.go), each key written once with its final
+// value (a shared subtree, a boxed value): a Go map that holds 8 entries (a metadata map of name,
+// namespace, uid, resourceVersion, generation, creationTimestamp, labels and annotations) grows
+// from one group of 8 slots to a table of 16 at the next assignment, even to a key it has
+// (Go's swiss maps; 616 bytes more per workload, measured). Otherwise it never writes to a map
 // or list it did not just make, except the object's own root and metadata maps, and those only
 // where a value changes: client-go may hand an object to the
 // transform twice (the watch-list path stores it in a temporary store, then passes it to the
@@ -73,11 +77,12 @@ func (in *Interner) Transform(obj any) (any, error) {
 	// the static ones once, in new maps (internkeys.go), so a second pass finds nothing to do.
 	if root, ok := in.rekeyed(u.Object); ok {
 		u.Object = root
+		return u, nil
 	}
 	for k, v := range u.Object {
 		if md, ok := v.(map[string]any); ok && k == "metadata" {
 			for mk, mv := range md {
-				if mk == "labels" || mk == "annotations" {
+				if sharedMetadataTrees[mk] {
 					setIfMoved(md, mk, mv, in.canonical(mv))
 				}
 			}
@@ -87,6 +92,10 @@ func (in *Interner) Transform(obj any) (any, error) {
 	}
 	return u, nil
 }
+
+// sharedMetadataTrees are the metadata keys whose subtrees Interner shares with other workloads'
+// (the rest of metadata is the object's identity and stays its own).
+var sharedMetadataTrees = map[string]bool{"labels": true, "annotations": true}
 
 // canonical is share's value.
 func (in *Interner) canonical(v any) any {
@@ -126,26 +135,28 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 		}
 		slices.Sort(keys)
 		h.WriteByte('m')
-		ok := true
-		var moved map[string]any
+		ok, moved := true, false
+		var small [8]any // most maps are small: no allocation for their children
+		children := small[:0]
+		if len(keys) > len(small) {
+			children = make([]any, 0, len(keys))
+		}
 		for _, k := range keys {
 			c, ch, cok := in.share(t[k])
 			ok = ok && cok
-			if moved == nil && !sameTree(t[k], c) {
-				moved = make(map[string]any, len(t))
-				for k2, v2 := range t {
-					moved[k2] = v2
-				}
-			}
-			if moved != nil {
-				moved[k] = c
-			}
+			children = append(children, c)
+			moved = moved || !sameTree(t[k], c)
 			writeString(&h, k)
 			binary.LittleEndian.PutUint64(b[:8], ch)
 			_, _ = h.Write(b[:8])
 		}
-		if moved != nil {
-			v = moved
+		if moved {
+			// Each key written once: an assignment to a full map of 8 grows it (see Transform).
+			m := make(map[string]any, len(t))
+			for i, k := range keys {
+				m[k] = children[i]
+			}
+			v = m
 		}
 		if !ok {
 			return v, 0, false

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -23,12 +24,12 @@ import (
 	"github.com/gangmap/gangmap/manifest"
 )
 
-// samples are the first object of every workload sample of gang/testdata and e2e/testdata, as
-// JSON (what the informer decodes).
+// samples are the first object of every workload sample of gang/testdata, e2e/testdata and the
+// catalog's testdata, as JSON (what the informer decodes), by directory and file name.
 func samples(t *testing.T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, dir := range []string{"../../gang/testdata", "../../e2e/testdata"} {
+	for _, dir := range []string{"../../gang/testdata", "../../e2e/testdata", "../../definitions/catalog/testdata"} {
 		files, err := filepath.Glob(dir + "/*.yaml")
 		require.NoError(t, err)
 		for _, f := range files {
@@ -38,13 +39,16 @@ func samples(t *testing.T) map[string][]byte {
 			}
 			js, err := objs[0].MarshalJSON()
 			require.NoError(t, err)
-			out[filepath.Base(f)] = js
+			out[filepath.Base(dir)+"/"+filepath.Base(f)] = js
 		}
 	}
-	require.Greater(t, len(out), 40)
+	require.Greater(t, len(out), 70)
 	return out
 }
 
+// decodeAs decodes js as the informer would after the API server stored it: named w-<i> in
+// namespace ns, with a UID, resourceVersion, generation and creation time (the same second for
+// every i).
 func decodeAs(t testing.TB, js []byte, i int) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
@@ -52,6 +56,10 @@ func decodeAs(t testing.TB, js []byte, i int) *unstructured.Unstructured {
 	u.SetNamespace("ns")
 	u.SetName(fmt.Sprintf("w-%d", i))
 	u.SetUID(types.UID(fmt.Sprintf("uid-%d", i)))
+	u.SetResourceVersion(fmt.Sprint(1000 + i))
+	u.SetGeneration(1)
+	md := u.Object["metadata"].(map[string]any)
+	md["creationTimestamp"] = string([]byte("2026-12-02T01:40:00Z")) // each object its own bytes
 	return u
 }
 
@@ -235,6 +243,11 @@ func TestInternerStaticKeys(t *testing.T) {
 	data := func(v any) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] }
 	assert.Equal(t, data(box(got[1], "apiVersion")), data(box(got[2], "apiVersion")), "apiVersion boxed once")
 	assert.Equal(t, data(box(got[1], "kind")), data(box(got[2], "kind")), "kind boxed once")
+	created := func(u *unstructured.Unstructured) any {
+		return u.Object["metadata"].(map[string]any)["creationTimestamp"]
+	}
+	assert.Equal(t, data(created(got[1])), data(created(got[2])), "a creation time seen before boxed once")
+	assert.Equal(t, "2026-12-02T01:40:00Z", got[2].GetCreationTimestamp().UTC().Format(time.RFC3339))
 	assert.Equal(t, "e2e.example.com/v1", got[2].GetAPIVersion())
 	assert.Equal(t, "ns", got[2].GetNamespace())
 

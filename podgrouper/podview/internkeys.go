@@ -20,10 +20,10 @@ var wellKnownKeys = func() map[string]string {
 }()
 
 // sharedValueKeys are the root's and metadata's keys whose string values many workloads share
-// (their group, version and kind, their namespace): Interner.Transform stores each such value
-// once, boxed, as the map's value (a string in a map[string]any is a string header boxed in
-// its own allocation besides its bytes).
-var sharedValueKeys = map[string]bool{"apiVersion": true, "kind": true, "namespace": true}
+// (their group, version and kind, their namespace, and the creation time of workloads created in
+// the same second): Interner.Transform stores each such value once, boxed, as the map's value (a
+// string in a map[string]any is a string header boxed in its own allocation besides its bytes).
+var sharedValueKeys = map[string]bool{"apiVersion": true, "kind": true, "namespace": true, "creationTimestamp": true}
 
 // sameString reports whether a and b are the same string (same bytes in memory, not only equal).
 func sameString(a, b string) bool {
@@ -31,17 +31,24 @@ func sameString(a, b string) bool {
 }
 
 // rekeyed returns a copy of root with its metadata map copied too, their well-known keys the
-// static ones and the values of sharedValueKeys the Interner's boxed ones; ok is false (nothing
-// made) when root's keys already are the static ones, as after a first transform: a second
-// transform (client-go's watch-list path) then writes nothing. in.mu must be held.
+// static ones, the values of sharedValueKeys the Interner's boxed ones and the other subtrees
+// (metadata: its labels and annotations) the shared ones, each key written once (see
+// Interner.Transform); ok is false (nothing made) when root's keys already are the static ones,
+// as after a first transform: a second transform (client-go's watch-list path) then writes
+// nothing. in.mu must be held.
 func (in *Interner) rekeyed(root map[string]any) (map[string]any, bool) {
 	md, _ := root["metadata"].(map[string]any)
 	if !needsRekey(root) && !needsRekey(md) {
 		return nil, false
 	}
-	out := in.rekeyMap(root)
-	if md != nil {
-		out[wellKnownKeys["metadata"]] = in.rekeyMap(md)
+	out := make(map[string]any, len(root))
+	for k, v := range root {
+		k = staticKey(k)
+		if k == "metadata" && md != nil {
+			out[k] = in.rekeyMetadata(md)
+			continue
+		}
+		out[k] = in.canonical(in.sharedValue(k, v))
 	}
 	return out, true
 }
@@ -56,18 +63,35 @@ func needsRekey(m map[string]any) bool {
 	return false
 }
 
-func (in *Interner) rekeyMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if s, ok := wellKnownKeys[k]; ok {
-			k = s
-		}
-		if str, ok := v.(string); ok && sharedValueKeys[k] {
-			v = in.boxedValue(str)
+// rekeyMetadata is rekeyed's copy of the metadata map md.
+func (in *Interner) rekeyMetadata(md map[string]any) map[string]any {
+	out := make(map[string]any, len(md))
+	for k, v := range md {
+		k = staticKey(k)
+		v = in.sharedValue(k, v)
+		if sharedMetadataTrees[k] {
+			v = in.canonical(v)
 		}
 		out[k] = v
 	}
 	return out
+}
+
+// staticKey returns the static string of a well-known key, else k.
+func staticKey(k string) string {
+	if s, ok := wellKnownKeys[k]; ok {
+		return s
+	}
+	return k
+}
+
+// sharedValue returns the Interner's boxed string for a string value of a sharedValueKeys key
+// (boxedValue), else v.
+func (in *Interner) sharedValue(k string, v any) any {
+	if str, ok := v.(string); ok && sharedValueKeys[k] {
+		return in.boxedValue(str)
+	}
+	return v
 }
 
 // boxedValue returns the table's boxed string equal to s, adding it the second time s is seen

@@ -143,6 +143,15 @@ func BenchmarkCachedWorkloadBytes(b *testing.B) {
 		cs[0].(map[string]any)["image"] = fmt.Sprintf("registry.example/worker:%d", i)
 		_ = unstructured.SetNestedSlice(u.Object, cs, "spec", "worker", "template", "spec", "containers")
 	}
+	// As the API server serves the scale run's CustomJob once gangmap marked it: a
+	// resourceVersion, generation, creation time (workloads created 60 ms apart) and KAI's and
+	// gangmap's skip annotations, so its metadata map holds 8 entries.
+	stored := func(u *unstructured.Unstructured, i int) {
+		u.SetResourceVersion(fmt.Sprint(100000 + 13*i))
+		u.SetGeneration(1)
+		u.SetCreationTimestamp(metav1.Unix(1764639600+int64(i)*60/1000, 0))
+		u.SetAnnotations(map[string]string{"kai.scheduler/skip-podgrouper": "true", "gangmap.io/skip-podgrouper": "set"})
+	}
 	for _, w := range []struct {
 		name, file string
 		mf         []metav1.ManagedFieldsEntry
@@ -150,6 +159,7 @@ func BenchmarkCachedWorkloadBytes(b *testing.B) {
 	}{
 		{"jobset", "../../gang/testdata/jobset-leader-workers.yaml", jobSetManagedFields, nil},
 		{"customjob", "../../e2e/testdata/customjob.yaml", jobSetManagedFields[:1], nil},
+		{"customjob-stored", "../../e2e/testdata/customjob.yaml", jobSetManagedFields, stored},
 		// Each CustomJob with its own worker image: the worker's template is its own, the
 		// coordinator's is shared.
 		{"customjob-own-image", "../../e2e/testdata/customjob.yaml", jobSetManagedFields[:1], ownImage},
