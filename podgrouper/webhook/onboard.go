@@ -56,9 +56,13 @@ func (o *Onboarder) mayOnboard(pod *corev1.Pod, hasMetadata bool) bool {
 
 // onboardPod returns the JSON patch operations that onboard pod under the policy and applies the
 // same changes to pod (so the grouping decision sees a KAI pod), or nil when no rule applies. The
-// top owner is found by d's owner walk (the decision's own, cached). In dry run it reports and
-// changes nothing. Only pods with owner references and metadata are onboarded.
-func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadata bool) ([]patchOp, error) {
+// top owner is found by d's owner walk (the decision's own, cached). In dry run (shadow mode) it
+// reports and changes nothing. Only pods with owner references and metadata are onboarded.
+//
+// dryRunRequest is the admission request's dryRun (kubectl create --dry-run=server): the pod gets
+// the same patch, so the dry run shows what a create would, but no Event is recorded and nothing
+// counted, since no pod is created (the chart declares the webhook sideEffects: None).
+func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadata, dryRunRequest bool) ([]patchOp, error) {
 	o := m.Onboarding
 	if !o.mayOnboard(pod, hasMetadata) {
 		return nil, nil
@@ -91,10 +95,13 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("rule", match.Rule, "workload", klog.KRef(top.Namespace, top.Name), "kind", t.Kind)
 	ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
+	report := !dryRunRequest // Events and counts only for pods that are created
 	if match.Refused != nil {
-		onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedRefused).Inc()
 		log.V(1).Info("Pod not onboarded: the rule's queue source is missing on the namespace", "problem", match.Refused.Error())
-		if o.Recorder != nil {
+		if report {
+			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedRefused).Inc()
+		}
+		if report && o.Recorder != nil {
 			o.Recorder.Event(ref, corev1.EventTypeWarning, onboardedEventReason, "Pods not onboarded: "+match.Refused.Error())
 		}
 		return nil, nil
@@ -102,7 +109,9 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	changes, err := match.Settings.Changes(podDocument(pod), onboard.PodSlots(nil))
 	var skip *onboard.SkipError
 	if errors.As(err, &skip) {
-		onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedOtherSched).Inc()
+		if report {
+			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedOtherSched).Inc()
+		}
 		log.V(1).Info("Pod names another scheduler; the onboarding rule does not override it", "scheduler", skip.Scheduler)
 		return nil, nil
 	}
@@ -110,26 +119,32 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		return nil, err
 	}
 	if m.DryRun {
-		onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedDryRun).Inc()
+		if report {
+			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedDryRun).Inc()
+		}
 		log.Info("Dry-run: the onboarding policy would set on the pod", "changes", len(changes))
 		return nil, nil
 	}
 	ops := onboardOps(pod, changes)
 	applyChanges(pod, changes)
-	result, msg := OnboardedResult, fmt.Sprintf("Pods onboarded to %s by onboarding rule %s", pod.Spec.SchedulerName, match.Rule)
-	if match.Problem != "" {
-		result, msg = OnboardedNoQueue, msg+" without a queue label: "+match.Problem
+	log.V(1).Info("Pod onboarded", "changes", len(changes), "problem", match.Problem, "dryRunRequest", dryRunRequest)
+	if report {
+		o.reportOnboarded(ref, match.Rule, match.Problem, pod.Spec.SchedulerName)
 	}
-	onboarding.Onboarded.WithLabelValues(match.Rule, result).Inc()
-	if o.Recorder != nil {
-		if match.Problem != "" {
-			o.Recorder.Event(ref, corev1.EventTypeWarning, onboardedEventReason, msg)
-		} else {
-			o.Recorder.Event(ref, corev1.EventTypeNormal, onboardedEventReason, msg)
-		}
-	}
-	log.V(1).Info("Pod onboarded", "changes", len(changes), "problem", match.Problem)
 	return ops, nil
+}
+
+// reportOnboarded counts a pod onboarded by rule in gangmap_onboarded_pods_total and records the
+// Event on its workload ref: a Warning when the pod got no queue label (problem says why).
+func (o *Onboarder) reportOnboarded(ref *corev1.ObjectReference, rule, problem, scheduler string) {
+	result, typ, msg := OnboardedResult, corev1.EventTypeNormal, fmt.Sprintf("Pods onboarded to %s by onboarding rule %s", scheduler, rule)
+	if problem != "" {
+		result, typ, msg = OnboardedNoQueue, corev1.EventTypeWarning, msg+" without a queue label: "+problem
+	}
+	onboarding.Onboarded.WithLabelValues(rule, result).Inc()
+	if o.Recorder != nil {
+		o.Recorder.Event(ref, typ, onboardedEventReason, msg)
+	}
 }
 
 // podDocument is the part of pod that onboarding reads, in JSON shape.

@@ -229,3 +229,33 @@ func (r noMatchReader) Get(ctx context.Context, key client.ObjectKey, out client
 	}
 	return r.Reader.Get(ctx, key, out, opts...)
 }
+
+// TestOnboardingDryRunRequestHasNoSideEffects: a server-side dry run of a pod create (kubectl
+// create --dry-run=server; the chart declares the webhook sideEffects: None, so the API server
+// calls it) gets the same patch as the create would, so the dry run shows the onboarded pod, but
+// records no Event on the workload and counts nothing: no pod was created. Before, each dry run
+// put "Pods onboarded" on the workload.
+func TestOnboardingDryRunRequestHasNoSideEffects(t *testing.T) {
+	f, rec := onboardFixture(t, map[string]string{"onboard": "yes", "team-queue": "team-a"}, false)
+	raw := unonboardedPod(t, f)
+	var out bytes.Buffer
+	created, err := f.admit(context.Background(), request(raw), &out)
+	require.NoError(t, err)
+	require.NotEmpty(t, created.Patch)
+	<-rec.Events // the create's Event
+
+	counted := testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedResult))
+	req := request(raw)
+	dryRun := true
+	req.DryRun = &dryRun
+	resp, err := f.admit(context.Background(), req, &out)
+	require.NoError(t, err)
+	assert.True(t, resp.Allowed)
+	assert.JSONEq(t, string(created.Patch), string(resp.Patch), "the dry run shows what the create gets")
+	select {
+	case e := <-rec.Events:
+		t.Fatalf("a dry-run request recorded an Event: %s", e)
+	default:
+	}
+	assert.Equal(t, counted, testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedResult)))
+}

@@ -142,7 +142,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		ctx, cancel = context.WithTimeout(ctx, m.Timeout)
 		defer cancel()
 	}
-	pre, err := m.onboardPod(ctx, pod, decoded.HasMetadata)
+	pre, err := m.onboardPod(ctx, pod, decoded.HasMetadata, req.DryRun != nil && *req.DryRun)
 	if err != nil {
 		return m.admitUnchanged(ctx, req, pod, "Onboard", err)
 	}
