@@ -161,6 +161,22 @@ dry-run, and a kaiVersion whose pod-grouper honours it (v0.15+; kairelease). */}
 {{- if or (lt $t 1) (gt $t 30) -}}
 {{- fail (printf "webhook.timeoutSeconds must be between 1 and 30, not %v" .Values.webhook.timeoutSeconds) -}}
 {{- end -}}
+{{- /* A decision that may outlast the API server's wait makes a slow decision (a workload whose
+plan takes long) a failed webhook call instead of a pod admitted unchanged: with failurePolicy
+Fail (strict mode) its pod's creation is refused. Durations of one unit (ms, s, m) are checked;
+others are left to the grouper's own bound (30s). */ -}}
+{{- $dt := toString .Values.webhook.decisionTimeout -}}
+{{- $ms := -1.0 -}}
+{{- if regexMatch "^[0-9]+(\\.[0-9]+)?ms$" $dt -}}
+{{- $ms = float64 (trimSuffix "ms" $dt) -}}
+{{- else if regexMatch "^[0-9]+(\\.[0-9]+)?s$" $dt -}}
+{{- $ms = mulf (float64 (trimSuffix "s" $dt)) 1000 -}}
+{{- else if regexMatch "^[0-9]+(\\.[0-9]+)?m$" $dt -}}
+{{- $ms = mulf (float64 (trimSuffix "m" $dt)) 60000 -}}
+{{- end -}}
+{{- if and .Values.webhook.enabled (ge $ms (mulf $t 1000)) -}}
+{{- fail (printf "webhook.decisionTimeout (%s) must be below webhook.timeoutSeconds (%ds): a slower decision would time out the API server's call (with failurePolicy Fail, refusing the pod) instead of admitting the pod unchanged" $dt $t) -}}
+{{- end -}}
 {{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) .Values.webhook.tls.secretName (not .Values.webhook.tls.caBundle) -}}
 {{- fail "webhook.tls.caBundle (base64 PEM of the CA) is required with webhook.tls.secretName" -}}
 {{- end -}}
