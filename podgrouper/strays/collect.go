@@ -2,27 +2,26 @@ package strays
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
-// Collect looks once at the PodGroups of w's namespace, deletes (or reports) each stray of w
-// unnamed for Grace, and returns after how long to look again (0: no stray is waiting).
+// Collect looks once at w's own PodGroups of w's namespace (Owned), deletes (or reports) each
+// stray of w unnamed for Grace, and returns after how long to look again (0: no stray is waiting).
 func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, error) {
 	c.init()
 	ns := w.Owner.GetNamespace()
-	items, err := c.ownPodGroups(ctx, ns, w.Owner.GetUID())
+	items, err := c.ownPodGroups(ns, w.Owner.GetUID())
 	if err != nil {
 		return 0, err
 	}
@@ -64,119 +63,31 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 	return next, nil
 }
 
-// ownPodGroups returns the PodGroups of namespace ns (every namespace when ns is "") that may be
-// the owner's: through Owned when set (each a shallow copy of the cached object, as a List
-// without deep copies returns them), else a List of the namespace, with the OwnerField index
-// when OwnerIndexed. Read-only: no deep copy of every PodGroup of the namespace per look (10,000
-// workloads in a namespace made each look copy 10,000 PodGroups: 120 MB live in the 100,000-pod
-// run); with an index a look costs the workload's own PodGroups, not the namespace's.
-func (c *Collector) ownPodGroups(ctx context.Context, ns string, owner types.UID) ([]*v2alpha2.PodGroup, error) {
-	var out []*v2alpha2.PodGroup
-	if c.Owned != nil {
-		owned, err := c.Owned(owner)
-		if err != nil {
-			return nil, err
-		}
-		for _, pg := range owned {
-			if ns == "" || pg.Namespace == ns {
-				cp := *pg
-				out = append(out, &cp)
-			}
-		}
-		return out, nil
+// ownPodGroups returns the PodGroups of namespace ns (every namespace when ns is "") whose only
+// owner has UID owner, through Owned (the owner index: each a shallow copy of the cached object;
+// the collector only reads them). Read-only: no deep copy and no List of the namespace per look
+// (10,000 workloads in a namespace made each look copy 10,000 PodGroups: 120 MB live in the
+// 100,000-pod run); a look costs the workload's own PodGroups, not the namespace's.
+func (c *Collector) ownPodGroups(ns string, owner types.UID) ([]*v2alpha2.PodGroup, error) {
+	if c.Owned == nil {
+		return nil, errors.New("the stray collector has no PodGroup owner index (Collector.Owned)")
 	}
-	pgs := &v2alpha2.PodGroupList{}
-	opts := []client.ListOption{client.InNamespace(ns), client.UnsafeDisableDeepCopy}
-	if c.OwnerIndexed {
-		opts = append(opts, client.MatchingFields{OwnerField: string(owner)})
-	}
-	if err := c.Client.List(ctx, pgs, opts...); err != nil {
+	owned, err := c.Owned(owner)
+	if err != nil {
 		return nil, err
 	}
-	for i := range pgs.Items {
-		out = append(out, &pgs.Items[i])
+	var out []*v2alpha2.PodGroup
+	for _, pg := range owned {
+		if ns == "" || pg.Namespace == ns {
+			cp := *pg
+			out = append(out, &cp)
+		}
 	}
 	return out, nil
 }
 
 // isCandidate: a PodGroup gangmap or KAI's pod-grouper wrote for the workload with this owner
 // UID (its only owner reference), not in the current plan.
-// OwnerField is the field index of PodGroups by the UID of their only owner reference (no entry
-// for a PodGroup with none or several: never a stray, see isCandidate).
-const OwnerField = "gangmap.io/podgroup-single-owner-uid"
-
-// OwnerUID is the index function of OwnerField.
-func OwnerUID(o client.Object) []string {
-	refs := o.GetOwnerReferences()
-	if len(refs) != 1 || refs[0].UID == "" {
-		return nil
-	}
-	return []string{string(refs[0].UID)}
-}
-
-// IndexOwnerUID registers on the PodGroup informer of c (the manager's cache, before it starts)
-// a client-go index by the UID of a PodGroup's only owner reference (OwnerUID) and returns the
-// lookup for Collector.Owned: the cached PodGroups whose only owner has that UID, in every
-// namespace (the collector keeps the owner's own). The index key is the UID string the PodGroup
-// already holds, one per PodGroup: controller-runtime's field index (IndexOwner) makes two new
-// keys per PodGroup ("namespace/uid" and "__all_namespaces/uid"), each with a set of its own,
-// about 400 B more per cached PodGroup (BenchmarkOwnerIndexBytes). The PodGroups returned are
-// the cache's own: read-only.
-func IndexOwnerUID(ctx context.Context, c ctrlcache.Cache) (func(types.UID) ([]*v2alpha2.PodGroup, error), error) {
-	inf, err := c.GetInformer(ctx, &v2alpha2.PodGroup{})
-	if err != nil {
-		return nil, fmt.Errorf("the PodGroup informer: %w", err)
-	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil, fmt.Errorf("the PodGroup informer is a %T, not a client-go SharedIndexInformer", inf)
-	}
-	if err := sii.AddIndexers(OwnerUIDIndexers()); err != nil {
-		return nil, fmt.Errorf("indexing PodGroups by owner UID: %w", err)
-	}
-	return OwnedIn(sii.GetIndexer()), nil
-}
-
-// OwnerUIDIndexers is IndexOwnerUID's index, for a client-go indexer of PodGroups.
-func OwnerUIDIndexers() toolscache.Indexers {
-	return toolscache.Indexers{ownerUIDIndex: ownerUIDIndexFunc}
-}
-
-// ownerUIDIndex is the name of IndexOwnerUID's index.
-const ownerUIDIndex = "gangmap.io/podgroup-single-owner-uid-raw"
-
-func ownerUIDIndexFunc(obj any) ([]string, error) {
-	o, ok := obj.(client.Object)
-	if !ok {
-		return nil, nil
-	}
-	return OwnerUID(o), nil
-}
-
-// OwnedIn is IndexOwnerUID's lookup on a client-go indexer of PodGroups with OwnerUIDIndexers
-// (errors: the indexer's; other objects are skipped).
-func OwnedIn(idx toolscache.Indexer) func(types.UID) ([]*v2alpha2.PodGroup, error) {
-	return func(uid types.UID) ([]*v2alpha2.PodGroup, error) {
-		objs, err := idx.ByIndex(ownerUIDIndex, string(uid))
-		if err != nil {
-			return nil, err
-		}
-		out := make([]*v2alpha2.PodGroup, 0, len(objs))
-		for _, o := range objs {
-			if pg, ok := o.(*v2alpha2.PodGroup); ok {
-				out = append(out, pg)
-			}
-		}
-		return out, nil
-	}
-}
-
-// IndexOwner registers OwnerField on the PodGroups of indexer (the manager's cache, before it
-// starts); a Collector whose Client reads that cache then sets OwnerIndexed.
-func IndexOwner(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &v2alpha2.PodGroup{}, OwnerField, OwnerUID)
-}
-
 func isCandidate(pg *v2alpha2.PodGroup, owner types.UID, keep map[string]bool) bool {
 	refs := pg.OwnerReferences
 	if len(refs) != 1 || refs[0].UID != owner || keep[pg.Name] || pg.DeletionTimestamp != nil {

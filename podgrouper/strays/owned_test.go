@@ -19,22 +19,8 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/strays"
 )
 
-// ownedOf is IndexOwnerUID's lookup over a client-go indexer holding the PodGroups of objs, as the
-// manager's PodGroup informer holds them.
-func ownedOf(t *testing.T, objs ...client.Object) func(types.UID) ([]*v2alpha2.PodGroup, error) {
-	t.Helper()
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, strays.OwnerUIDIndexers())
-	for _, o := range objs {
-		if pg, ok := o.(*v2alpha2.PodGroup); ok {
-			require.NoError(t, idx.Add(pg.DeepCopy()))
-		}
-	}
-	return strays.OwnedIn(idx)
-}
-
-// With the owner-UID lookup (Collector.Owned) the collector deletes the same strays as with a
-// List of the namespace, never lists PodGroups, and never acts on a PodGroup of another namespace
-// that names the same owner UID (a forged owner reference).
+// Through the owner index (Collector.Owned) the collector never lists PodGroups, and never acts
+// on a PodGroup of another namespace that names the same owner UID (a forged owner reference).
 func TestCollectThroughOwnerUIDIndex(t *testing.T) {
 	ctx := context.Background()
 	forged := podGroup("pg-uid-1-old", "uid-1", gangmaps)
@@ -50,9 +36,9 @@ func TestCollectThroughOwnerUIDIndex(t *testing.T) {
 		forged,
 		pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"),
 	}
-	c := newClient(t, objs...)
+	c, idx := newIndexedClient(t, objs...)
 	rec := record.NewFakeRecorder(10)
-	col := &strays.Collector{Client: listsNoPodGroups{t: t, Client: c}, Owned: ownedOf(t, objs...), Grace: 50 * time.Millisecond, Recorder: rec}
+	col := &strays.Collector{Client: listsNoPodGroups{t: t, Client: c}, Owned: idx.Owned, Grace: 50 * time.Millisecond, Recorder: rec}
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob", "pg-uid-1-replica-1"}}
 	next, err := col.Collect(ctx, w)
 	require.NoError(t, err)
@@ -83,8 +69,9 @@ func (l listsNoPodGroups) List(ctx context.Context, list client.ObjectList, opts
 // BenchmarkOwnerIndexBytes reports the live heap per cached PodGroup (10,000 PodGroups of the
 // scale benchmark's shape, one workload each, in a client-go store with the namespace index as
 // controller-runtime's cache has) of the index the stray collector reads: none, controller-runtime's
-// field index (IndexOwner: "namespace/uid" and "__all_namespaces/uid" keys, a set each) and the
-// owner-UID index (IndexOwnerUID: the PodGroup's own UID string as the key).
+// field index (session 5: "namespace/uid" and "__all_namespaces/uid" keys, a set each), a
+// client-go index keyed by the owner's UID string (session 6: a set per UID) and the OwnerIndex
+// (session 7: a map entry per owner UID, fed by the informer's events).
 func BenchmarkOwnerIndexBytes(b *testing.B) {
 	const n = 10000
 	pgs := make([]*v2alpha2.PodGroup, n)
@@ -92,32 +79,49 @@ func BenchmarkOwnerIndexBytes(b *testing.B) {
 		pgs[i] = &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "scale", Name: fmt.Sprintf("pg-%08x-0000-4000-8000-%012x-customjob", i, i),
 			OwnerReferences: []metav1.OwnerReference{{UID: types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i))}}}}
 	}
-	// controller-runtime's indexByField (pkg/cache/informer_cache.go) around strays.OwnerUID.
+	ownerUID := func(obj any) []string {
+		refs := obj.(client.Object).GetOwnerReferences()
+		if len(refs) != 1 || refs[0].UID == "" {
+			return nil
+		}
+		return []string{string(refs[0].UID)}
+	}
+	// controller-runtime's indexByField (pkg/cache/informer_cache.go) around ownerUID.
 	fieldIndex := func(obj any) ([]string, error) {
-		o := obj.(client.Object)
 		var out []string
-		for _, v := range strays.OwnerUID(o) {
-			out = append(out, o.GetNamespace()+"/"+v, "__all_namespaces/"+v)
+		for _, v := range ownerUID(obj) {
+			out = append(out, obj.(client.Object).GetNamespace()+"/"+v, "__all_namespaces/"+v)
 		}
 		return out, nil
 	}
+	rawIndex := func(obj any) ([]string, error) { return ownerUID(obj), nil }
 	for _, tc := range []struct {
-		name string
-		idx  toolscache.Indexers
-	}{{"namespace-index-only", toolscache.Indexers{}},
-		{"field-index", toolscache.Indexers{"field:" + strays.OwnerField: fieldIndex}},
-		{"owner-uid-index", strays.OwnerUIDIndexers()}} {
+		name  string
+		idx   toolscache.Indexers
+		owner bool
+	}{{"namespace-index-only", toolscache.Indexers{}, false},
+		{"field-index", toolscache.Indexers{"field:owner": fieldIndex}, false},
+		{"client-go-owner-uid-index", toolscache.Indexers{"owner": rawIndex}, false},
+		{"owner-index", toolscache.Indexers{}, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			tc.idx[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 			var per float64
 			for range b.N {
 				before := liveHeap()
 				s := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, tc.idx)
+				var owners *strays.OwnerIndex
+				if tc.owner {
+					owners = strays.NewOwnerIndex()
+				}
 				for _, pg := range pgs {
 					require.NoError(b, s.Add(pg))
+					if owners != nil {
+						owners.OnAdd(pg, true)
+					}
 				}
 				per = float64(liveHeap()-before) / n
 				runtime.KeepAlive(s)
+				runtime.KeepAlive(owners)
 			}
 			b.ReportMetric(per, "bytes/podgroup")
 		})

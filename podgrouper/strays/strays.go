@@ -68,7 +68,7 @@ type Workload struct {
 // controller calls Enqueue after grouping a pod, and the collector looks at the workload once per
 // burst of pods, again after the grace period while a stray waits. It runs on the leader only.
 type Collector struct {
-	// Client reads PodGroups and pods (the manager's cache) and deletes PodGroups.
+	// Client lists pods when Pods is not set, and deletes PodGroups.
 	Client client.Client
 	// Pods, when set, gives the pod-group-name of the cached pods of a namespace instead of a
 	// list of pods through Client (the grouper's podcache.Cache).
@@ -76,12 +76,9 @@ type Collector struct {
 	// Grace is how long a PodGroup must stay unnamed by any pod before it is deleted; it must be
 	// above 0.
 	Grace time.Duration
-	// OwnerIndexed says Client's PodGroups have the OwnerField index (IndexOwner): each look lists
-	// only the workload's own PodGroups instead of every PodGroup of its namespace.
-	OwnerIndexed bool
-	// Owned, when set, gives the cached PodGroups whose only owner has a UID (IndexOwnerUID), in
-	// every namespace; Client is then not listed for PodGroups. It returns the cache's own
-	// objects, which the collector only reads.
+	// Owned gives the cached PodGroups whose only owner has a UID, in every namespace
+	// (IndexOwnerUID, OwnerIndex.Owned); required. It returns the cache's own objects, which the
+	// collector only reads.
 	Owned func(types.UID) ([]*v2alpha2.PodGroup, error)
 	// DryRun reports strays (Event on the workload, log, metric) and deletes nothing.
 	DryRun   bool

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -62,10 +63,38 @@ func pod(name, pgName string) *corev1.Pod {
 
 func newClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
+	c, _ := newIndexedClient(t, objs...)
+	return c
+}
+
+// newIndexedClient returns a fake API server holding objs and the owner index the grouper's
+// PodGroup informer would feed from it (strays.IndexOwnerUID): the PodGroups of objs as stored,
+// and each PodGroup deleted through the client dropped from it.
+func newIndexedClient(t *testing.T, objs ...client.Object) (client.Client, *strays.OwnerIndex) {
+	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v2alpha2.AddToScheme(s))
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&v2alpha2.PodGroup{}, strays.OwnerField, strays.OwnerUID).Build()
+	idx := strays.NewOwnerIndex()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			err := c.Delete(ctx, obj, opts...)
+			if err == nil {
+				idx.OnDelete(obj)
+			}
+			return err
+		}}).Build()
+	stored := &v2alpha2.PodGroupList{}
+	require.NoError(t, c.List(context.Background(), stored))
+	for i := range stored.Items {
+		idx.OnAdd(&stored.Items[i], true)
+	}
+	return c, idx
+}
+
+// newCollector returns a collector of the PodGroups of c (through its owner index idx).
+func newCollector(c client.Client, idx *strays.OwnerIndex, grace time.Duration) *strays.Collector {
+	return &strays.Collector{Client: c, Owned: idx.Owned, Grace: grace}
 }
 
 func names(t *testing.T, c client.Client) []string {
@@ -87,16 +116,9 @@ var (
 
 // Only the workload's own PodGroups written by gangmap or KAI's pod-grouper, not planned and
 // named by no pod, are deleted, and only once the grace period has passed.
-// Alike with the owner index (only the workload's own PodGroups listed) and without.
 func TestCollectDeletesOnlyStrays(t *testing.T) {
-	for _, indexed := range []bool{false, true} {
-		t.Run(fmt.Sprint("indexed=", indexed), func(t *testing.T) { testCollectDeletesOnlyStrays(t, indexed) })
-	}
-}
-
-func testCollectDeletesOnlyStrays(t *testing.T, indexed bool) {
 	ctx := context.Background()
-	c := newClient(t,
+	c, idx := newIndexedClient(t,
 		podGroup("pg-uid-1-customjob", "uid-1", gangmaps),    // the current plan's, named
 		podGroup("pg-uid-1-replica-1", "uid-1", gangmaps),    // planned, no pod yet
 		podGroup("pg-uid-1-old", "uid-1", gangmaps),          // gangmap's, from an older definition
@@ -107,7 +129,8 @@ func testCollectDeletesOnlyStrays(t *testing.T, indexed bool) {
 		pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"),
 	)
 	rec := record.NewFakeRecorder(10)
-	col := &strays.Collector{Client: c, Grace: 50 * time.Millisecond, Recorder: rec, OwnerIndexed: indexed}
+	col := newCollector(c, idx, 50*time.Millisecond)
+	col.Recorder = rec
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob", "pg-uid-1-replica-1"}}
 
 	next, err := col.Collect(ctx, w)
@@ -130,8 +153,8 @@ func testCollectDeletesOnlyStrays(t *testing.T, indexed bool) {
 // A PodGroup a pod names again within the grace period starts its grace period over.
 func TestNamedAgainIsKept(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, podGroup("pg-train-uid-1", "uid-1", kais))
-	col := &strays.Collector{Client: c, Grace: 50 * time.Millisecond}
+	c, idx := newIndexedClient(t, podGroup("pg-train-uid-1", "uid-1", kais))
+	col := newCollector(c, idx, 50*time.Millisecond)
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob"}}
 	_, err := col.Collect(ctx, w)
 	require.NoError(t, err)
@@ -149,9 +172,10 @@ func TestNamedAgainIsKept(t *testing.T) {
 // In dry-run a stray is reported once (Event) and never deleted.
 func TestDryRunReportsOnly(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, podGroup("pg-train-uid-1", "uid-1", kais))
+	c, idx := newIndexedClient(t, podGroup("pg-train-uid-1", "uid-1", kais))
 	rec := record.NewFakeRecorder(10)
-	col := &strays.Collector{Client: c, Grace: time.Nanosecond, DryRun: true, Recorder: rec}
+	col := newCollector(c, idx, time.Nanosecond)
+	col.DryRun, col.Recorder = true, rec
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob"}}
 	for i := 0; i < 3; i++ {
 		_, err := col.Collect(ctx, w)
@@ -168,26 +192,20 @@ func TestDryRunReportsOnly(t *testing.T) {
 // the same name (PodGroups are written in the pod's namespace). A pod of namespace team-b naming
 // it keeps team-b's PodGroup only: team-a's, which no pod of team-a names, is still a stray.
 func TestClusterScopedOwnerNamedPerNamespace(t *testing.T) {
-	for _, indexed := range []bool{false, true} {
-		t.Run(fmt.Sprint("indexed=", indexed), func(t *testing.T) { testClusterScopedOwnerNamedPerNamespace(t, indexed) })
-	}
-}
-
-func testClusterScopedOwnerNamedPerNamespace(t *testing.T, indexed bool) {
 	ctx := context.Background()
 	inB := func(o client.Object) client.Object {
 		o.SetNamespace("team-b")
 		o.SetUID(o.GetUID() + "-b")
 		return o
 	}
-	c := newClient(t,
+	c, idx := newIndexedClient(t,
 		podGroup("pg-uid-1-old", "uid-1", gangmaps),
 		inB(podGroup("pg-uid-1-old", "uid-1", gangmaps)),
 		inB(pod("p0", "pg-uid-1-old")),
 	)
 	w := owner()
 	w.SetNamespace("")
-	col := &strays.Collector{Client: c, Grace: 10 * time.Millisecond, OwnerIndexed: indexed}
+	col := newCollector(c, idx, 10*time.Millisecond)
 	_, err := col.Collect(ctx, strays.Workload{Owner: w, Keep: []string{"pg-uid-1-customjob"}})
 	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond)
@@ -198,34 +216,53 @@ func testClusterScopedOwnerNamedPerNamespace(t *testing.T, indexed bool) {
 	assert.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "pg-uid-1-old"}, kept), "team-b's is named by team-b's pod")
 }
 
-// With the owner index a look lists only the workload's own PodGroups: 3 of the namespace's 1,003
-// (a thousand other workloads' PodGroups cost nothing).
-func TestIndexedLookListsOwnPodGroups(t *testing.T) {
-	ctx := context.Background()
-	objs := []client.Object{podGroup("pg-uid-1-customjob", "uid-1", gangmaps), podGroup("pg-uid-1-old", "uid-1", gangmaps),
+// The owner index holds each PodGroup with a single owner under that owner's UID: a workload's
+// 3 PodGroups among a thousand other workloads' come back alone; one with two owners is left
+// out; an update that changes the owner moves it; a delete (or a tombstone's) drops it.
+func TestOwnerIndexHoldsOwnPodGroups(t *testing.T) {
+	idx := strays.NewOwnerIndex()
+	own := []*v2alpha2.PodGroup{podGroup("pg-uid-1-customjob", "uid-1", gangmaps), podGroup("pg-uid-1-old", "uid-1", gangmaps),
 		podGroup("pg-train-uid-1", "uid-1", kais)}
-	for i := range 1000 {
-		objs = append(objs, podGroup(fmt.Sprint("pg-other-", i), fmt.Sprint("uid-other-", i), gangmaps))
+	for _, pg := range own {
+		idx.OnAdd(pg, true)
 	}
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, v2alpha2.AddToScheme(s))
-	listed := 0
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&v2alpha2.PodGroup{}, strays.OwnerField, strays.OwnerUID).
-		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			err := c.List(ctx, list, opts...)
-			if pgs, ok := list.(*v2alpha2.PodGroupList); ok {
-				listed += len(pgs.Items)
-			}
-			return err
-		}}).Build()
-	col := &strays.Collector{Client: c, Grace: time.Hour, OwnerIndexed: true}
-	next, err := col.Collect(ctx, strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob"}})
+	for i := range 1000 {
+		idx.OnAdd(podGroup(fmt.Sprint("pg-other-", i), fmt.Sprint("uid-other-", i), gangmaps), true)
+	}
+	two := podGroup("two-owners", "uid-1", gangmaps)
+	two.OwnerReferences = append(two.OwnerReferences, two.OwnerReferences[0])
+	idx.OnAdd(two, true)
+	ownedNames := func(uid types.UID) []string {
+		pgs, err := idx.Owned(uid)
+		require.NoError(t, err)
+		var out []string
+		for _, pg := range pgs {
+			out = append(out, pg.Name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	assert.Equal(t, []string{"pg-train-uid-1", "pg-uid-1-customjob", "pg-uid-1-old"}, ownedNames("uid-1"))
+	assert.Equal(t, []string{"pg-other-7"}, ownedNames("uid-other-7"))
+	assert.Equal(t, 1003, idx.Len(), "the PodGroup with two owners is no workload's stray")
+
+	// A newer version replaces the older one; a new owner moves it.
+	newer := own[1].DeepCopy()
+	newer.ResourceVersion = "2"
+	idx.OnUpdate(own[1], newer)
+	pgs, err := idx.Owned("uid-1")
 	require.NoError(t, err)
-	assert.Greater(t, next, time.Duration(0), "two strays wait for the grace period")
-	assert.Equal(t, 3, listed)
-	assert.Equal(t, []string{"uid-1"}, strays.OwnerUID(objs[0]))
-	pg := podGroup("two-owners", "uid-1", gangmaps)
-	pg.OwnerReferences = append(pg.OwnerReferences, pg.OwnerReferences[0])
-	assert.Nil(t, strays.OwnerUID(pg), "a PodGroup with two owners is no workload's stray")
+	assert.Contains(t, pgs, newer)
+	moved := newer.DeepCopy()
+	moved.OwnerReferences[0].UID = "uid-other-7"
+	idx.OnUpdate(newer, moved)
+	assert.Equal(t, []string{"pg-train-uid-1", "pg-uid-1-customjob"}, ownedNames("uid-1"))
+	assert.Equal(t, []string{"pg-other-7", "pg-uid-1-old"}, ownedNames("uid-other-7"))
+
+	idx.OnDelete(own[0])
+	idx.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/pg-train-uid-1", Obj: own[2]})
+	assert.Empty(t, ownedNames("uid-1"))
+	idx.OnDelete(moved)
+	assert.Equal(t, []string{"pg-other-7"}, ownedNames("uid-other-7"))
+	assert.Equal(t, 1000, idx.Len())
 }

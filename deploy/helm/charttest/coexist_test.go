@@ -88,7 +88,9 @@ func strayVerbs(t *testing.T) []string {
 			Annotations:     map[string]string{kaikeys.TopOwnerMetadata: "name: train"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "e2e.example.com/v1", Kind: "CustomJob", Name: "train", UID: "uid-1"}}}}
 		rec := newRecorder(stray, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{kaikeys.PodGroupName: "pg-uid-1-customjob"}}})
-		c := &strays.Collector{Client: rec, Grace: time.Nanosecond}
+		idx := strays.NewOwnerIndex()
+		idx.OnAdd(stray.DeepCopy(), true)
+		c := &strays.Collector{Client: rec, Grace: time.Nanosecond, Owned: idx.Owned}
 		ctx := context.Background()
 		w := strays.Workload{Owner: owner, Keep: []string{"pg-uid-1-customjob"}}
 		for i := 0; i < 2; i++ { // the first look starts the grace period
