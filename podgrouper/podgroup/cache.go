@@ -5,12 +5,15 @@ import (
 	"maps"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/podview"
 )
 
@@ -29,8 +32,10 @@ import (
 //     in a PUT, the API server keeps them), and all of spec;
 //   - the status keeper and the findings reporter (controller/workloadstatus.go,
 //     findings.Reporter.setAnnotation): annotations, then an Update of the whole object, as above;
-//   - ActualNames: metadata.name; the stray collector (strays.Collector): name, namespace, uid,
-//     resourceVersion (delete preconditions), deletionTimestamp, ownerReferences, annotations;
+//   - ActualNames: metadata.name; the stray collector (strays.Collector, through
+//     strays.OwnerIndex: the only owner reference's uid, name, namespace): name, namespace,
+//     uid, resourceVersion (delete preconditions), deletionTimestamp, ownerReferences,
+//     annotations; Applier.CacheEvents: name, namespace;
 //   - the pod controller's watch (controller.gangChanged, podsOfPodGroup): annotations,
 //     ownerReferences, spec.minMember, minSubGroup and subGroups;
 //   - workload metrics (workloadmetrics.Tracker.podGroupConditions): status.conditions' type and
@@ -49,6 +54,10 @@ import (
 // collector, workload metrics, the watch's handlers) only read; Apply copies before it merges.
 // The transform never writes to the object it is given nor to anything it shares (client-go's
 // watch-list path can hand it the same object twice): it returns a new PodGroup.
+//
+// Within one PodGroup, an owner reference's name and UID are substrings of the PodGroup's own
+// name or top-owner-metadata annotation when these hold them (as gangmap's and KAI's PodGroups
+// do), and a minMember or minSubGroup below 256 is a shared pointer (canonicalInt32).
 //
 // A string, map or sub-group list is stored in CacheView's tables the second time it is seen
 // (the first time only its 64-bit hash is kept), so values that only one PodGroup holds (its
@@ -99,12 +108,13 @@ func (c *CacheView) Transform(obj any) (any, error) {
 	out.ManagedFields = nil
 	out.Namespace = c.str(pg.Namespace)
 	out.Labels, out.Annotations = c.stringMap(pg.Labels), c.stringMap(pg.Annotations)
-	out.OwnerReferences = c.ownerReferences(pg.OwnerReferences)
+	out.OwnerReferences = c.ownerReferences(pg.OwnerReferences, out.Name, out.Annotations[kaikeys.TopOwnerMetadata])
 	out.Finalizers = c.strList(pg.Finalizers)
 	out.Spec.Queue, out.Spec.PriorityClassName = c.str(pg.Spec.Queue), c.str(pg.Spec.PriorityClassName)
 	out.Spec.Preemptibility = v2alpha2.Preemptibility(c.str(string(pg.Spec.Preemptibility)))
 	out.Spec.TopologyConstraint = c.topology(pg.Spec.TopologyConstraint)
 	out.Spec.SubGroups = c.subGroupList(pg.Spec.SubGroups)
+	out.Spec.MinMember, out.Spec.MinSubGroup = canonicalInt32(pg.Spec.MinMember), canonicalInt32(pg.Spec.MinSubGroup)
 	for _, cond := range pg.Status.Conditions {
 		out.Status.Conditions = append(out.Status.Conditions, v2alpha2.PodGroupCondition{
 			Type: v2alpha2.PodGroupConditionType(c.str(string(cond.Type))), Status: c.conditionStatus(string(cond.Status))})
@@ -182,7 +192,13 @@ func (c *CacheView) stringMap(m map[string]string) map[string]string {
 	return out
 }
 
-func (c *CacheView) ownerReferences(refs []metav1.OwnerReference) []metav1.OwnerReference {
+// ownerReferences returns a copy of refs with the table's strings, and each owner's name and UID
+// a substring of one of hosts when one holds it: the PodGroup's own name (gangmap's
+// pg-<owner UID>-<suffix>, KAI's pg-<owner name>-<owner UID>) or KAI's top-owner-metadata
+// annotation (the owner's name and UID in YAML), strings the PodGroup keeps anyway. A Go string
+// is immutable, so a substring shares its host's bytes: 48 B of UID and 8-16 B of name less
+// per cached PodGroup.
+func (c *CacheView) ownerReferences(refs []metav1.OwnerReference, hosts ...string) []metav1.OwnerReference {
 	if refs == nil {
 		return nil
 	}
@@ -190,9 +206,41 @@ func (c *CacheView) ownerReferences(refs []metav1.OwnerReference) []metav1.Owner
 	for i, r := range refs {
 		out[i] = r
 		out[i].APIVersion, out[i].Kind = c.str(r.APIVersion), c.str(r.Kind)
+		out[i].Name, out[i].UID = within(r.Name, hosts), types.UID(within(string(r.UID), hosts))
 		out[i].Controller, out[i].BlockOwnerDeletion = podview.CanonicalBool(r.Controller), podview.CanonicalBool(r.BlockOwnerDeletion)
 	}
 	return out
+}
+
+// smallInt32s are the values canonicalInt32 shares; never written.
+var smallInt32s = func() (a [256]int32) {
+	for i := range a {
+		a[i] = int32(i)
+	}
+	return a
+}()
+
+// canonicalInt32 returns a shared pointer to *p's value when it is in [0, 256) (nil stays nil),
+// else p: a PodGroup's minMember or minSubGroup is otherwise a small allocation of its own.
+// Never to be written through (see CacheView: nothing writes to a cached PodGroup).
+func canonicalInt32(p *int32) *int32 {
+	if p != nil && *p >= 0 && int(*p) < len(smallInt32s) {
+		return &smallInt32s[*p]
+	}
+	return p
+}
+
+// within returns the first substring of hosts equal to s, else s.
+func within(s string, hosts []string) string {
+	if s == "" {
+		return s
+	}
+	for _, h := range hosts {
+		if i := strings.Index(h, s); i >= 0 {
+			return h[i : i+len(s)]
+		}
+	}
+	return s
 }
 
 func (c *CacheView) topology(t v2alpha2.TopologyConstraint) v2alpha2.TopologyConstraint {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 	"unsafe"
 
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/strays"
 )
 
 // scaleMetadata is the metadata of the scale benchmark's PodGroup number i (e2e/scale: a
@@ -211,6 +214,14 @@ func TestCacheViewShares(t *testing.T) {
 	assert.Equal(t, unsafeStringData(a.OwnerReferences[0].APIVersion), unsafeStringData(d.OwnerReferences[0].APIVersion))
 	assert.Equal(t, unsafeStringData(a.Annotations["gangmap.io/role-gpus"]), unsafeStringData(b.Annotations["gangmap.io/role-gpus"]))
 	assert.Equal(t, unsafeStringData(d.Spec.SubGroups[0].Name), unsafeStringData(a.Spec.SubGroups[0].Name))
+	assert.Same(t, a.Spec.MinSubGroup, d.Spec.MinSubGroup, "small minimums are shared")
+	assert.Equal(t, int32(2), *a.Spec.MinSubGroup)
+	// The owner's UID and name are the bytes of the PodGroup's own name (pg-<UID>-customjob) and
+	// top-owner-metadata annotation (name: w00001).
+	assert.Equal(t, "pg-"+string(a.OwnerReferences[0].UID)+"-customjob", a.Name)
+	assert.Equal(t, unsafe.Add(unsafe.Pointer(unsafeStringData(a.Name)), len("pg-")), unsafe.Pointer(unsafeStringData(string(a.OwnerReferences[0].UID))))
+	top := a.Annotations[kaikeys.TopOwnerMetadata]
+	assert.Equal(t, unsafe.Add(unsafe.Pointer(unsafeStringData(top)), strings.Index(top, "w00001")), unsafe.Pointer(unsafeStringData(a.OwnerReferences[0].Name)))
 	// A deep copy (what the cached client returns) can be written without touching the others.
 	cp := a.DeepCopy()
 	cp.Labels[queueKey] = "changed"
@@ -299,7 +310,8 @@ func TestApplyOfCachedViewWritesNothing(t *testing.T) {
 // it, with managed fields dropped (the transform before this one, podview.TransformWorkload) and
 // through CacheView: the scale benchmark's PodGroups (e2e/scale: 10,000 CustomJobs), a
 // kubectl-applied JobSet's (its last-applied-configuration copied by KAI's default metadata),
-// and both with the status KAI's scheduler writes while a gang waits.
+// and both with the status KAI's scheduler writes while a gang waits. cache-view+owner-index adds
+// the stray collector's index (strays.OwnerIndex), so it is all the grouper holds per PodGroup.
 func BenchmarkCachedPodGroupBytes(b *testing.B) {
 	const n = 10000
 	for _, w := range []struct {
@@ -311,19 +323,24 @@ func BenchmarkCachedPodGroupBytes(b *testing.B) {
 		for i := range raws {
 			raws[i], _ = json.Marshal(served(w.md(i), i, w.kai))
 		}
-		for _, tc := range []string{"managed-fields-dropped", "cache-view"} {
+		for _, tc := range []string{"managed-fields-dropped", "cache-view", "cache-view+owner-index"} {
 			b.Run(w.name+"/"+tc, func(b *testing.B) {
 				var per float64
 				for range b.N {
-					view := NewCacheView()
+					view, owners := NewCacheView(), strays.NewOwnerIndex()
 					per = heapPerPodGroup(b, raws, func(pg *v2alpha2.PodGroup) any {
-						if tc == "cache-view" {
-							return cachedView(b, view, pg)
+						if tc == "managed-fields-dropped" {
+							pg.ManagedFields = nil
+							return pg
 						}
-						pg.ManagedFields = nil
-						return pg
+						out := cachedView(b, view, pg)
+						if tc == "cache-view+owner-index" {
+							owners.OnAdd(out, true)
+						}
+						return out
 					})
 					runtime.KeepAlive(view)
+					runtime.KeepAlive(owners)
 				}
 				b.ReportMetric(per, "bytes/podgroup")
 				b.ReportMetric(per*10000/(1<<20), "MiB/10k-podgroups")
