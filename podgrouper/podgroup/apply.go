@@ -38,12 +38,19 @@ type Applier struct {
 	// QueueLabelKey is the PodGroup label that names the queue (KAI flag --queue-label-key,
 	// default kai.scheduler/queue). An existing value is kept.
 	QueueLabelKey string
+
+	// flights makes creates single-flight per PodGroup (see createFlights); an Applier must not
+	// be copied after first use.
+	flights createFlights
 }
 
 // Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster
 // (pkg/podgrouper/podgroup/handler.go) does:
 //
-//  1. Build the desired PodGroup and Get the existing one; NotFound ⇒ Create it (Created).
+//  1. Build the desired PodGroup and Get the existing one; NotFound ⇒ Create it (Created). Creates
+//     are single-flight per PodGroup (createFlights): a caller that finds another's create of
+//     the same PodGroup in flight (or, with CacheEvents wired, done but not in the cache yet)
+//     sends none and returns Unchanged when that create wrote what it would, else AlreadyExists.
 //  2. Otherwise keep what other controllers own (KAI ignoreFields): Spec.MarkUnschedulable,
 //     Spec.SchedulingBackoff and Spec.Queue come from the existing PodGroup (the queue is
 //     immutable after creation); the node-pool label comes from the existing PodGroup, or is
@@ -89,11 +96,13 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 		if !apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("getting PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
-		if err := a.Client.Create(ctx, desired); err != nil {
+		res, err := a.create(ctx, desired)
+		if err != nil {
 			return "", fmt.Errorf("creating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
 		}
-		return Created, nil
+		return res, nil
 	}
+	a.flights.seen(client.ObjectKeyFromObject(desired))
 
 	desired = a.keepOwnedFields(existing, desired)
 	if podGroupsEqual(existing, desired) {

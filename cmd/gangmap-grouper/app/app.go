@@ -132,6 +132,15 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
 		return nil, nil, err
 	}
+	// The PodGroup informer's events tell the Applier when the cache shows a PodGroup it created,
+	// so the pods of a workload reconciled meanwhile send no second POST (podgroup.createFlights).
+	pgInformer, err := mgr.GetCache().GetInformer(context.Background(), &v2alpha2.PodGroup{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the PodGroup informer: %w", err)
+	}
+	if _, err := pgInformer.AddEventHandler(r.Applier.CacheEvents()); err != nil {
+		return nil, nil, fmt.Errorf("watching PodGroups for the Applier: %w", err)
+	}
 	if err := addCoexistence(mgr, o, r, registry); err != nil {
 		return nil, nil, err
 	}

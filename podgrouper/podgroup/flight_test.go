@@ -1,0 +1,172 @@
+package podgroup
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+)
+
+// lagging is a cache that has not seen any PodGroup yet (every Get of a PodGroup is NotFound)
+// until caught is set; gets counts the Gets of PodGroups.
+type lagging struct {
+	caught atomic.Bool
+	gets   atomic.Int32
+}
+
+func (l *lagging) get(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*v2alpha2.PodGroup); ok {
+		l.gets.Add(1)
+		if !l.caught.Load() {
+			return apierrors.NewNotFound(schema.GroupResource{Group: v2alpha2.SchemeGroupVersion.Group, Resource: "podgroups"}, key.Name)
+		}
+	}
+	return c.Get(ctx, key, obj, opts...)
+}
+
+// followers is the number of callers waiting for the create of obj in flight.
+func followers(a *Applier, obj client.Object) int {
+	a.flights.mu.Lock()
+	defer a.flights.mu.Unlock()
+	if fl := a.flights.m[client.ObjectKeyFromObject(obj)]; fl != nil {
+		return fl.followers
+	}
+	return 0
+}
+
+// stored reads the PodGroup of md from the API server behind the lagging cache l.
+func (l *lagging) stored(t *testing.T, c client.Client, md *Metadata) *v2alpha2.PodGroup {
+	t.Helper()
+	was := l.caught.Swap(true)
+	defer l.caught.Store(was)
+	return getPodGroup(t, c, md)
+}
+
+// applyAll runs n Applies of md at once and returns their results and errors.
+func applyAll(a *Applier, n int) ([]Result, []error) {
+	res, errs := make([]Result, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { res[i], errs[i] = a.Apply(context.Background(), karta()) })
+	}
+	wg.Wait()
+	return res, errs
+}
+
+// Eight workers reconciling pods of one workload at once, none of which finds the PodGroup in
+// the cache: one POST (the first caller's), the others wait for it and return Unchanged; none
+// gets a 409.
+func TestConcurrentCreatesPostOnce(t *testing.T) {
+	const n = 8
+	cache := &lagging{}
+	var a *Applier
+	a, c, w := newApplier(t, interceptor.Funcs{Get: cache.get,
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			// Hold the POST until every other caller has joined the flight.
+			for deadline := time.Now().Add(10 * time.Second); followers(a, obj) < n-1 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			return c.Create(ctx, obj, opts...)
+		}})
+	res, errs := applyAll(a, n)
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	counts := map[Result]int{}
+	for _, r := range res {
+		counts[r]++
+	}
+	assert.Equal(t, map[Result]int{Created: 1, Unchanged: n - 1}, counts)
+	assert.Equal(t, int32(1), w.creates.Load(), "one POST")
+	assert.Equal(t, int32(n), cache.gets.Load())
+	assert.Equal(t, "team-a", cache.stored(t, c, karta()).Spec.Queue)
+	assert.Empty(t, a.flights.m, "without cache events nothing outlives its flight")
+
+	// Without cache events a caller after the flight POSTs (and meets the 409, as before).
+	_, err := a.Apply(context.Background(), karta())
+	assert.True(t, apierrors.IsAlreadyExists(err), "got %v", err)
+	assert.Equal(t, int32(2), w.creates.Load())
+}
+
+// With cache events wired, a create is remembered until the cache shows the PodGroup: a caller
+// in the lag sends nothing (Unchanged when it wants the same PodGroup, AlreadyExists otherwise);
+// once the cache's event came, or after createdTTL, a caller creates again (the PodGroup may
+// have been deleted).
+func TestCreateRememberedUntilTheCacheShowsIt(t *testing.T) {
+	ctx := context.Background()
+	cache := &lagging{}
+	a, c, w := newApplier(t, interceptor.Funcs{Get: cache.get})
+	events := a.CacheEvents()
+	now := time.Unix(1764590000, 0)
+	a.flights.now = func() time.Time { return now }
+
+	res, err := a.Apply(ctx, karta())
+	require.NoError(t, err)
+	require.Equal(t, Created, res)
+	res, err = a.Apply(ctx, karta())
+	require.NoError(t, err)
+	assert.Equal(t, Unchanged, res, "the cache lags: the create answers")
+	changed := karta()
+	changed.Annotations["gangmap.io/gpus"] = "16"
+	_, err = a.Apply(ctx, changed)
+	assert.True(t, apierrors.IsAlreadyExists(err), "a different PodGroup is read again later: %v", err)
+	assert.Equal(t, int32(1), w.creates.Load())
+
+	// The cache's add event: the answer is dropped; the PodGroup deleted since is created again.
+	events.OnAdd(cache.stored(t, c, karta()), false)
+	assert.Empty(t, a.flights.m)
+	require.NoError(t, c.Delete(ctx, cache.stored(t, c, karta())))
+	res, err = a.Apply(ctx, karta())
+	require.NoError(t, err)
+	assert.Equal(t, Created, res)
+	assert.Equal(t, int32(2), w.creates.Load())
+
+	// No event within createdTTL: a caller creates again.
+	require.NoError(t, c.Delete(ctx, cache.stored(t, c, karta())))
+	now = now.Add(createdTTL)
+	res, err = a.Apply(ctx, karta())
+	require.NoError(t, err)
+	assert.Equal(t, Created, res)
+	assert.Equal(t, int32(3), w.creates.Load())
+
+	// A Get that finds the PodGroup drops the answer too.
+	cache.caught.Store(true)
+	res, err = a.Apply(ctx, karta())
+	require.NoError(t, err)
+	assert.Equal(t, Unchanged, res)
+	assert.Empty(t, a.flights.m)
+}
+
+// When the first caller's POST fails, the waiting callers do not take its failure for theirs:
+// the next one POSTs on its own.
+func TestFailedCreateIsNotShared(t *testing.T) {
+	cache := &lagging{}
+	var calls atomic.Int32
+	var a *Applier
+	a, _, w := newApplier(t, interceptor.Funcs{Get: cache.get,
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if calls.Add(1) == 1 {
+				for deadline := time.Now().Add(10 * time.Second); followers(a, obj) < 1 && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+				return apierrors.NewServiceUnavailable("etcd is away")
+			}
+			return c.Create(ctx, obj, opts...)
+		}})
+	res, errs := applyAll(a, 2)
+	assert.ElementsMatch(t, []Result{"", Created}, res)
+	failed := errors.Join(errs...)
+	assert.True(t, apierrors.IsServiceUnavailable(failed), "got %v", failed)
+	assert.Equal(t, int32(2), w.creates.Load())
+}
