@@ -149,12 +149,13 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 	return nil
 }
 
-// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs (an Update of the
-// cached copy with that annotation changed: the verbs podgroup.Applier already needs; a Conflict
-// is retried by the queue); a PodGroup not there yet, or not gangmap's, is left alone.
+// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs (an Update of a
+// copy of the cached PodGroup with that annotation changed: the verbs podgroup.Applier already
+// needs; a Conflict is retried by the queue); a PodGroup not there yet, or not gangmap's, is left
+// alone. The cached PodGroup is read without a deep copy (only read) and copied only to write.
 func (s *statusKeeper) annotate(ctx context.Context, ns, name, status string) error {
 	pg := &v2alpha2.PodGroup{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg); err != nil {
+	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg, client.UnsafeDisableDeepCopy); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !isGangmaps(pg) || status == "" || pg.Annotations[kaikeys.Status] == status {

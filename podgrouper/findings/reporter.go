@@ -197,17 +197,18 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 	return done
 }
 
-// setAnnotation reads the PodGroup (from the cache) and updates it with the annotation, with
-// the verbs gangmap already has on PodGroups (get and update: no patch). A conflict is retried
-// on the next tick.
+// setAnnotation reads the PodGroup (from the cache, without a deep copy: only read until it must
+// change, then copied) and updates it with the annotation, with the verbs gangmap already has on
+// PodGroups (get and update: no patch). A conflict is retried on the next tick.
 func (r *Reporter) setAnnotation(ctx context.Context, key types.NamespacedName, v string) error {
 	pg := &v2alpha2.PodGroup{}
-	if err := r.Client.Get(ctx, key, pg); err != nil {
+	if err := r.Client.Get(ctx, key, pg, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	if pg.Annotations[HealthAnnotation] == v {
 		return nil
 	}
+	pg = pg.DeepCopy()
 	if pg.Annotations == nil {
 		pg.Annotations = map[string]string{}
 	}
