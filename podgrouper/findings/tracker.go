@@ -100,7 +100,8 @@ func observation(f podbook.Finding) Observation {
 
 // SetPlan records the workload's current plan (a no-op when it is the same plan). Roles keep
 // their counters; a role's desired and required counts follow the new plan, and its timers
-// restart when its state changes.
+// restart when its state changes: its GangUnsatisfiable clock when the plan changes the pods it
+// requires, not when an equal plan is built again.
 func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	if plan == nil {
 		return
@@ -127,8 +128,15 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	for _, m := range plan.Misses {
 		w.misses = append(w.misses, m.Path)
 	}
+	// A role's GangUnsatisfiable clock restarts only when the plan changes what it requires: the
+	// same plan built again (its cached copy was evicted, grouper --plan-cache-size) is not news.
+	prev := make([]int64, len(w.roles.list)) // required, -1 when not planned
 	for i := range w.roles.list {
 		rs := &w.roles.list[i]
+		prev[i] = -1
+		if rs.planned {
+			prev[i] = rs.required
+		}
 		rs.desired, rs.required, rs.planned = 0, 0, false
 	}
 	for _, pg := range plan.PodGroups {
@@ -139,11 +147,14 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 			rs.required += m.GangPods
 		}
 	}
+	i := 0 // filter calls keep once per role, in order; roles added above come after prev's
 	w.roles.filter(func(rs *roleState) bool {
+		changed := i >= len(prev) || !rs.planned || prev[i] != rs.required
+		i++
 		if !rs.planned && rs.live == 0 && rs.created == 0 {
 			return false
 		}
-		rs.update(now, true)
+		rs.update(now, changed)
 		return true
 	})
 }

@@ -231,3 +231,22 @@ func TestTrackerDoesNotKeepThePlan(t *testing.T) {
 	require.Equal(t, names, reports[0].PodGroups)
 	require.Equal(t, int64(1), tr.Counts(uid).Created["leader"])
 }
+
+// The same plan built again (the grouper's plan cache evicted it, and a pod event rebuilt it)
+// does not restart a short role's GangUnsatisfiable clock; a plan that requires more does.
+func TestEqualPlanKeepsTheClock(t *testing.T) {
+	tr := NewTracker()
+	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
+	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
+	tr.Observe(pod("w0"), Observation{Owner: uid, Role: "workers"}, t0)
+	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0.Add(4*time.Minute))
+	fs := evaluate(t, tr, t0.Add(5*time.Minute+time.Second), cfg)
+	require.Equal(t, []string{"GangUnsatisfiable(workers)"}, reasons(fs), "the clock started at t0")
+	require.Contains(t, fs[0].Message, "requires 2 pods of the role, 1 exist")
+
+	tr.SetPlan(seedPlan(t, 3), Definition{Name: "d"}, t0.Add(6*time.Minute))
+	require.Empty(t, evaluate(t, tr, t0.Add(10*time.Minute), cfg), "3 workers required from 6m: the clock restarted")
+	fs = evaluate(t, tr, t0.Add(11*time.Minute+time.Second), cfg)
+	require.Equal(t, []string{"GangUnsatisfiable(workers)"}, reasons(fs))
+	require.Contains(t, fs[0].Message, "requires 3 pods of the role, 1 exist")
+}
