@@ -27,6 +27,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/podbook"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/podview"
+	"github.com/gangmap/gangmap/podgrouper/strays"
 	"github.com/gangmap/gangmap/podgrouper/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
 )
@@ -44,12 +45,14 @@ type steadyState struct {
 	workloads, podGroups toolscache.Indexer
 	// interner is the workloads' cache transform (the manager's DefaultTransform).
 	interner *podview.Interner
-	// podGroupView is the PodGroups' cache transform.
-	podGroupView *podgroup.CacheView
-	grouper      *workloadmap.Grouper
-	book         *podbook.Book
-	findings     *findings.Tracker
-	metrics      *workloadmetrics.Tracker
+	// podGroupView is the PodGroups' cache transform; podGroupOwners the stray collector's index
+	// of the cached PodGroups (strays.OwnerIndex, fed by the informer's events).
+	podGroupView   *podgroup.CacheView
+	podGroupOwners *strays.OwnerIndex
+	grouper        *workloadmap.Grouper
+	book           *podbook.Book
+	findings       *findings.Tracker
+	metrics        *workloadmetrics.Tracker
 }
 
 func newSteadyState(tb testing.TB) *steadyState {
@@ -69,9 +72,9 @@ func newSteadyState(tb testing.TB) *steadyState {
 	}
 	book := podbook.New()
 	return &steadyState{pods: newBenchPodCache(tb), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
-		podGroupView: podgroup.NewCacheView(),
-		grouper:      &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
-		book:         book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
+		podGroupView: podgroup.NewCacheView(), podGroupOwners: strays.NewOwnerIndex(),
+		grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
+		book:    book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
 }
 
 // decoded round-trips obj through JSON into out, as an informer decodes each object.
@@ -150,6 +153,7 @@ func (s *steadyState) addWorkload(tb testing.TB, ctx context.Context, job *unstr
 				if err := s.podGroups.Add(cached); err != nil {
 					tb.Fatal(err)
 				}
+				s.podGroupOwners.OnAdd(cached, true)
 				wrote = true
 			}
 			pod.Annotations = map[string]string{kaikeys.PodGroupName: md.Name, kaikeys.SkipPodGrouper: "true"}
@@ -239,7 +243,7 @@ func (s *steadyState) parts() []part {
 		{"bookkeeping", func() { s.book, s.findings, s.metrics = nil, nil, nil }},
 		{"pod-cache", func() { s.pods.close(); s.pods = nil }},
 		{"plan-cache", func() { s.grouper = nil }},
-		{"podgroup-cache", func() { s.podGroups, s.podGroupView = nil, nil }},
+		{"podgroup-cache", func() { s.podGroups, s.podGroupView, s.podGroupOwners = nil, nil, nil }},
 		{"workload-cache", func() { s.workloads, s.interner = nil, nil }},
 	}
 }
