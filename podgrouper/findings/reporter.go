@@ -104,13 +104,23 @@ func (r *Reporter) Tick(ctx context.Context) {
 	seen := map[types.UID]bool{}
 	for _, rep := range r.Tracker.Evaluate(now, cfg) {
 		uid := types.UID(rep.Workload.UID)
-		seen[uid] = true
 		st := r.state[uid]
 		if st == nil {
+			if len(rep.Findings) == 0 {
+				// Nothing to send and nothing sent to clear: a healthy workload keeps no state
+				// (at 10,000 workloads, 140 bytes each: BenchmarkWorkloadStateBytes).
+				continue
+			}
 			st = &reported{kind: rep.Workload.Kind, definition: rep.Definition.Name}
 			r.state[uid] = st
 		}
+		seen[uid] = true
 		r.report(ctx, rep, st, now, cfg)
+		if len(st.sent) == 0 && (!st.dirty || r.DryRun || r.Client == nil) {
+			// Every finding cleared and the annotation says so (or none is written): the state
+			// is that of a healthy workload.
+			delete(r.state, uid)
+		}
 	}
 	for uid, st := range r.state {
 		if !seen[uid] {
@@ -124,7 +134,13 @@ func (r *Reporter) Tick(ctx context.Context) {
 
 // report emits the Events and metrics of one workload's findings and writes its annotation.
 func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now time.Time, cfg Config) {
-	workload, karta := workloadObject(rep.Workload), kartaObject(rep.Definition)
+	// The Events' objects, made for the first Event (most ticks send none).
+	var workload, karta *unstructured.Unstructured
+	objects := func() {
+		if workload == nil {
+			workload, karta = workloadObject(rep.Workload), kartaObject(rep.Definition)
+		}
+	}
 	cur := map[findingKey]Finding{}
 	for _, f := range rep.Findings {
 		k := findingKey{f.Reason, f.Role}
@@ -148,6 +164,7 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 			st.sent = map[findingKey]sentFinding{}
 		}
 		st.sent[k] = sentFinding{at: now, counts: f.Counts}
+		objects()
 		r.event(workload, corev1.EventTypeWarning, string(f.Reason), "%s", withRole(f))
 		if karta != nil {
 			r.event(karta, corev1.EventTypeWarning, string(f.Reason), "%s %s/%s: %s", rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, withRole(f))
@@ -161,6 +178,7 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		delete(st.sent, k)
 		st.dirty, st.transition = true, now
 		f := Finding{Reason: k.reason, Role: k.role}
+		objects()
 		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: the pods now agree with the gang plan", label(f))
 		if karta != nil {
 			r.event(karta, corev1.EventTypeNormal, ReasonCleared, "%s cleared on %s %s/%s: the pods now agree with the gang plan", label(f), rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name)

@@ -139,3 +139,40 @@ func TestHealthOnPlaceholderNamedPodGroup(t *testing.T) {
 	assert.Zero(t, gets, "written: no retry on the next ticks")
 	assert.Equal(t, 1, updates)
 }
+
+// A healthy workload leaves no state in the Reporter, and one whose findings cleared (in dry-run:
+// no annotation to write) drops its state; a finding that comes back is sent again at once.
+func TestReporterKeepsNoStateOfHealthyWorkloads(t *testing.T) {
+	tr := NewTracker()
+	tr.SetPlan(seedPlan(t, 2), Definition{Name: "state-test"}, t0)
+	rec := record.NewFakeRecorder(10)
+	now := t0
+	r := &Reporter{Tracker: tr, Config: cfg, Recorder: rec, DryRun: true, Now: func() time.Time { return now }}
+	g := Gauge.WithLabelValues("JobSet", "state-test", string(UnclaimedPods))
+
+	r.Tick(context.Background())
+	assert.Empty(t, r.state)
+	assert.Empty(t, rec.Events)
+
+	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, now)
+	r.Tick(context.Background())
+	assert.Len(t, r.state, 1)
+	require.Len(t, rec.Events, 1)
+	assert.Contains(t, <-rec.Events, "Warning UnclaimedPods 1 pod(s)")
+	assert.Equal(t, 1.0, testutil.ToFloat64(g))
+
+	now = now.Add(time.Second)
+	tr.Forget(pod("x"), now)
+	r.Tick(context.Background())
+	assert.Empty(t, r.state)
+	require.Len(t, rec.Events, 1)
+	assert.Contains(t, <-rec.Events, "Normal GangFindingCleared UnclaimedPods cleared")
+	assert.Equal(t, 0.0, testutil.ToFloat64(g))
+
+	now = now.Add(time.Second)
+	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, now)
+	r.Tick(context.Background())
+	require.Len(t, rec.Events, 1, "sent again at once, not after ResendInterval")
+	assert.Contains(t, <-rec.Events, "Warning UnclaimedPods 1 pod(s)")
+	assert.Equal(t, 1.0, testutil.ToFloat64(g))
+}

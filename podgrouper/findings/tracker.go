@@ -47,38 +47,69 @@ type Tracker struct {
 	mu        sync.Mutex
 	workloads map[types.UID]*workload
 	pods      *podbook.Book
+	// epoch is the origin of the roles' clocks, kept as durations since it (8 bytes where a
+	// time.Time is 24; the durations are monotonic when the times are, as time.Now's).
+	epoch time.Time
+	// definitions holds each Definition once for the workloads to point to (three strings, the
+	// same for every workload of a definition); emptied past maxDefinitions.
+	definitions map[Definition]*Definition
 }
 
-// workload is one top owner's plan and counters.
+// maxDefinitions bounds Tracker.definitions (a Karta deleted and created again is another).
+const maxDefinitions = 256
+
+// workload is one top owner's plan and counters: 152 bytes (session 6: 256), the UID being the
+// map's key and the rarely used state apart.
 type workload struct {
-	ref        gang.WorkloadRef
-	definition Definition
+	// apiVersion, kind, namespace and name are the plan's gang.WorkloadRef but the UID.
+	apiVersion, kind, namespace, name string
+	definition                        *Definition
 	// plan identifies the plan last set, without keeping it alive: the plan cache bounds the
 	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan
 	// (10,000 workloads' plans were 50 MB beyond the cache's bound). planned says one was set.
-	plan    weak.Pointer[gang.Plan]
-	planned bool
+	plan weak.Pointer[gang.Plan]
 	// podGroups are the plan's PodGroup names.
 	podGroups []string
 	roles     roleSet
-	misses    []string
 	// pods counts the observed pods; a workload without a plan is dropped with its last pod.
-	pods      int64
+	pods    int32
+	planned bool
+	// rare is what few workloads have (unclaimed pods, missed paths); nil when they have none.
+	rare *rareState
+}
+
+// rareState is the part of a workload's state that most workloads never have.
+type rareState struct {
+	misses    []string
 	unclaimed int64
 	// unclaimedPod names one unclaimed pod, for the message.
 	unclaimedPod string
 }
 
-// roleState is one role's plan and pods.
+// rareState returns the workload's rare state, made when it has none.
+func (w *workload) rareState() *rareState {
+	if w.rare == nil {
+		w.rare = &rareState{}
+	}
+	return w.rare
+}
+
+// tidy drops the rare state when it holds nothing.
+func (w *workload) tidy() {
+	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" {
+		w.rare = nil
+	}
+}
+
+// roleState is one role's plan and pods: 64 bytes (session 6: 104).
 type roleState struct {
 	name              string
 	desired, required int64
-	planned           bool
-	live, created     int64
-	// overSince is when live first exceeded desired (zero while it does not).
-	overSince time.Time
-	// shortSince is when created last changed while below required (zero while it is not).
-	shortSince time.Time
+	live, created     int32
+	// overSince is when live first exceeded desired (valid while over), shortSince when created
+	// last changed while below required (valid while short), as durations since the epoch.
+	overSince, shortSince time.Duration
+	planned, over, short  bool
 }
 
 // NewTracker returns an empty Tracker with a Book of its own.
@@ -87,7 +118,23 @@ func NewTracker() *Tracker { return NewTrackerIn(podbook.New()) }
 // NewTrackerIn returns an empty Tracker that keeps each pod's observation in pods (the Book the
 // pod controller shares with the workload metrics).
 func NewTrackerIn(pods *podbook.Book) *Tracker {
-	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods}
+	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods, epoch: time.Now(), definitions: map[Definition]*Definition{}}
+}
+
+// since is the time as a duration since the epoch.
+func (t *Tracker) since(now time.Time) time.Duration { return now.Sub(t.epoch) }
+
+// definition returns the Tracker's copy of d.
+func (t *Tracker) definition(d Definition) *Definition {
+	if p, ok := t.definitions[d]; ok {
+		return p
+	}
+	if len(t.definitions) >= maxDefinitions {
+		clear(t.definitions)
+	}
+	p := &d
+	t.definitions[d] = p
+	return p
 }
 
 func (o Observation) finding() *podbook.Finding {
@@ -119,18 +166,25 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 		return
 	}
 	w.plan, w.planned = wp, true
-	w.ref, w.definition = plan.Workload, def
+	ref := plan.Workload
+	w.apiVersion, w.kind, w.namespace, w.name = ref.APIVersion, ref.Kind, ref.Namespace, ref.Name
+	w.definition = t.definition(def)
 	w.podGroups = w.podGroups[:0]
 	for _, pg := range plan.PodGroups {
 		w.podGroups = append(w.podGroups, pg.Name)
 	}
-	w.misses = w.misses[:0]
-	for _, m := range plan.Misses {
-		w.misses = append(w.misses, m.Path)
+	if len(plan.Misses) > 0 || w.rare != nil {
+		r := w.rareState()
+		r.misses = r.misses[:0]
+		for _, m := range plan.Misses {
+			r.misses = append(r.misses, m.Path)
+		}
+		w.tidy()
 	}
 	// A role's GangUnsatisfiable clock restarts only when the plan changes what it requires: the
 	// same plan built again (its cached copy was evicted, grouper --plan-cache-size) is not news.
 	prev := make([]int64, len(w.roles.list)) // required, -1 when not planned
+	at := t.since(now)
 	for i := range w.roles.list {
 		rs := &w.roles.list[i]
 		prev[i] = -1
@@ -154,7 +208,7 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 		if !rs.planned && rs.live == 0 && rs.created == 0 {
 			return false
 		}
-		rs.update(now, changed)
+		rs.update(at, changed)
 		return true
 	})
 }
@@ -167,24 +221,25 @@ func (w *workload) role(name string) *roleState {
 	return w.roles.add(name)
 }
 
-// update restarts or stops the role's timers after a change; createdChanged says a pod of the
-// role came or went (a pod being created restarts the GangUnsatisfiable clock).
-func (rs *roleState) update(now time.Time, createdChanged bool) {
+// update restarts or stops the role's timers after a change at time at (since the epoch);
+// createdChanged says a pod of the role came or went (a pod being created restarts the
+// GangUnsatisfiable clock).
+func (rs *roleState) update(at time.Duration, createdChanged bool) {
 	switch {
-	case rs.planned && rs.live > rs.desired:
-		if rs.overSince.IsZero() {
-			rs.overSince = now
+	case rs.planned && int64(rs.live) > rs.desired:
+		if !rs.over {
+			rs.over, rs.overSince = true, at
 		}
 	default:
-		rs.overSince = time.Time{}
+		rs.over, rs.overSince = false, 0
 	}
 	switch {
-	case rs.planned && rs.created < rs.required:
-		if rs.shortSince.IsZero() || createdChanged {
-			rs.shortSince = now
+	case rs.planned && int64(rs.created) < rs.required:
+		if !rs.short || createdChanged {
+			rs.short, rs.shortSince = true, at
 		}
 	default:
-		rs.shortSince = time.Time{}
+		rs.short, rs.shortSince = false, 0
 	}
 }
 
@@ -209,9 +264,10 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 	w.pods++
 	switch {
 	case o.Unclaimed:
-		w.unclaimed++
-		if w.unclaimedPod == "" {
-			w.unclaimedPod = pod.Name
+		r := w.rareState()
+		r.unclaimed++
+		if r.unclaimedPod == "" {
+			r.unclaimedPod = pod.Name
 		}
 	case o.Role != "":
 		rs := w.role(o.Role)
@@ -219,7 +275,7 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 		if !o.Terminal {
 			rs.live++
 		}
-		rs.update(now, true)
+		rs.update(t.since(now), true)
 	}
 }
 
@@ -245,9 +301,12 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 	}
 	switch {
 	case o.Unclaimed:
-		w.unclaimed--
-		if w.unclaimedPod == pod.Name {
-			w.unclaimedPod = ""
+		if r := w.rare; r != nil {
+			r.unclaimed--
+			if r.unclaimedPod == pod.Name {
+				r.unclaimedPod = ""
+			}
+			w.tidy()
 		}
 	case o.Role != "":
 		if rs := w.roles.get(o.Role); rs != nil {
@@ -255,7 +314,7 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 			if !o.Terminal {
 				rs.live--
 			}
-			rs.update(now, true)
+			rs.update(t.since(now), true)
 		}
 	}
 }
@@ -282,48 +341,55 @@ func (t *Tracker) Evaluate(now time.Time, cfg Config) []Report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]Report, 0, len(t.workloads))
-	for _, w := range t.workloads {
+	at := t.since(now)
+	for uid, w := range t.workloads {
 		if !w.planned {
 			continue
 		}
-		r := Report{Workload: w.ref, Definition: w.definition, Findings: w.findings(now, cfg)}
+		r := Report{Workload: gang.WorkloadRef{APIVersion: w.apiVersion, Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: string(uid)},
+			Definition: *w.definition, Findings: w.findings(at, cfg)}
 		r.PodGroups = append(r.PodGroups, w.podGroups...)
 		out = append(out, r)
 	}
 	return out
 }
 
-// findings evaluates one workload; see the package doc for the rules.
-func (w *workload) findings(now time.Time, cfg Config) []Finding {
+// findings evaluates one workload at time at (since the tracker's epoch); see the package doc
+// for the rules.
+func (w *workload) findings(at time.Duration, cfg Config) []Finding {
 	var fs []Finding
-	if w.unclaimed > 0 {
+	rare := w.rare
+	if rare == nil {
+		rare = &rareState{}
+	}
+	if rare.unclaimed > 0 {
 		ex := ""
-		if w.unclaimedPod != "" {
-			ex = fmt.Sprintf(" (e.g. pod %s)", w.unclaimedPod)
+		if rare.unclaimedPod != "" {
+			ex = fmt.Sprintf(" (e.g. pod %s)", rare.unclaimedPod)
 		}
-		fs = append(fs, Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(int64(w.unclaimed), 10), Message: fmt.Sprintf(
-			"%d pod(s) of the workload match no component's podSelector%s: they fall to KAI's default grouping and escape the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", w.unclaimed, ex)})
+		fs = append(fs, Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(rare.unclaimed, 10), Message: fmt.Sprintf(
+			"%d pod(s) of the workload match no component's podSelector%s: they fall to KAI's default grouping and escape the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", rare.unclaimed, ex)})
 	}
 	othersCreated := int64(0)
 	for i := range w.roles.list {
-		othersCreated += w.roles.list[i].created
+		othersCreated += int64(w.roles.list[i].created)
 	}
 	for i := range w.roles.list {
 		rs := &w.roles.list[i]
 		name := rs.name
-		if !rs.overSince.IsZero() && now.Sub(rs.overSince) >= cfg.MoreThanPlannedGrace {
+		if rs.over && at-rs.overSince >= cfg.MoreThanPlannedGrace {
 			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Counts: fmt.Sprint(rs.live, "/", rs.desired), Message: fmt.Sprintf(
 				"%d live pods for %s, the plan counts %d: the definition undercounts the role (the operator runs more pods per replica than podsPerReplicaPath says, or the role's selector takes other pods), so the gang may admit part of the job",
-				rs.live, now.Sub(rs.overSince).Round(time.Second), rs.desired)})
+				rs.live, (at - rs.overSince).Round(time.Second), rs.desired)})
 		}
-		if !rs.shortSince.IsZero() && now.Sub(rs.shortSince) >= cfg.GangUnsatisfiableGrace && othersCreated-rs.created > 0 {
+		if rs.short && at-rs.shortSince >= cfg.GangUnsatisfiableGrace && othersCreated-int64(rs.created) > 0 {
 			fs = append(fs, Finding{Reason: GangUnsatisfiable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created), Message: fmt.Sprintf(
 				"the gang requires %d pods of the role, %d exist and none came for %s while other roles' pods exist: the operator does not create these pods (yet); check the role's replicasPath and minReplicasPath, or put the roles that start first in gangmap.gang.startup",
-				rs.required, rs.created, now.Sub(rs.shortSince).Round(time.Second))})
+				rs.required, rs.created, (at - rs.shortSince).Round(time.Second))})
 		}
 	}
-	if len(w.misses) > 0 {
-		misses := strings.Join(sortedCopy(w.misses), ", ")
+	if len(rare.misses) > 0 {
+		misses := strings.Join(sortedCopy(rare.misses), ", ")
 		fs = append(fs, Finding{Reason: Drift, Counts: misses, Message: fmt.Sprintf(
 			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", misses)})
 	}
@@ -353,9 +419,11 @@ func (t *Tracker) Counts(uid types.UID) Counts {
 	if w == nil {
 		return c
 	}
-	c.Unclaimed = w.unclaimed
+	if w.rare != nil {
+		c.Unclaimed = w.rare.unclaimed
+	}
 	for _, rs := range w.roles.list {
-		c.Live[rs.name], c.Created[rs.name] = rs.live, rs.created
+		c.Live[rs.name], c.Created[rs.name] = int64(rs.live), int64(rs.created)
 	}
 	return c
 }

@@ -35,7 +35,7 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	t.mu.Lock()
 	all := make([]scraped, 0, len(t.workloads))
 	for _, e := range t.workloads {
-		all = append(all, scraped{namespace: e.w.Namespace, podGroups: e.w.PodGroups, workload: s.workload(e)})
+		all = append(all, scraped{namespace: e.namespace, podGroups: e.podGroups, workload: s.workload(e)})
 	}
 	t.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(len(all)))
@@ -66,15 +66,14 @@ const ConditionsTimeout = 10 * time.Second
 // MaxRoleSeries roles and OtherRoles) and its pods per phase. It returns the label slice of the
 // workload's kind, name and namespace.
 func (s *scrape) workload(e *entry) []*dto.LabelPair {
-	w := &e.w
-	wl := s.labels(nil, s.shared(&labelKind, w.Kind), s.pair(&labelName, w.Name), s.shared(&labelNamespace, w.Namespace))
+	wl := s.labels(nil, s.shared(&labelKind, e.kind), s.pair(&labelName, e.name), s.shared(&labelNamespace, e.namespace))
 	s.add(descInfo, wl, 1)
-	s.add(descGPUs, wl, w.GPUs)
-	s.add(descGangGPU, wl, w.GangGPUs)
-	for _, st := range w.Status {
+	s.add(descGPUs, wl, e.gpus)
+	s.add(descGangGPU, wl, e.gangGPUs)
+	for _, st := range e.status {
 		s.add(descStatus, s.labels(wl, s.shared(&labelStatus, st)), 1)
 	}
-	roles, kept := boundedRoles(w.Roles)
+	roles, kept := boundedRoles(e.roles)
 	for _, r := range roles {
 		l := s.labels(wl, s.shared(&labelRole, r.Name))
 		s.add(descRoleGPU, l, r.GPUs)

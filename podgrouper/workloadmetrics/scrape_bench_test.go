@@ -100,3 +100,22 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkForgottenWorkloadBytes measures what the tracker keeps of the workloads it forgot
+// (the last 4,096 deleted, so that a late update does not bring their series back): live heap
+// after a GC per forgotten workload, with 4,096 forgotten (their UID strings let go by the
+// caller, as the workload cache lets go of deleted workloads).
+func BenchmarkForgottenWorkloadBytes(b *testing.B) {
+	const n = 4096
+	for range b.N {
+		tr := &Tracker{MaxWorkloads: n}
+		tr.init()
+		before := liveHeap()
+		for w := range n {
+			tr.ForgetWorkload(types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", w, w)))
+		}
+		after := liveHeap()
+		b.ReportMetric(float64(after-before)/n, "bytes/forgotten")
+		runtime.KeepAlive(tr)
+	}
+}
