@@ -13,12 +13,24 @@ import (
 // on a PodGroup whose workload never had a finding.
 const HealthAnnotation = "gangmap.io/health"
 
+// MaxHealthFindings bounds the findings one workload's HealthAnnotation lists, and the Warning
+// Events the Reporter sends for one workload at one evaluation (the rest are counted, and said in
+// one Event). A workload's roles are its author's data (a JobSet of 900 replicated jobs whose
+// operator created the pod of one: 899 GangUnsatisfiable findings, 286 KB of JSON): unbounded,
+// the annotation passed the API server's 256 KiB limit for a PodGroup's annotations, its update
+// was refused at every evaluation (two seconds), each time a request against the grouper's
+// client rate limit shared with every other workload's grouping, and the workload got thousands
+// of Events per ResendInterval.
+const MaxHealthFindings = 16
+
 // Health is the value of HealthAnnotation.
 type Health struct {
 	// Healthy is true when the workload has no finding.
 	Healthy bool `json:"healthy"`
-	// Findings are the current findings, in Reasons order.
+	// Findings are the current findings, in Reasons order: the first MaxHealthFindings of them.
 	Findings []Finding `json:"findings,omitempty"`
+	// Omitted counts the current findings past the first MaxHealthFindings, not listed.
+	Omitted int `json:"omitted,omitempty"`
 	// LastTransitionTime is when the findings last changed (RFC 3339).
 	LastTransitionTime string `json:"lastTransitionTime"`
 }

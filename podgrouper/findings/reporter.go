@@ -24,6 +24,10 @@ import (
 // finding clears.
 const ReasonCleared = "GangFindingCleared"
 
+// ReasonMoreFindings is the Warning Event that counts a workload's findings past the first
+// MaxHealthFindings of one evaluation, which get no Event of their own.
+const ReasonMoreFindings = "GangFindingsMore"
+
 // Reporter turns the Tracker's findings into Events, metrics and the HealthAnnotation. It runs
 // as a manager Runnable (on the leader only), evaluating every Interval; what it reports changes
 // only when a finding appears, clears, or changes what it counts (Finding.Counts: "2 pod(s)"
@@ -132,7 +136,9 @@ func (r *Reporter) Tick(ctx context.Context) {
 	}
 }
 
-// report emits the Events and metrics of one workload's findings and writes its annotation.
+// report emits the Events and metrics of one workload's findings and writes its annotation. At
+// most MaxHealthFindings Events of findings (and as many of cleared ones) go out per call; the
+// findings past them are recorded as sent and said in one summary Event (see MaxHealthFindings).
 func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now time.Time, cfg Config) {
 	// The Events' objects, made for the first Event (most ticks send none).
 	var workload, karta *unstructured.Unstructured
@@ -141,6 +147,7 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 			workload, karta = workloadObject(rep.Workload), kartaObject(rep.Definition)
 		}
 	}
+	var sent, unsent, cleared, uncleared int
 	cur := map[findingKey]Finding{}
 	for _, f := range rep.Findings {
 		k := findingKey{f.Reason, f.Role}
@@ -164,6 +171,10 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 			st.sent = map[findingKey]sentFinding{}
 		}
 		st.sent[k] = sentFinding{at: now, counts: f.Counts}
+		if sent++; sent > MaxHealthFindings {
+			unsent++
+			continue
+		}
 		objects()
 		r.event(workload, corev1.EventTypeWarning, string(f.Reason), "%s", withRole(f))
 		if karta != nil {
@@ -177,12 +188,24 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		Gauge.WithLabelValues(st.kind, st.definition, string(k.reason)).Dec()
 		delete(st.sent, k)
 		st.dirty, st.transition = true, now
+		if cleared++; cleared > MaxHealthFindings {
+			uncleared++
+			continue
+		}
 		f := Finding{Reason: k.reason, Role: k.role}
 		objects()
 		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: the pods now agree with the gang plan", label(f))
 		if karta != nil {
 			r.event(karta, corev1.EventTypeNormal, ReasonCleared, "%s cleared on %s %s/%s: the pods now agree with the gang plan", label(f), rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name)
 		}
+	}
+	if unsent > 0 {
+		objects()
+		r.event(workload, corev1.EventTypeWarning, ReasonMoreFindings, "%d more finding(s) not sent as Events (at most %d at once); the PodGroup's %s annotation lists the first %d and counts the rest", unsent, MaxHealthFindings, HealthAnnotation, MaxHealthFindings)
+	}
+	if uncleared > 0 {
+		objects()
+		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%d more finding(s) cleared: the pods now agree with the gang plan", uncleared)
 	}
 	st.current = rep.Findings
 	if st.dirty && !r.DryRun && r.Client != nil {
@@ -194,6 +217,9 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 // PodGroup was written (a missing one is retried on the next tick).
 func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool {
 	h := Health{Healthy: len(st.current) == 0, Findings: st.current, LastTransitionTime: st.transition.UTC().Format(time.RFC3339)}
+	if len(h.Findings) > MaxHealthFindings {
+		h.Findings, h.Omitted = h.Findings[:MaxHealthFindings], len(h.Findings)-MaxHealthFindings
+	}
 	v, err := json.Marshal(h)
 	if err != nil {
 		return true

@@ -2,6 +2,8 @@ package findings
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,13 +11,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/manifest"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 )
 
@@ -175,4 +182,102 @@ func TestReporterKeepsNoStateOfHealthyWorkloads(t *testing.T) {
 	require.Len(t, rec.Events, 1, "sent again at once, not after ResendInterval")
 	assert.Contains(t, <-rec.Events, "Warning UnclaimedPods 1 pod(s)")
 	assert.Equal(t, 1.0, testutil.ToFloat64(g))
+}
+
+// manyRolesPlan is the plan of a JobSet of n replicated jobs of one pod each: n roles in one gang,
+// by the catalog's JobSet definition without its start rule (quadratic in the replicated jobs).
+func manyRolesPlan(t *testing.T, n int) *gang.Plan {
+	t.Helper()
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	require.NoError(t, err)
+	defs, err := catalog.Load()
+	require.NoError(t, err)
+	var def *definitions.Compiled
+	for _, ld := range defs {
+		if k := ld.Karta.Spec.Gangmap; ld.Name() == "jobset-x-k8s-io-jobset-v1alpha2" && k != nil && k.Gang != nil {
+			k.Gang.Startup = nil
+			def, err = definitions.Compile(ld, c)
+			require.NoError(t, err)
+		}
+	}
+	require.NotNil(t, def)
+	objs, err := manifest.ReadFile("../../gang/testdata/jobset-leader-workers.yaml")
+	require.NoError(t, err)
+	obj := objs[0]
+	obj.SetNamespace("ns")
+	obj.SetUID(uid)
+	rjs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "replicatedJobs")
+	many := make([]any, n)
+	for i := range many {
+		rj := runtime.DeepCopyJSONValue(rjs[0]).(map[string]any)
+		rj["name"] = fmt.Sprintf("role-%04d", i)
+		many[i] = rj
+	}
+	require.NoError(t, unstructured.SetNestedSlice(obj.Object, many, "spec", "replicatedJobs"))
+	p, err := gang.Build(context.Background(), def, obj)
+	require.NoError(t, err)
+	require.Len(t, p.Roles, n)
+	return p
+}
+
+// TestReporterBoundsAWorkloadsFindings: a JobSet of 900 replicated jobs (roles: its author's data)
+// whose operator created the pod of one role has 899 GangUnsatisfiable findings. The PodGroup's
+// health annotation lists the first MaxHealthFindings and counts the rest (all of them, 286 KB,
+// passed the API server's 256 KiB limit on a PodGroup's annotations, so the update failed at every
+// evaluation, each a request against the client's rate limit); the workload gets
+// MaxHealthFindings Warning Events and one that counts the others, not 899; the gauge counts
+// them all. When the pods come, the findings clear with as bounded Events.
+func TestReporterBoundsAWorkloadsFindings(t *testing.T) {
+	ctx := context.Background()
+	const n = 900
+	tr := NewTracker()
+	p := manyRolesPlan(t, n)
+	require.Len(t, p.PodGroups, 1)
+	tr.SetPlan(p, Definition{Name: "many-roles"}, t0)
+	tr.Observe(pod("first"), Observation{Owner: uid, Role: p.Roles[0].Name}, t0)
+	s := runtime.NewScheme()
+	require.NoError(t, v2alpha2.AddToScheme(s))
+	pg := &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: p.PodGroups[0].Name}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(pg).Build()
+	rec := record.NewFakeRecorder(2 * n)
+	now := t0.Add(cfg.GangUnsatisfiableGrace + time.Second)
+	r := &Reporter{Tracker: tr, Config: cfg, Client: c, Recorder: rec, Now: func() time.Time { return now }}
+	g := Gauge.WithLabelValues("JobSet", "many-roles", string(GangUnsatisfiable))
+
+	r.Tick(ctx)
+	assert.Equal(t, float64(n-1), testutil.ToFloat64(g))
+	require.Len(t, rec.Events, MaxHealthFindings+1)
+	for range MaxHealthFindings {
+		assert.Contains(t, <-rec.Events, "Warning GangUnsatisfiable role role-")
+	}
+	assert.Contains(t, <-rec.Events, fmt.Sprintf("Warning GangFindingsMore %d more finding(s) not sent as Events (at most %d at once)", n-1-MaxHealthFindings, MaxHealthFindings))
+	got := &v2alpha2.PodGroup{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(pg), got))
+	v := got.Annotations[HealthAnnotation]
+	assert.Less(t, len(v), 16<<10, "the annotation stays small")
+	h, err := ParseHealth(v)
+	require.NoError(t, err)
+	assert.False(t, h.Healthy)
+	assert.Len(t, h.Findings, MaxHealthFindings)
+	assert.Equal(t, n-1-MaxHealthFindings, h.Omitted)
+
+	all, err := json.Marshal(Health{Findings: tr.Evaluate(now, cfg)[0].Findings})
+	require.NoError(t, err)
+	assert.Greater(t, len(all), 256<<10, "all %d findings would pass the API server's limit on a PodGroup's annotations", n-1)
+	for i, role := range p.Roles[1:] {
+		tr.Observe(pod(fmt.Sprintf("p%d", i)), Observation{Owner: uid, Role: role.Name}, now)
+	}
+	now = now.Add(time.Second)
+	r.Tick(ctx)
+	assert.Zero(t, testutil.ToFloat64(g))
+	require.Len(t, rec.Events, MaxHealthFindings+1)
+	for range MaxHealthFindings {
+		assert.Contains(t, <-rec.Events, "Normal GangFindingCleared GangUnsatisfiable (role role-")
+	}
+	assert.Contains(t, <-rec.Events, fmt.Sprintf("Normal GangFindingCleared %d more finding(s) cleared", n-1-MaxHealthFindings))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(pg), got))
+	h, err = ParseHealth(got.Annotations[HealthAnnotation])
+	require.NoError(t, err)
+	assert.True(t, h.Healthy)
+	assert.Zero(t, h.Omitted)
 }
