@@ -24,6 +24,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/grouper"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/podbook"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/podview"
@@ -89,7 +90,8 @@ func decoded(tb testing.TB, obj, out any) {
 }
 
 // scaleCustomJob is the scale benchmark's CustomJob (e2e/testdata/customjob.yaml) number w with
-// workers workers, as the API server returns it, through the workloads' cache transform.
+// workers workers, as the API server returns it once gangmap has marked it (generation, KAI's and
+// gangmap's skip annotations: 8 metadata entries), through the workloads' cache transform.
 func scaleCustomJob(tb testing.TB, in *podview.Interner, raw []byte, w, workers int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
@@ -99,7 +101,9 @@ func scaleCustomJob(tb testing.TB, in *podview.Interner, raw []byte, w, workers 
 	u.SetName(fmt.Sprintf("w%05d", w))
 	u.SetUID(types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", w, w)))
 	u.SetResourceVersion(fmt.Sprint(100000 + w))
-	u.SetCreationTimestamp(metav1.Unix(1764590000, 0))
+	u.SetCreationTimestamp(metav1.Unix(1764590000+int64(w)/16, 0))
+	u.SetGeneration(1)
+	u.SetAnnotations(map[string]string{kaikeys.SkipPodGrouper: "true", ownerskip.SetBy: "set"})
 	if err := unstructured.SetNestedField(u.Object, int64(workers), "spec", "worker", "replicas"); err != nil {
 		tb.Fatal(err)
 	}
