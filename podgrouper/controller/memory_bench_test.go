@@ -192,7 +192,9 @@ func (s *steadyState) record(key types.NamespacedName, uid types.UID, job *unstr
 // CustomJobs of N/M pods (1 coordinator and workers, one gang each, as `make bench-scale`) and
 // reports its live heap (runtime.MemStats after a GC, above what the benchmark itself holds):
 // the projection of the grouper's heap at 100,000 pods and 10,000 workloads, the goal of issue 19
-// (256 MiB resident), and the heap per pod and per workload. The live heap of a grouper process
+// (256 MiB resident), and the heap per pod and per workload, and the heap's spans in use
+// (heap-spans-MiB, heapSpans: what the long-lived objects hold with the free slots around them).
+// The live heap of a grouper process
 // adds its fixed costs (the definitions, informers' machinery, metrics, HTTP/2 buffers: about
 // 8 MiB before any pod in the scale run) and the workloads' events in flight.
 func BenchmarkGrouperMemory(b *testing.B) {
@@ -208,7 +210,7 @@ func BenchmarkGrouperMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("pods=%d/workloads=%d", size.pods, size.workloads), func(b *testing.B) {
 			per := size.pods / size.workloads
 			for range b.N {
-				before := liveHeap()
+				before, spansBefore := liveHeap(), heapSpans()
 				s := newSteadyState(b)
 				now := time.Now()
 				for w := range size.workloads {
@@ -216,6 +218,7 @@ func BenchmarkGrouperMemory(b *testing.B) {
 				}
 				heap := float64(liveHeap() - before)
 				b.ReportMetric(heap/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(heapSpans()-spansBefore)/(1<<20), "heap-spans-MiB")
 				b.ReportMetric(heap/float64(size.pods), "heap-bytes/pod")
 				for _, part := range s.parts() {
 					b.ReportMetric(part.freed()/float64(size.pods), part.unit+"-bytes/pod")
@@ -224,6 +227,16 @@ func BenchmarkGrouperMemory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// heapSpans is the heap's spans in use right after liveHeap's collections (runtime.MemStats
+// HeapInuse): the live heap plus the free slots of spans that hold a live object, which the Go
+// runtime cannot return to the OS (nor move the objects out of). The Go memory limit counts the
+// spans, not the live heap.
+func heapSpans() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
 
 // part is one part of the steady state, and how to let it go.
