@@ -71,12 +71,14 @@ func TestConcurrentCreatesPostOnce(t *testing.T) {
 	const n = 8
 	cache := &lagging{}
 	var a *Applier
+	var first atomic.Bool
 	a, c, w := newApplier(t, interceptor.Funcs{Get: cache.get,
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			// Hold the POST until every other caller has joined the flight.
-			for deadline := time.Now().Add(10 * time.Second); followers(a, obj) < n-1 && time.Now().Before(deadline); {
+			// Hold the first POST until every other caller has joined the flight.
+			for deadline := time.Now().Add(10 * time.Second); !first.Load() && followers(a, obj) < n-1 && time.Now().Before(deadline); {
 				time.Sleep(time.Millisecond)
 			}
+			first.Store(true)
 			return c.Create(ctx, obj, opts...)
 		}})
 	res, errs := applyAll(a, n)
