@@ -17,12 +17,15 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 // unmanagedReserve is what a container's memory limit must leave outside the Go runtime's soft
 // limit: the resident memory the runtime does not count. Go's limit covers the heap, goroutine
 // stacks and the runtime's own metadata (runtime/debug.SetMemoryLimit), not the pages of the
-// binary mapped from its file, which the cgroup charges to the container too. The grouper's
-// binary is ~57 MB of text; measured on the 100,000-pod scale run (bench/README.md, session 6),
-// 49 MiB of its resident set was file-backed, and the anonymous part held at the soft limit
-// (the live heap was 100 MiB, but pages of freed objects share spans with live ones). The
-// limit is also soft: the heap grows while a collection runs (a metrics scrape of 10,000
-// workloads' series allocates tens of MB), so the rest, 31 MiB, is that margin.
+// binary mapped from its file, which the cgroup charges to the container too. Measured on the
+// 100,000-pod scale run of session 6 (bench/README.md), 49 MiB of the resident set was
+// file-backed, and the anonymous part ran above the soft limit (the heap's spans in use are
+// 1.5-1.8 times the live heap after a collection, so at 110 MiB live the collector runs back to
+// back and its CPU cap lets the heap pass the limit). Since session 7 the grouper releases its
+// binary's start pages (startupPages: 25-30 MiB of them stay resident under load instead of
+// 42-50); the reserve is kept at 80 MiB, so that the pages released lower the resident set
+// rather than raise the heap, and the rest is the margin for the soft limit's overshoot (a
+// metrics scrape of 10,000 workloads' series allocates tens of MB).
 const unmanagedReserve = 80 << 20
 
 // memoryLimit is the Go runtime's soft memory limit to set, in bytes, and where it comes from:
