@@ -44,16 +44,22 @@ type mapping struct {
 }
 
 // binaryMappings parses /proc/self/smaps and returns the mappings of the file exe that are
-// readable, not writable, and hold no anonymous pages.
+// readable, not writable, and hold no private page: their entry says "Anonymous: 0 kB" (no
+// copied page in memory) and, when it has a Swap line, "Swap: 0 kB" (none swapped out either:
+// a relocated or debugger-written page out of memory counts there, and MADV_DONTNEED would drop
+// it). An entry that does not say is left alone.
 func binaryMappings(smaps []byte, exe string) []mapping {
 	var out []mapping
 	var cur *mapping
-	var anon int64
+	// private is the private pages' kB the entry reported (anonymous and swapped); counted says
+	// it reported its anonymous pages.
+	var private int64
+	var counted bool
 	flush := func() {
-		if cur != nil && anon == 0 {
+		if cur != nil && counted && private == 0 {
 			out = append(out, *cur)
 		}
-		cur, anon = nil, 0
+		cur, private, counted = nil, 0, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
@@ -80,7 +86,9 @@ func binaryMappings(smaps []byte, exe string) []mapping {
 		case "Rss:":
 			cur.rss = kb << 10
 		case "Anonymous:":
-			anon = kb
+			private, counted = private+kb, true
+		case "Swap:":
+			private += kb
 		}
 	}
 	flush()
