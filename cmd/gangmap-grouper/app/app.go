@@ -80,6 +80,10 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Events go through a correlator with smaller caches than controller-runtime's (events.go).
+	if mgr, err = withEvents(mgr); err != nil {
+		return nil, nil, err
+	}
 	compiler, err := expr.NewCompiler(expr.DefaultLimits())
 	if err != nil {
 		return nil, nil, err
