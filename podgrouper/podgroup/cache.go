@@ -60,10 +60,11 @@ import (
 // do), and a minMember or minSubGroup below 256 is a shared pointer (canonicalInt32).
 //
 // A string, map or sub-group list is stored in CacheView's tables the second time it is seen
-// (the first time only its 64-bit hash is kept), so values that only one PodGroup holds (its
-// top-owner-metadata annotation, its annotation map) never take room in them. Each table is
-// bounded (cacheViewTableSize) and starts over when full, so the tables keep at most that many
-// values alive after their PodGroups are gone. Safe for concurrent use.
+// (the first time only its 64-bit hash is kept), so values that only one PodGroup holds never
+// take room in them; the annotations that name one workload (top-owner-metadata,
+// last-applied-configuration) and the annotation maps holding them are not even hashed. Each
+// table is bounded (cacheViewTableSize) and starts over when full, so the tables keep at most
+// that many values alive after their PodGroups are gone. Safe for concurrent use.
 type CacheView struct {
 	mu        sync.Mutex
 	seed      maphash.Seed
@@ -161,10 +162,23 @@ func (c *CacheView) strList(l []string) []string {
 
 // stringMap returns the table's map equal to m (same keys and values), else a new map of m's
 // entries with the table's strings (added to the table when seen before). nil stays nil; an
-// empty map stays empty.
+// empty map stays empty. A map with a per-workload annotation (perWorkload) is one workload's,
+// so it is a new map whose per-workload values are kept as they are: neither takes an entry in
+// the tables (which would hold one per workload: 59 B per cached scale PodGroup at 10,000).
 func (c *CacheView) stringMap(m map[string]string) map[string]string {
 	if m == nil {
 		return nil
+	}
+	if hasPerWorkload(m) {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			if perWorkload[k] {
+				out[c.str(k)] = v
+			} else {
+				out[c.str(k)] = c.str(v)
+			}
+		}
+		return out
 	}
 	// The hash of a map: the sum of its entries' hashes (no order).
 	h := uint64(len(m))
@@ -190,6 +204,20 @@ func (c *CacheView) stringMap(m map[string]string) map[string]string {
 		c.maps[h] = out
 	}
 	return out
+}
+
+// perWorkload are the annotations whose value names one workload: KAI's top-owner-metadata (its
+// UID) and kubectl's last-applied-configuration (its name), which KAI's default metadata copies
+// from the workload.
+var perWorkload = map[string]bool{kaikeys.TopOwnerMetadata: true, corev1.LastAppliedConfigAnnotation: true}
+
+func hasPerWorkload(m map[string]string) bool {
+	for k := range perWorkload {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ownerReferences returns a copy of refs with the table's strings, and each owner's name and UID

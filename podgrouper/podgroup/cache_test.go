@@ -214,6 +214,13 @@ func TestCacheViewShares(t *testing.T) {
 	assert.Equal(t, unsafeStringData(a.OwnerReferences[0].APIVersion), unsafeStringData(d.OwnerReferences[0].APIVersion))
 	assert.Equal(t, unsafeStringData(a.Annotations["gangmap.io/role-gpus"]), unsafeStringData(b.Annotations["gangmap.io/role-gpus"]))
 	assert.Equal(t, unsafeStringData(d.Spec.SubGroups[0].Name), unsafeStringData(a.Spec.SubGroups[0].Name))
+	tables := func(from, to int) int {
+		for i := from; i < to; i++ {
+			cachedView(t, c, decodeAsInformer(t, served(scaleMetadata(i), i, false)))
+		}
+		return len(c.seen) + len(c.strs) + len(c.maps) + len(c.subGroups)
+	}
+	assert.Equal(t, tables(10, 20), tables(20, 120), "per-workload values take no entries in the tables")
 	assert.Same(t, a.Spec.MinSubGroup, d.Spec.MinSubGroup, "small minimums are shared")
 	assert.Equal(t, int32(2), *a.Spec.MinSubGroup)
 	// The owner's UID and name are the bytes of the PodGroup's own name (pg-<UID>-customjob) and
