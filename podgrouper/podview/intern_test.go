@@ -26,7 +26,7 @@ import (
 
 // samples are the first object of every workload sample of gang/testdata, e2e/testdata and the
 // catalog's testdata, as JSON (what the informer decodes), by directory and file name.
-func samples(t *testing.T) map[string][]byte {
+func samples(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, dir := range []string{"../../gang/testdata", "../../e2e/testdata", "../../definitions/catalog/testdata"} {
@@ -255,4 +255,43 @@ func TestInternerStaticKeys(t *testing.T) {
 	again, _ := in.Transform(got[2])
 	assert.True(t, sameTree(root, again.(*unstructured.Unstructured).Object), "a second transform made a new root")
 	assert.True(t, sameTree(md, again.(*unstructured.Unstructured).Object["metadata"]), "a second transform made a new metadata map")
+}
+
+// FuzzInternerKeepsContent: any JSON object the informer could decode, transformed by an
+// Interner that has seen it before (so its subtrees are shared) and again (client-go's
+// watch-list path), holds exactly what TransformWorkload alone keeps, and the shared copy is
+// not changed by the second object's transform.
+func FuzzInternerKeepsContent(f *testing.F) {
+	for _, js := range samples(f) {
+		f.Add(js)
+	}
+	f.Add([]byte(`{"apiVersion":"v1","kind":"K","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"1","generation":1,"creationTimestamp":"2026-12-02T01:40:00Z","labels":{"a":"b"},"annotations":{"c":"d"}},"spec":{"x":[1,2.5,"s",true,null,{"y":{}}]}}`))
+	in := NewInterner(64)
+	f.Fuzz(func(t *testing.T, js []byte) {
+		decode := func() *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(js); err != nil {
+				return nil
+			}
+			return u
+		}
+		first := decode()
+		if first == nil {
+			return
+		}
+		want, _ := TransformWorkload(decode())
+		a, _ := in.Transform(first)
+		before := a.(*unstructured.Unstructured).DeepCopy()
+		b, _ := in.Transform(decode())
+		again, _ := in.Transform(b)
+		w := want.(*unstructured.Unstructured).Object
+		for _, got := range []any{a, b, again} {
+			if !reflect.DeepEqual(w, got.(*unstructured.Unstructured).Object) {
+				t.Fatalf("content changed:\nwant %v\ngot  %v", w, got.(*unstructured.Unstructured).Object)
+			}
+		}
+		if !reflect.DeepEqual(before.Object, a.(*unstructured.Unstructured).Object) {
+			t.Fatal("the first object changed when the second was transformed")
+		}
+	})
 }
