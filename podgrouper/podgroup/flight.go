@@ -123,18 +123,7 @@ func (a *Applier) create(ctx context.Context, desired *v2alpha2.PodGroup) (Resul
 	for {
 		fl, leader := a.flights.join(key)
 		if leader {
-			// What is sent, before the client overwrites desired with what the server stored
-			// (defaults, metadata): the others compare what they would send.
-			sent := desired.DeepCopy()
-			err := a.Client.Create(ctx, desired)
-			if err != nil {
-				sent = nil
-			}
-			a.flights.finish(key, fl, sent)
-			if err != nil {
-				return "", err
-			}
-			return Created, nil
+			return a.lead(ctx, key, fl, desired)
 		}
 		select {
 		case <-fl.done:
@@ -149,6 +138,30 @@ func (a *Applier) create(ctx context.Context, desired *v2alpha2.PodGroup) (Resul
 		}
 		return "", apierrors.NewAlreadyExists(v2alpha2.SchemeGroupVersion.WithResource("podgroups").GroupResource(), desired.Name)
 	}
+}
+
+// lead POSTs desired for the flight fl of key and ends the flight with its result, also when
+// the POST panics (the flight's followers then create on their own instead of waiting forever).
+func (a *Applier) lead(ctx context.Context, key types.NamespacedName, fl *createFlight, desired *v2alpha2.PodGroup) (Result, error) {
+	// What is sent, before the client overwrites desired with what the server stored (defaults,
+	// metadata): the others compare what they would send.
+	sent := desired.DeepCopy()
+	ended := false
+	defer func() {
+		if !ended { // the POST panicked: the panic goes on, the flight ends failed
+			a.flights.finish(key, fl, nil)
+		}
+	}()
+	err := a.Client.Create(ctx, desired)
+	if err != nil {
+		sent = nil
+	}
+	ended = true
+	a.flights.finish(key, fl, sent)
+	if err != nil {
+		return "", err
+	}
+	return Created, nil
 }
 
 // CacheEvents returns the handler to add to the informer of the cache Client reads PodGroups

@@ -172,3 +172,86 @@ func TestFailedCreateIsNotShared(t *testing.T) {
 	assert.True(t, apierrors.IsServiceUnavailable(failed), "got %v", failed)
 	assert.Equal(t, int32(2), w.creates.Load())
 }
+
+// A first caller whose POST panics (controller-runtime recovers a reconcile's panic and goes on)
+// does not leave its flight open: the next caller of the PodGroup creates it instead of waiting
+// for an answer that never comes (a reconcile's context has no deadline: it would wait forever,
+// and so would every worker that reconciles a pod of the workload).
+func TestPanickedCreateIsNotWaitedFor(t *testing.T) {
+	cache := &lagging{}
+	var calls atomic.Int32
+	a, _, w := newApplier(t, interceptor.Funcs{Get: cache.get,
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if calls.Add(1) == 1 {
+				panic("the client broke")
+			}
+			return c.Create(ctx, obj, opts...)
+		}})
+	func() {
+		defer func() { assert.Equal(t, "the client broke", recover()) }()
+		_, _ = a.Apply(context.Background(), karta())
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := a.Apply(ctx, karta())
+	require.NoError(t, err)
+	assert.Equal(t, Created, res)
+	assert.Equal(t, int32(2), w.creates.Load())
+	assert.Empty(t, a.flights.m)
+}
+
+// KAI's pod-grouper created the PodGroup first: the first caller's POST meets the 409, and so does
+// each waiting caller's own (as before the single flight): every caller returns AlreadyExists (the
+// reconciler requeues and reads again), none hangs, and nothing stays in the flights. A waiting
+// caller whose context ends returns its error and leaves nothing behind either.
+func TestConflictingCreateReachesEveryCaller(t *testing.T) {
+	const n = 4
+	cache := &lagging{}
+	var a *Applier
+	var calls atomic.Int32
+	a, _, w := newApplier(t, interceptor.Funcs{Get: cache.get,
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			first := calls.Add(1) == 1
+			for deadline := time.Now().Add(10 * time.Second); first && followers(a, obj) < n-1 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			return apierrors.NewAlreadyExists(schema.GroupResource{Group: v2alpha2.SchemeGroupVersion.Group, Resource: "podgroups"}, obj.GetName())
+		}})
+	a.CacheEvents()
+	_, errs := applyAll(a, n)
+	for _, err := range errs {
+		assert.True(t, apierrors.IsAlreadyExists(err), "got %v", err)
+	}
+	assert.Equal(t, int32(n), w.creates.Load(), "each caller's own POST, one after the other")
+	assert.Empty(t, a.flights.m)
+
+	// A waiting caller whose context ends.
+	release := make(chan struct{})
+	b, _, _ := newApplier(t, interceptor.Funcs{Get: cache.get,
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			<-release
+			return c.Create(ctx, obj, opts...)
+		}})
+	b.CacheEvents()
+	done := make(chan error)
+	go func() { _, err := b.Apply(context.Background(), karta()); done <- err }()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b.flights.mu.Lock()
+		started := len(b.flights.m) == 1
+		b.flights.mu.Unlock()
+		if started {
+			break
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := b.Apply(ctx, karta())
+	assert.ErrorIs(t, err, context.Canceled)
+	close(release)
+	require.NoError(t, <-done)
+	cache.caught.Store(true)
+	res, err := b.Apply(context.Background(), karta())
+	require.NoError(t, err)
+	assert.Equal(t, Unchanged, res)
+	assert.Empty(t, b.flights.m, "the Get that found the PodGroup dropped the remembered create")
+}
