@@ -91,7 +91,10 @@ bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission
 	$(GO) test -run '^$$' -bench 'GrouperMemory|PodBookkeepingBytes' -benchtime 1x ./podgrouper/controller/
 	$(GO) test -run '^$$' -bench CachedOwnerBytes -benchtime 1x ./podgrouper/owners/
 	$(GO) test -run '^$$' -bench 'PodCacheBytes|ListPeakBytes' -benchtime 1x ./podgrouper/podcache/
-	$(GO) test -run '^$$' -bench ScrapeWorkloads -benchtime 3x ./podgrouper/workloadmetrics/
+	$(GO) test -run '^$$' -bench 'ScrapeWorkloads|ForgottenWorkloadBytes' -benchtime 3x ./podgrouper/workloadmetrics/
+	$(GO) test -run '^$$' -bench WorkloadStateBytes -benchtime 1x ./podgrouper/controller/
+	$(GO) test -run '^$$' -bench ReporterTick -benchmem ./podgrouper/findings/
+	$(GO) test -run '^$$' -bench EventCorrelatorBytes -benchtime 1x ./cmd/gangmap-grouper/app/
 
 bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.
 	assets=$$(bash hack/control-plane.sh); \

@@ -106,7 +106,9 @@ func (r *Reporter) Tick(ctx context.Context) {
 	cfg := r.Config.WithDefaults()
 	now := r.now()
 	seen := map[types.UID]bool{}
-	for _, rep := range r.Tracker.Evaluate(now, cfg) {
+	// The workloads without findings matter only if they had some: what was sent is cleared.
+	reportedOn := func(uid types.UID) bool { _, ok := r.state[uid]; return ok }
+	for _, rep := range r.Tracker.EvaluateSome(now, cfg, reportedOn) {
 		uid := types.UID(rep.Workload.UID)
 		st := r.state[uid]
 		if st == nil {

@@ -86,6 +86,9 @@ type rareState struct {
 	unclaimedPod string
 }
 
+// noRareState is the rare state of a workload that has none (read only).
+var noRareState rareState
+
 // rareState returns the workload's rare state, made when it has none.
 func (w *workload) rareState() *rareState {
 	if w.rare == nil {
@@ -337,17 +340,29 @@ type Report struct {
 
 // Evaluate returns the findings of every workload whose plan is known, at time now.
 func (t *Tracker) Evaluate(now time.Time, cfg Config) []Report {
+	return t.EvaluateSome(now, cfg, func(types.UID) bool { return true })
+}
+
+// EvaluateSome returns the findings, at time now, of every workload whose plan is known and that
+// has findings or for which report (called under the Tracker's lock: it must not call the
+// Tracker) returns true. The Reporter asks for the workloads it reported on before: a tick over
+// 10,000 healthy workloads allocated 1.9 MB of Reports (BenchmarkReporterTick).
+func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID) bool) []Report {
 	cfg = cfg.WithDefaults()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Report, 0, len(t.workloads))
+	var out []Report
 	at := t.since(now)
 	for uid, w := range t.workloads {
 		if !w.planned {
 			continue
 		}
+		fs := w.findings(at, cfg)
+		if len(fs) == 0 && !report(uid) {
+			continue
+		}
 		r := Report{Workload: gang.WorkloadRef{APIVersion: w.apiVersion, Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: string(uid)},
-			Definition: *w.definition, Findings: w.findings(at, cfg)}
+			Definition: *w.definition, Findings: fs}
 		r.PodGroups = append(r.PodGroups, w.podGroups...)
 		out = append(out, r)
 	}
@@ -360,7 +375,7 @@ func (w *workload) findings(at time.Duration, cfg Config) []Finding {
 	var fs []Finding
 	rare := w.rare
 	if rare == nil {
-		rare = &rareState{}
+		rare = &noRareState
 	}
 	if rare.unclaimed > 0 {
 		ex := ""

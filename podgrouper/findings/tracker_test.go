@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sort"
 	"testing"
 	"time"
 
@@ -249,4 +250,28 @@ func TestEqualPlanKeepsTheClock(t *testing.T) {
 	fs = evaluate(t, tr, t0.Add(11*time.Minute+time.Second), cfg)
 	require.Equal(t, []string{"GangUnsatisfiable(workers)"}, reasons(fs))
 	require.Contains(t, fs[0].Message, "requires 3 pods of the role, 1 exist")
+}
+
+// EvaluateSome reports the workloads with findings and those it is asked for; Evaluate all.
+func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
+	tr := NewTracker()
+	p := seedPlan(t, 2)
+	tr.SetPlan(p, Definition{Name: "d"}, t0)
+	healthy := *p
+	healthy.Workload.UID, healthy.Workload.Name = "healthy-uid", "healthy"
+	tr.SetPlan(&healthy, Definition{Name: "d"}, t0)
+	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
+	names := func(rs []Report) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Workload.UID)
+		}
+		sort.Strings(out)
+		return out
+	}
+	none := func(types.UID) bool { return false }
+	require.Equal(t, []string{uid}, names(tr.EvaluateSome(t0, cfg, none)))
+	asked := func(u types.UID) bool { return u == "healthy-uid" }
+	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.EvaluateSome(t0, cfg, asked)))
+	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg)))
 }
