@@ -234,11 +234,25 @@ func (c *CacheView) ownerReferences(refs []metav1.OwnerReference, hosts ...strin
 	for i, r := range refs {
 		out[i] = r
 		out[i].APIVersion, out[i].Kind = c.str(r.APIVersion), c.str(r.Kind)
-		out[i].Name, out[i].UID = within(r.Name, hosts), types.UID(within(string(r.UID), hosts))
+		if i < maxHostedOwners {
+			out[i].Name, out[i].UID = within(r.Name, hosts), types.UID(within(string(r.UID), hosts))
+		}
 		out[i].Controller, out[i].BlockOwnerDeletion = podview.CanonicalBool(r.Controller), podview.CanonicalBool(r.BlockOwnerDeletion)
 	}
 	return out
 }
+
+// The bounds of the owner references' search in their hosts (ownerReferences), so that a
+// PodGroup with thousands of owner references and a large annotation (an object of 1.5 MiB:
+// anyone who may create PodGroups can write one) costs the informer's one transform goroutine
+// tens of microseconds per event, not seconds (len(refs) × len(host) bytes compared): the
+// first two owner references (gangmap's and KAI's PodGroups have one), in hosts of at most
+// 64 KiB (a PodGroup name is at most 253 bytes, a top-owner-metadata annotation a few hundred,
+// a few KiB when it copies the owner's last-applied-configuration).
+const (
+	maxHostedOwners = 2
+	maxHostBytes    = 64 << 10
+)
 
 // smallInt32s are the values canonicalInt32 shares; never written.
 var smallInt32s = func() (a [256]int32) {
@@ -258,12 +272,15 @@ func canonicalInt32(p *int32) *int32 {
 	return p
 }
 
-// within returns the first substring of hosts equal to s, else s.
+// within returns the first substring of hosts (of at most maxHostBytes each) equal to s, else s.
 func within(s string, hosts []string) string {
 	if s == "" {
 		return s
 	}
 	for _, h := range hosts {
+		if len(h) > maxHostBytes {
+			continue
+		}
 		if i := strings.Index(h, s); i >= 0 {
 			return h[i : i+len(s)]
 		}
