@@ -119,7 +119,8 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
-// A refused min-member override is told on the workload with a Warning Event, once per plan.
+// A refused min-member override is told on the workload with a Warning Event, once per workload
+// version (not per pod, nor per plan build).
 func TestRefusedOverrideEvent(t *testing.T) {
 	g := newGrouper(t)
 	rec := record.NewFakeRecorder(10)
@@ -135,6 +136,18 @@ func TestRefusedOverrideEvent(t *testing.T) {
 	require.Len(t, rec.Events, 1, "once per plan build, not per pod")
 	ev := <-rec.Events
 	require.Contains(t, ev, "Warning MinMemberOverrideRefused annotation gangmap.io/min-member=\"5\" not applied: 5 is above the 4 pods of PodGroup pg-11111111-2222-3333-4444-555555555555-group-0")
+
+	// The plan evicted (as past PlanCacheSize) and built again: not told again.
+	g.Forget(lws.GetNamespace(), lws.GetUID())
+	_, _, err = g.Plan(context.Background(), lws)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), g.builds.Load())
+	require.Empty(t, rec.Events, "once per workload version, not per plan build")
+	// A new version of the workload still refusing it: told again.
+	lws.SetResourceVersion("2")
+	_, _, err = g.Plan(context.Background(), lws)
+	require.NoError(t, err)
+	require.Len(t, rec.Events, 1)
 }
 
 // BenchmarkPlanLinearity plans LeaderWorkerSets of 100 and 10,000 pods (size 4: 25 and 2,500

@@ -37,13 +37,25 @@ func PathMisses(plan *gang.Plan) []definitions.PathMiss { return plan.Misses }
 
 // driftReporter reports path misses: the metric for every definition, and a Warning Event on
 // the Karta for a definition from the cluster, once per definition version, workload and path.
+// It also remembers the refused overrides reported (Grouper.reportOverrides).
 type driftReporter struct {
 	once     sync.Once
 	reported *lru.Cache
 }
 
-// reportedSize bounds the remembered (definition version, workload, path) triples.
+// reportedSize bounds the remembered (definition version, workload, path) triples and refused
+// overrides (workload version, annotation, value).
 const reportedSize = 4096
+
+// seen reports whether key was reported before, remembering it otherwise.
+func (d *driftReporter) seen(key string) bool {
+	d.once.Do(func() { d.reported = lru.New(reportedSize) })
+	if _, ok := d.reported.Get(key); ok {
+		return true
+	}
+	d.reported.Add(key, struct{}{})
+	return false
+}
 
 // report counts and reports the misses of a freshly built plan of topOwner.
 func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.Unstructured, plan *gang.Plan) {
@@ -57,7 +69,6 @@ func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.U
 	if g.Recorder == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
 		return
 	}
-	g.drift.once.Do(func() { g.drift.reported = lru.New(reportedSize) })
 	md := c.Loaded.Karta.Metadata
 	karta := &unstructured.Unstructured{}
 	karta.SetAPIVersion(definitions.APIVersion)
@@ -66,10 +77,9 @@ func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.U
 	karta.SetUID(types.UID(md.UID))
 	for _, m := range misses {
 		key := fmt.Sprintf("%s|%s|%s|%s", md.UID, md.ResourceVersion, topOwner.GetUID(), m.Path)
-		if _, seen := g.drift.reported.Get(key); seen {
+		if g.drift.seen(key) {
 			continue
 		}
-		g.drift.reported.Add(key, struct{}{})
 		g.Recorder.Eventf(karta, corev1.EventTypeWarning, ReasonPathMiss,
 			"%s (%s) resolved to nothing on %s %s/%s: the framework may have renamed the field, or the definition has a typo",
 			m.Path, m.Expression, topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName())

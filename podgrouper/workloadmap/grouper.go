@@ -279,16 +279,23 @@ func (g *Grouper) Role(ctx context.Context, topOwner *unstructured.Unstructured,
 // gangmap refused (not a whole number, below 1, or a pod count above a PodGroup's pods).
 const ReasonOverrideRefused = "MinMemberOverrideRefused"
 
-// reportOverrides emits, once per plan build, a Warning Event on the workload for each refused
-// min-member override, so its owner learns why the annotation had no effect.
+// reportOverrides emits a Warning Event on the workload for each refused min-member override,
+// so its owner learns why the annotation had no effect: once per workload version, remembered
+// with the path misses (driftReporter), so a plan built again after its eviction from the plan
+// cache (PlanCacheSize) does not repeat it.
 func (g *Grouper) reportOverrides(topOwner *unstructured.Unstructured, plan *gang.Plan) {
 	if g.Recorder == nil {
 		return
 	}
 	for _, o := range plan.Overrides {
-		if !o.Applied {
-			g.Recorder.Eventf(topOwner, corev1.EventTypeWarning, ReasonOverrideRefused, "annotation %s=%q not applied: %s", o.Annotation, o.Value, o.Reason)
+		if o.Applied {
+			continue
 		}
+		key := fmt.Sprintf("override|%s|%s|%s|%s", topOwner.GetUID(), topOwner.GetResourceVersion(), o.Annotation, o.Value)
+		if g.drift.seen(key) {
+			continue
+		}
+		g.Recorder.Eventf(topOwner, corev1.EventTypeWarning, ReasonOverrideRefused, "annotation %s=%q not applied: %s", o.Annotation, o.Value, o.Reason)
 	}
 }
 
