@@ -109,6 +109,9 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 		return Unchanged, nil
 	}
 	existing = existing.DeepCopy()
+	// desired kept the cached object's own pointers (keepOwnedFields); the Update decodes the
+	// server's answer into what it sends, through its pointers: send the copy's.
+	desired.Spec.MarkUnschedulable, desired.Spec.SchedulingBackoff = existing.Spec.MarkUnschedulable, existing.Spec.SchedulingBackoff
 	mergeInto(existing, desired)
 	if err := a.Client.Update(ctx, existing); err != nil {
 		return "", fmt.Errorf("updating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)

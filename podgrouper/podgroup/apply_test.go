@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -293,4 +294,43 @@ func TestApplyErrors(t *testing.T) {
 			assert.Equal(t, tc.wantWrites, w.total())
 		})
 	}
+}
+
+// An Update decodes the API server's answer into the object it sent (client-go's Result.Into:
+// encoding/json semantics, a non-nil pointer is written through). The fields Apply keeps from
+// the cached PodGroup, read without a deep copy (markUnschedulable, schedulingBackoff: pointers),
+// must not be the cache's own pointers in what it sends: otherwise the answer (here a PodGroup
+// webhook's different backoff) is written into the cached object, which other goroutines read
+// at the same time and which the informer alone may change.
+func TestUpdateAnswerDoesNotWriteTheCache(t *testing.T) {
+	cached := Build(karta())
+	cached.ResourceVersion = "7"
+	cached.Annotations["gangmap.io/gpus"] = "8" // Apply updates it to 12
+	cached.Spec.MarkUnschedulable, cached.Spec.SchedulingBackoff = ptr.To(true), ptr.To(int32(-1))
+	a, _, w := newApplier(t, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			*obj.(*v2alpha2.PodGroup) = *cached // the cache's object, shallow: client.UnsafeDisableDeepCopy
+			return nil
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			sent, err := json.Marshal(obj)
+			if err != nil {
+				return err
+			}
+			stored := &v2alpha2.PodGroup{}
+			require.NoError(t, json.Unmarshal(sent, stored))
+			stored.Spec.MarkUnschedulable, stored.Spec.SchedulingBackoff = ptr.To(false), ptr.To(int32(5)) // the server's answer differs
+			answer, err := json.Marshal(stored)
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal(answer, obj) // as Result.Into: into the object sent, not zeroed
+		}})
+	res, err := a.Apply(context.Background(), karta())
+	require.NoError(t, err)
+	assert.Equal(t, Updated, res)
+	assert.Equal(t, int32(1), w.updates.Load())
+	assert.True(t, *cached.Spec.MarkUnschedulable, "the cached PodGroup's markUnschedulable")
+	assert.Equal(t, int32(-1), *cached.Spec.SchedulingBackoff, "the cached PodGroup's schedulingBackoff")
+	assert.Equal(t, "8", cached.Annotations["gangmap.io/gpus"])
 }
