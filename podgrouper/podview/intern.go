@@ -129,39 +129,7 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 	var b [9]byte
 	switch t := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		h.WriteByte('m')
-		ok, moved := true, false
-		var small [8]any // most maps are small: no allocation for their children
-		children := small[:0]
-		if len(keys) > len(small) {
-			children = make([]any, 0, len(keys))
-		}
-		for _, k := range keys {
-			c, ch, cok := in.share(t[k])
-			ok = ok && cok
-			children = append(children, c)
-			moved = moved || !sameTree(t[k], c)
-			writeString(&h, k)
-			binary.LittleEndian.PutUint64(b[:8], ch)
-			_, _ = h.Write(b[:8])
-		}
-		if moved {
-			// Each key written once: an assignment to a full map of 8 grows it (see Transform).
-			m := make(map[string]any, len(t))
-			for i, k := range keys {
-				m[k] = children[i]
-			}
-			v = m
-		}
-		if !ok {
-			return v, 0, false
-		}
-		return in.lookup(v, h.Sum64()), h.Sum64(), true
+		return in.shareMap(t)
 	case []any:
 		h.WriteByte('l')
 		ok := true
@@ -207,6 +175,47 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 		return v, 0, false
 	}
 	return v, h.Sum64(), true
+}
+
+// shareMap is share of a map: a new map holding the shared children when any of them moved,
+// each key written once (an assignment to a full map of 8 grows it, see Transform).
+func (in *Interner) shareMap(t map[string]any) (any, uint64, bool) {
+	var h maphash.Hash
+	h.SetSeed(in.seed)
+	var b [8]byte
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h.WriteByte('m')
+	ok, moved := true, false
+	var small [8]any // most maps are small: no allocation for their children
+	children := small[:0]
+	if len(keys) > len(small) {
+		children = make([]any, 0, len(keys))
+	}
+	for _, k := range keys {
+		c, ch, cok := in.share(t[k])
+		ok = ok && cok
+		children = append(children, c)
+		moved = moved || !sameTree(t[k], c)
+		writeString(&h, k)
+		binary.LittleEndian.PutUint64(b[:], ch)
+		_, _ = h.Write(b[:])
+	}
+	var v any = t
+	if moved {
+		m := make(map[string]any, len(t))
+		for i, k := range keys {
+			m[k] = children[i]
+		}
+		v = m
+	}
+	if !ok {
+		return v, 0, false
+	}
+	return in.lookup(v, h.Sum64()), h.Sum64(), true
 }
 
 // lookup returns the cached subtree of hash h when it equals v, else caches v and returns it.
