@@ -3,6 +3,8 @@ package podgroup
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -256,4 +258,82 @@ func TestConflictingCreateReachesEveryCaller(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Unchanged, res)
 	assert.Empty(t, b.flights.m, "the Get that found the PodGroup dropped the remembered create")
+}
+
+// Rounds of concurrent Applies of one PodGroup against a lagging cache, with POSTs that succeed,
+// fail (503), panic or are slow, and callers whose context is cancelled before or while they
+// wait: every caller returns (no hang), with Created, Unchanged, or the error of a POST (its own
+// or, for AlreadyExists, the created PodGroup's), its context's, or the panic; at most one
+// caller per round says Created; and once the cache's event for the round's PodGroup came,
+// nothing of the round stays in the flights (under -race: no data race).
+func TestSingleFlightStress(t *testing.T) {
+	const rounds, n = 40, 6
+	cache := &lagging{}
+	rng := rand.New(rand.NewPCG(3, 5))
+	var mu sync.Mutex
+	roll := func(k int) int { mu.Lock(); defer mu.Unlock(); return rng.IntN(k) }
+	a, c, _ := newApplier(t, interceptor.Funcs{Get: cache.get,
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			time.Sleep(time.Duration(roll(300)) * time.Microsecond)
+			switch roll(6) {
+			case 0:
+				return apierrors.NewServiceUnavailable("etcd is away")
+			case 1:
+				panic("the client broke")
+			}
+			return c.Create(ctx, obj, opts...)
+		}})
+	events := a.CacheEvents()
+	for round := range rounds {
+		cache.caught.Store(false)
+		res, errs := make([]Result, n), make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			switch roll(5) {
+			case 0:
+				cancel()
+			case 1:
+				time.AfterFunc(time.Duration(roll(200))*time.Microsecond, cancel)
+			}
+			wg.Go(func() {
+				defer func() {
+					if p := recover(); p != nil {
+						errs[i] = fmt.Errorf("panic: %v", p)
+					}
+				}()
+				res[i], errs[i] = a.Apply(ctx, karta())
+			})
+		}
+		wg.Wait()
+		created := 0
+		for i := range n {
+			switch err := errs[i]; {
+			case err == nil && res[i] == Created:
+				created++
+			case err == nil:
+				assert.Equal(t, Unchanged, res[i], "round %d", round)
+			case apierrors.IsAlreadyExists(err), apierrors.IsServiceUnavailable(err), errors.Is(err, context.Canceled),
+				err.Error() == "panic: the client broke":
+			default:
+				t.Errorf("round %d: unexpected error %v", round, err)
+			}
+		}
+		assert.LessOrEqual(t, created, 1, "round %d", round)
+		cache.caught.Store(true)
+		pg := &v2alpha2.PodGroup{}
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(Build(karta())), pg)
+		require.True(t, err == nil || apierrors.IsNotFound(err), "round %d: %v", round, err)
+		assert.Equal(t, created, map[bool]int{true: 1}[err == nil], "round %d: one Created for the PodGroup stored", round)
+		if err == nil {
+			events.OnAdd(pg, false)
+			events.OnDelete(pg)
+			require.NoError(t, c.Delete(context.Background(), pg))
+		}
+		a.flights.mu.Lock()
+		left := len(a.flights.m)
+		a.flights.mu.Unlock()
+		assert.Zero(t, left, "round %d: flights left", round)
+	}
 }
