@@ -427,3 +427,39 @@ func TestCacheViewBoundsTheOwnerSearch(t *testing.T) {
 	assert.True(t, inTop(got.OwnerReferences[1].Name), "the second owner is searched for")
 	assert.False(t, inTop(got.OwnerReferences[2].Name), "the third is not")
 }
+
+// TestCacheViewMinimums: minMember and minSubGroup keep their exact value through CacheView: nil
+// stays nil (not 0), 0 stays a pointer to 0, values in [0, 256) share one pointer per value,
+// 256 and negative values keep a pointer of their own; an update that changes one gets the new
+// value, and the PodGroup marshals as the one decoded.
+func TestCacheViewMinimums(t *testing.T) {
+	c := NewCacheView()
+	view := func(minMember, minSubGroup *int32) *v2alpha2.PodGroup {
+		pg := &v2alpha2.PodGroup{}
+		pg.Name, pg.Namespace = "pg", "ns"
+		pg.Spec.MinMember, pg.Spec.MinSubGroup = minMember, minSubGroup
+		got := cachedView(t, c, pg)
+		want, err := json.Marshal(pg)
+		require.NoError(t, err)
+		have, err := json.Marshal(got)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(have))
+		return got
+	}
+	nilView := view(nil, nil)
+	assert.Nil(t, nilView.Spec.MinMember)
+	assert.Nil(t, nilView.Spec.MinSubGroup)
+	zero := view(ptr.To(int32(0)), ptr.To(int32(255)))
+	require.NotNil(t, zero.Spec.MinMember)
+	assert.Equal(t, int32(0), *zero.Spec.MinMember)
+	assert.Equal(t, int32(255), *zero.Spec.MinSubGroup)
+	assert.Same(t, zero.Spec.MinSubGroup, view(ptr.To(int32(1)), ptr.To(int32(255))).Spec.MinSubGroup)
+	big, neg := ptr.To(int32(256)), ptr.To(int32(-1))
+	other := view(big, neg)
+	assert.Equal(t, int32(256), *other.Spec.MinMember)
+	assert.Equal(t, int32(-1), *other.Spec.MinSubGroup)
+	assert.NotSame(t, other.Spec.MinMember, view(ptr.To(int32(256)), nil).Spec.MinMember, "a value of 256 is not shared")
+	changed := view(ptr.To(int32(3)), nil)
+	assert.Equal(t, int32(3), *changed.Spec.MinMember)
+	assert.Equal(t, int32(0), *zero.Spec.MinMember, "the shared 0 is unchanged by later PodGroups")
+}
