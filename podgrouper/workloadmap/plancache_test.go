@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/gang"
 )
 
 // TestPlanCacheBoundedByElements: the plan cache is bounded by the size of its plans, not only
@@ -87,4 +89,34 @@ func TestPlanCacheSizeAndLookups(t *testing.T) {
 	assert.Equal(t, 3.0, count("hit")-hits)
 	assert.Equal(t, 4.0, count("miss")-misses)
 	assert.Equal(t, 1.0, count("stale")-stale)
+}
+
+// TestEvictedPlanRebuiltEqual: with a plan cache of one plan, each sample's plan is evicted by the
+// next sample's and built again when its workload is read again: the rebuilt plan is another
+// object with exactly the same content (PodGroups, members, roles, misses), so the PodGroups
+// written and the findings' requirements do not change with the cache's size.
+func TestEvictedPlanRebuiltEqual(t *testing.T) {
+	g := newGrouper(t)
+	g.PlanCacheSize = 1
+	ctx := context.Background()
+	samples := []string{"jobset-leader-workers.yaml", "lws-replicas2-size4-8gpu-limits.yaml", "raycluster-three-groups-ray-gpu-resource-only.yaml",
+		"mpijob-tf-benchmarks-worker-gpu-limits.yaml", "milvus-cluster-components-map-resources.yaml"}
+	first := map[string]*gang.Plan{}
+	for round := range 2 {
+		for i, file := range samples {
+			w := workload(t, file, func(u *unstructured.Unstructured) {
+				u.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)))
+			})
+			plan, _, err := g.Plan(ctx, w)
+			require.NoError(t, err, file)
+			require.NotNil(t, plan, file)
+			if round == 0 {
+				first[file] = plan
+				continue
+			}
+			assert.NotSame(t, first[file], plan, "%s: built again after its eviction", file)
+			assert.Equal(t, first[file], plan, file)
+		}
+	}
+	assert.Equal(t, int64(2*len(samples)), g.builds.Load())
 }
