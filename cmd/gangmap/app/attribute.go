@@ -1,0 +1,97 @@
+package app
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/podgrouper/owners"
+)
+
+// maxOwnerDepth bounds the owner walk from a pod to its workload (LWS workers are 4 levels
+// below their LeaderWorkerSet).
+const maxOwnerDepth = 10
+
+// ownerGraph reads an owner: its own owner references, or false when it cannot be read.
+type ownerGraph interface {
+	owner(ctx context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool)
+}
+
+// workloadKey identifies a workload an owner reference can point at.
+type workloadKey struct {
+	uid string
+	// offline, without a UID: group, kind, namespace and name.
+	group, kind, ns, name string
+}
+
+// rootsIndex finds the workload an owner reference points at.
+type rootsIndex struct {
+	byUID  map[string]int
+	byName map[workloadKey]int
+	uids   []string
+}
+
+func newRootsIndex(objs []*unstructured.Unstructured) *rootsIndex {
+	ix := &rootsIndex{byUID: map[string]int{}, byName: map[workloadKey]int{}, uids: make([]string, len(objs))}
+	for i, o := range objs {
+		ix.uids[i] = string(o.GetUID())
+		if uid := string(o.GetUID()); uid != "" {
+			ix.byUID[uid] = i
+		}
+		gvk := o.GroupVersionKind()
+		ix.byName[workloadKey{group: gvk.Group, kind: gvk.Kind, ns: o.GetNamespace(), name: o.GetName()}] = i
+	}
+	return ix
+}
+
+// match returns the workload ref points at: by UID when the reference has one and some workload
+// has it, else (manifests without UIDs) by group, kind, namespace and name.
+func (ix *rootsIndex) match(ns string, ref metav1.OwnerReference) (int, bool) {
+	if ref.UID != "" {
+		if i, ok := ix.byUID[string(ref.UID)]; ok {
+			return i, true
+		}
+	}
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	i, ok := ix.byName[workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}]
+	if ok && ref.UID != "" && ix.uids[i] != "" {
+		return 0, false // the reference names a workload with another UID: an older one
+	}
+	return i, ok
+}
+
+// attribute walks the owner references of each pod (controller reference first, bounded depth,
+// owners read through g) to a workload of ix. It returns the pods of each workload by index; a
+// pod whose chain reaches no workload is left out.
+func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerGraph) map[int][]*corev1.Pod {
+	out := map[int][]*corev1.Pod{}
+	for _, p := range pods {
+		if i, ok := rootOf(ctx, p.Namespace, p.OwnerReferences, ix, g); ok {
+			out[i] = append(out[i], p)
+		}
+	}
+	return out
+}
+
+func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *rootsIndex, g ownerGraph) (int, bool) {
+	seen := map[metav1.OwnerReference]bool{}
+	for depth := 0; depth < maxOwnerDepth && len(refs) > 0; depth++ {
+		ref := owners.Pick(refs)
+		if i, ok := ix.match(ns, ref); ok {
+			return i, true
+		}
+		if seen[ref] {
+			return 0, false
+		}
+		seen[ref] = true
+		next, ok := g.owner(ctx, ns, ref)
+		if !ok {
+			return 0, false
+		}
+		refs = next
+	}
+	return 0, false
+}

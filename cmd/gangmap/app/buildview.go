@@ -1,0 +1,220 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+)
+
+// buildView describes one workload: plan, status, tree with pods placed, PodGroups compared.
+// existing are the PodGroups of the workload's namespace (nil offline when the manifest has
+// none); live says whether they come from a cluster (else a missing PodGroup is not reported).
+func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured.Unstructured, pods []*corev1.Pod, existing []*v2alpha2.PodGroup, live bool) *workloadView {
+	v := &workloadView{
+		Workload:  gang.WorkloadRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		UID:       string(obj.GetUID()),
+		Status:    []definitions.Status{},
+		Roles:     []*gang.Role{},
+		PodGroups: []*podGroupView{},
+		Unclaimed: []*podView{},
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	views := make([]*podView, len(pods))
+	for i, p := range pods {
+		views[i] = newPodView(p)
+		v.Pods.Total++
+		if views[i].Ready {
+			v.Pods.Ready++
+		}
+		v.PodGPUs += views[i].GPUs
+		if len(views[i].GPUDetail.DRAClaims) > 0 {
+			v.DRAClaimPods++
+		}
+	}
+	defer func() { v.PodGroups = comparePodGroups(v, obj, existing, live) }()
+
+	gvk := obj.GroupVersionKind()
+	v.NativeInKAI = nativeInKAI(gvk)
+	c := reg.Lookup(gvk)
+	if c == nil && v.NativeInKAI {
+		v.Notes = append(v.Notes, nativeNote(gvk))
+		v.Unclaimed = append(v.Unclaimed, reasons(views, "KAI's "+gvk.Kind+" plugin groups it")...)
+		return v
+	}
+	if v.NativeInKAI {
+		v.Notes = append(v.Notes, nativeNote(gvk))
+	}
+	if c == nil {
+		v.Error = fmt.Sprintf("no usable Workload Map definition for kind %s%s", definitions.KindString(obj.GroupVersionKind()),
+			missingDefinitionHint(reg, definitions.GroupVersionKind{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version, Kind: obj.GetKind()}))
+		v.Unclaimed = append(v.Unclaimed, reasons(views, "no definition for the workload's kind")...)
+		return v
+	}
+	v.compiled = c
+	v.Definition = &gang.DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)}
+	content := expr.Normalize(obj.UnstructuredContent()).(map[string]any)
+	w, err := c.Resolve(ctx, content)
+	if err == nil {
+		v.misses = w.Misses
+		if v.plan, err = gang.Build(ctx, c, obj); err == nil {
+			fitToRelease(v.plan)
+			// The plan's status: the same evaluation the grouper's metrics and the
+			// gangmap.io/status annotation show.
+			if v.plan.StatusError != "" {
+				v.Notes = append(v.Notes, "status: "+v.plan.StatusError)
+			} else {
+				v.Status = v.plan.Status
+			}
+		}
+	}
+	if err != nil {
+		v.Error = fmt.Sprintf("definition %q (%s): %v", c.Name(), c.Loaded.Origin, err)
+		v.Unclaimed = append(v.Unclaimed, reasons(views, "the workload has no plan")...)
+		return v
+	}
+	v.Roles, v.TotalGPUs = v.plan.Roles, v.plan.TotalGPUs
+	v.Notes = append(v.plan.Notes, v.Notes...)
+	for _, o := range v.plan.Overrides {
+		if o.Applied {
+			v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q applied", o.Annotation, o.Value))
+		} else {
+			v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q refused: %s", o.Annotation, o.Value, o.Reason))
+		}
+	}
+	v.Tree = buildTree(c, w, v.plan)
+	instances := map[[2]string]*instanceNode{}
+	indexInstances(v.Tree, instances)
+	for i, p := range pods {
+		pv := views[i]
+		placePodView(ctx, c, v.plan, p, pv)
+		if pv.Reason == "" || pv.component != "" {
+			if in := instances[[2]string{pv.component, pv.instance}]; in != nil {
+				in.Pods = append(in.Pods, pv)
+				if pv.Ready {
+					in.Ready++
+				}
+				continue
+			}
+			if pv.Reason == "" {
+				pv.Reason = fmt.Sprintf("component %s has no instance %q in the plan", pv.component, pv.instance)
+			}
+		}
+		v.Unclaimed = append(v.Unclaimed, pv)
+	}
+	return v
+}
+
+func reasons(pods []*podView, reason string) []*podView {
+	for _, p := range pods {
+		p.Reason = reason
+	}
+	return pods
+}
+
+func newPodView(p *corev1.Pod) *podView {
+	pv := &podView{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Annotated: p.Annotations[kaikeys.PodGroupName]}
+	if pv.Phase == "" {
+		pv.Phase = string(corev1.PodPending)
+	}
+	for _, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+			pv.Ready = true
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "":
+			pv.Phase += " (" + c.Reason + ")"
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		pv.Phase = "Terminating"
+	}
+	if g, err := gang.PodGPUsOf(p); err == nil {
+		pv.GPUs, pv.GPUDetail = g.Devices, g
+	}
+	return pv
+}
+
+// placePodView places the pod in the definition's tree (its component and instance) and the
+// plan (its PodGroup and sub-group). A pod no component claims gets a Reason and no component.
+func placePodView(ctx context.Context, c *definitions.Compiled, plan *gang.Plan, p *corev1.Pod, pv *podView) {
+	podMap, err := expr.FromObject(p)
+	if err != nil {
+		pv.Reason = err.Error()
+		return
+	}
+	pl, err := c.PlacePod(ctx, podMap)
+	if err != nil {
+		pv.Reason = err.Error()
+		return
+	}
+	pv.component, pv.instance = pl.Component.Name, pl.InstanceID
+	a, err := plan.Assign(pl)
+	switch {
+	case errors.Is(err, gang.ErrNotGrouped):
+		pv.Reason = "in no gang of the definition (left to KAI)"
+	case err != nil:
+		pv.Reason = err.Error()
+	default:
+		pv.PodGroup = a.Name
+		if a.SubGroup != nil {
+			pv.SubGroup = a.SubGroup.Name
+		}
+	}
+}
+
+// buildTree nests the resolved components under their parents, with each instance's role.
+func buildTree(c *definitions.Compiled, w *definitions.Workload, plan *gang.Plan) *componentNode {
+	roles := map[[2]string]*gang.Role{}
+	for _, r := range plan.Roles {
+		roles[[2]string{r.Component, r.Instance}] = r
+	}
+	nodes := map[*definitions.Component]*componentNode{}
+	var root *componentNode
+	for _, rc := range w.Components {
+		comp := rc.Component
+		n := &componentNode{Name: comp.Name, Instances: []*instanceNode{}}
+		if k := comp.Def.Kind; k != nil {
+			n.Kind = k.Kind
+		}
+		for _, inst := range rc.Instances {
+			in := &instanceNode{ID: inst.ID, Pods: []*podView{}}
+			if inst.Replicas != nil {
+				in.Replicas = *inst.Replicas
+			} else if comp.Replicas == nil {
+				in.Replicas = 1
+			}
+			if r := roles[[2]string{comp.Name, inst.ID}]; r != nil {
+				in.Role, in.Replicas, in.PlanPods, in.GPUsPerPod, in.GPUs = r.Name, r.Replicas, r.Pods, r.GPUsPerPod, r.GPUs
+			}
+			n.Instances = append(n.Instances, in)
+		}
+		nodes[comp] = n
+		if comp.Parent == nil {
+			root = n
+		} else if p := nodes[comp.Parent]; p != nil {
+			p.Children = append(p.Children, n)
+		}
+	}
+	return root
+}
+
+func indexInstances(n *componentNode, out map[[2]string]*instanceNode) {
+	if n == nil {
+		return
+	}
+	for _, in := range n.Instances {
+		out[[2]string{n.Name, in.ID}] = in
+	}
+	for _, ch := range n.Children {
+		indexInstances(ch, out)
+	}
+}

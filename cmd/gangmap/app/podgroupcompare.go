@@ -1,0 +1,165 @@
+package app
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+)
+
+// ownedBy reports whether pg has an owner reference to the workload (by UID; offline, without
+// UIDs, by kind and name).
+func ownedBy(pg *v2alpha2.PodGroup, obj *unstructured.Unstructured) bool {
+	for _, ref := range pg.OwnerReferences {
+		if obj.GetUID() != "" {
+			if ref.UID == obj.GetUID() {
+				return true
+			}
+			continue
+		}
+		if ref.Kind == obj.GetKind() && ref.Name == obj.GetName() && pg.Namespace == obj.GetNamespace() {
+			return true
+		}
+	}
+	return false
+}
+
+// comparePodGroups lists the planned PodGroups next to the existing ones owned by the workload.
+func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing []*v2alpha2.PodGroup, live bool) []*podGroupView {
+	out := []*podGroupView{}
+	owned := map[string]*v2alpha2.PodGroup{}
+	var ownedNames []string
+	for _, pg := range existing {
+		if ownedBy(pg, obj) {
+			owned[pg.Name] = pg
+			ownedNames = append(ownedNames, pg.Name)
+		}
+	}
+	sort.Strings(ownedNames)
+	var planned []*gang.PodGroup
+	if v.plan != nil {
+		planned = v.plan.PodGroups
+	}
+	for _, pg := range planned {
+		pv := &podGroupView{Name: pg.Name, Planned: plannedShape(pg)}
+		switch ex := owned[pg.Name]; {
+		case ex != nil:
+			pv.Existing = existingShape(ex)
+			pv.Differences = differences(pv.Planned, pv.Existing)
+			pv.Verdict = verdictMatch
+			if len(pv.Differences) > 0 {
+				pv.Verdict = verdictDiffers
+			}
+			delete(owned, pg.Name)
+		case v.NativeInKAI:
+			pv.Verdict = verdictNative
+		case live || len(existing) > 0:
+			pv.Verdict = verdictMissing
+		default:
+			pv.Verdict = verdictPlanned
+		}
+		out = append(out, pv)
+	}
+	for _, name := range ownedNames {
+		ex := owned[name]
+		if ex == nil {
+			continue
+		}
+		pv := &podGroupView{Name: name, Existing: existingShape(ex), Verdict: verdictForeign}
+		if name == fmt.Sprintf("pg-%s-%s", obj.GetName(), obj.GetUID()) {
+			pv.Writer = "KAI's default grouper (pg-<name>-<uid>)"
+			if v.NativeInKAI {
+				pv.Writer = "KAI's " + obj.GetKind() + " plugin (pg-<name>-<uid>)"
+			}
+		} else if ex.Annotations[kaikeys.Definition] != "" {
+			pv.Writer = "gangmap (" + ex.Annotations[kaikeys.Definition] + "), for an older plan"
+		}
+		if len(planned) == 1 {
+			for _, d := range differences(plannedShape(planned[0]), pv.Existing) {
+				pv.Differences = append(pv.Differences, d+" (vs gangmap's "+planned[0].Name+")")
+			}
+		} else if len(planned) == 0 {
+			pv.Differences = []string{"gangmap plans no PodGroup for this workload"}
+		}
+		out = append(out, pv)
+	}
+	return out
+}
+
+func plannedShape(pg *gang.PodGroup) *podGroupShape {
+	s := &podGroupShape{MinMember: pg.MinMember, MinSubGroup: pg.MinSubGroup, Pods: pg.Pods, GPUs: pg.GPUs}
+	for _, sg := range pg.SubGroups {
+		ss := subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
+		if sg.Parent != nil {
+			ss.Parent = *sg.Parent
+		}
+		s.SubGroups = append(s.SubGroups, ss)
+	}
+	return s
+}
+
+func existingShape(pg *v2alpha2.PodGroup) *podGroupShape {
+	s := &podGroupShape{MinMember: pg.Spec.MinMember, MinSubGroup: pg.Spec.MinSubGroup, Queue: pg.Spec.Queue}
+	for _, sg := range pg.Spec.SubGroups {
+		ss := subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
+		if sg.Parent != nil {
+			ss.Parent = *sg.Parent
+		}
+		s.SubGroups = append(s.SubGroups, ss)
+	}
+	return s
+}
+
+// differences lists, one line each, where the existing gang differs from the planned one.
+func differences(planned, existing *podGroupShape) []string {
+	var out []string
+	if !eqInt(planned.MinMember, existing.MinMember) {
+		out = append(out, fmt.Sprintf("minMember: planned %s, existing %s", optInt(planned.MinMember), optInt(existing.MinMember)))
+	}
+	if !eqInt(planned.MinSubGroup, existing.MinSubGroup) {
+		out = append(out, fmt.Sprintf("minSubGroup: planned %s, existing %s", optInt(planned.MinSubGroup), optInt(existing.MinSubGroup)))
+	}
+	want := map[string]subGroupShape{}
+	for _, sg := range planned.SubGroups {
+		want[sg.Name] = sg
+	}
+	have := map[string]bool{}
+	for _, sg := range existing.SubGroups {
+		have[sg.Name] = true
+		w, ok := want[sg.Name]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("sub-group %s: not planned", sg.Name))
+		case !eqInt(w.MinMember, sg.MinMember) || !eqInt(w.MinSubGroup, sg.MinSubGroup) || w.Parent != sg.Parent:
+			out = append(out, fmt.Sprintf("sub-group %s: planned %s, existing %s", sg.Name, subGroupText(w), subGroupText(sg)))
+		}
+	}
+	for _, sg := range planned.SubGroups {
+		if !have[sg.Name] {
+			out = append(out, fmt.Sprintf("sub-group %s: planned %s, missing", sg.Name, subGroupText(sg)))
+		}
+	}
+	return out
+}
+
+func subGroupText(sg subGroupShape) string {
+	s := "minMember " + optInt(sg.MinMember)
+	if sg.MinSubGroup != nil {
+		s = "minSubGroup " + optInt(sg.MinSubGroup)
+	}
+	if sg.Parent != "" {
+		s += ", parent " + sg.Parent
+	}
+	return s
+}
+
+func eqInt(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
