@@ -29,18 +29,7 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 		Unclaimed: []*podView{},
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	views := make([]*podView, len(pods))
-	for i, p := range pods {
-		views[i] = newPodView(p)
-		v.Pods.Total++
-		if views[i].Ready {
-			v.Pods.Ready++
-		}
-		v.PodGPUs += views[i].GPUs
-		if len(views[i].GPUDetail.DRAClaims) > 0 {
-			v.DRAClaimPods++
-		}
-	}
+	views := v.countPods(pods)
 	defer func() { v.PodGroups = comparePodGroups(v, obj, existing, live) }()
 
 	gvk := obj.GroupVersionKind()
@@ -92,6 +81,31 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 		}
 	}
 	v.Tree = buildTree(c, w, v.plan)
+	v.placePods(ctx, c, pods, views)
+	return v
+}
+
+// countPods makes the view of each pod (views[i] of pods[i]) and counts them in v: pods, ready
+// pods, GPUs requested and pods with DRA claims.
+func (v *workloadView) countPods(pods []*corev1.Pod) []*podView {
+	views := make([]*podView, len(pods))
+	for i, p := range pods {
+		views[i] = newPodView(p)
+		v.Pods.Total++
+		if views[i].Ready {
+			v.Pods.Ready++
+		}
+		v.PodGPUs += views[i].GPUs
+		if len(views[i].GPUDetail.DRAClaims) > 0 {
+			v.DRAClaimPods++
+		}
+	}
+	return views
+}
+
+// placePods places each pod (views[i] of pods[i]) in the instance of v.Tree the definition puts
+// it in; a pod no instance of the plan takes is added to v.Unclaimed with its reason.
+func (v *workloadView) placePods(ctx context.Context, c *definitions.Compiled, pods []*corev1.Pod, views []*podView) {
 	instances := map[[2]string]*instanceNode{}
 	indexInstances(v.Tree, instances)
 	for i, p := range pods {
@@ -111,7 +125,6 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 		}
 		v.Unclaimed = append(v.Unclaimed, pv)
 	}
-	return v
 }
 
 func reasons(pods []*podView, reason string) []*podView {
