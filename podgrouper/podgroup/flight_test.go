@@ -195,7 +195,7 @@ func TestPanickedCreateIsNotWaitedFor(t *testing.T) {
 		defer func() { assert.Equal(t, "the client broke", recover()) }()
 		_, _ = a.Apply(context.Background(), karta())
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := a.Apply(ctx, karta())
 	require.NoError(t, err)
@@ -289,7 +289,7 @@ func TestSingleFlightStress(t *testing.T) {
 		res, errs := make([]Result, n), make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			switch roll(5) {
 			case 0:
