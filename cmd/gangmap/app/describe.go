@@ -300,9 +300,7 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	ix := newRootsIndex([]*unstructured.Unstructured{obj})
 	mine := attribute(ctx, pods, ix, c)[0]
 	v := buildView(ctx, reg, obj, mine, pgs, !errors.Is(err, errNoPodGroupCRD))
-	if h := healthOf(obj, pgs); h != nil {
-		v.Findings = h.Findings
-	}
+	v.setHealth(obj, pgs)
 	return &describeDocument{Workloads: []*workloadView{v}}, nil
 }
 

@@ -5,11 +5,13 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gangmap/gangmap/podgrouper/findings"
 )
 
 // printDescribe writes the table form of a describe document: per workload a header, the tree
 // with pods, the roles, the GPU totals, the PodGroups (planned and existing, with differences),
-// the unclaimed pods and the notes; workloads are separated by a blank line.
+// the unclaimed pods, the grouper's findings and the notes; workloads are separated by a blank line.
 func printDescribe(w io.Writer, doc *describeDocument) error {
 	for i, v := range doc.Workloads {
 		if i > 0 {
@@ -88,13 +90,7 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 			return err
 		}
 	}
-	if len(v.Findings) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Findings (%d, the grouper's pods against the plan; docs/findings.md says what each means and how to fix it):\n", len(v.Findings))
-		for _, f := range v.Findings {
-			fmt.Fprintf(w, "  %s\n", f.String())
-		}
-	}
+	printFindings(w, v)
 	if len(v.Notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range v.Notes {
@@ -102,6 +98,34 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 		}
 	}
 	return nil
+}
+
+// printFindings writes the Findings section (nothing when the grouper reports none): the
+// findings its gangmap.io/health annotation lists and, when it counts more than it lists (the
+// first findings.MaxHealthFindings of a workload), how many more and where what they concern
+// shows.
+func printFindings(w io.Writer, v *workloadView) {
+	if len(v.Findings) == 0 && v.FindingsOmitted == 0 {
+		return
+	}
+	const what = "the grouper's pods against the plan; docs/findings.md says what each means and how to fix it"
+	fmt.Fprintln(w)
+	if v.FindingsOmitted == 0 {
+		fmt.Fprintf(w, "Findings (%d, %s):\n", len(v.Findings), what)
+	} else {
+		fmt.Fprintf(w, "Findings (%d, the first %d listed; %s):\n", len(v.Findings)+v.FindingsOmitted, len(v.Findings), what)
+	}
+	for _, f := range v.Findings {
+		fmt.Fprintf(w, "  %s\n", f.String())
+	}
+	if v.FindingsOmitted == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  ... and %d more, not listed: the grouper's %s annotation lists a workload's first %d findings and counts the rest;\n", v.FindingsOmitted, findings.HealthAnnotation, len(v.Findings))
+	fmt.Fprintf(w, "  the grouper's Events name at most %d at a time (the workload's %s Event counts the others);\n", findings.MaxHealthFindings, findings.ReasonMoreFindings)
+	if len(v.Roles) > 0 {
+		fmt.Fprintln(w, "  the ROLE table above shows every role's live pods (READY: ready/live) against its PODS and GANG-PODS")
+	}
 }
 
 // printNode writes a component, its instances and pods, and its children as a tree.

@@ -38,9 +38,26 @@ func healthOf(obj *unstructured.Unstructured, pgs []*v2alpha2.PodGroup) *finding
 	return nil
 }
 
-// findingsColumn is get's FINDINGS column: the findings' reasons (and roles), None when the
-// workload's PodGroups say healthy or carry no health yet, - without a PodGroup.
+// setHealth gives v the grouper's findings on obj (healthOf): those the annotation lists, and how
+// many more it counts (a negative count, not the grouper's, is taken as none). Without the
+// annotation v is left as it is.
+func (v *workloadView) setHealth(obj *unstructured.Unstructured, pgs []*v2alpha2.PodGroup) {
+	if h := healthOf(obj, pgs); h != nil {
+		v.Findings, v.FindingsOmitted = h.Findings, max(h.Omitted, 0)
+	}
+}
+
+// findingsColumn is get's FINDINGS column: the findings' reasons (and roles) and "+N more" for
+// those the annotation counts without listing them, None when the workload's PodGroups say
+// healthy or carry no health yet, - without a PodGroup.
 func (v *workloadView) findingsColumn() string {
+	if v.FindingsOmitted > 0 {
+		more := fmt.Sprintf("+%d more", v.FindingsOmitted)
+		if len(v.Findings) == 0 {
+			return more
+		}
+		return findings.Summary(v.Findings) + ", " + more
+	}
 	if len(v.Findings) > 0 {
 		return findings.Summary(v.Findings)
 	}

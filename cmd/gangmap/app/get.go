@@ -137,9 +137,7 @@ func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, o
 			}
 		}
 		out[i] = buildView(ctx, reg, obj, byWorkload[i], mine, live)
-		if h := healthOf(obj, mine); h != nil {
-			out[i].Findings = h.Findings
-		}
+		out[i].setHealth(obj, mine)
 	}
 	return out
 }

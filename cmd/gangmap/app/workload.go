@@ -36,6 +36,9 @@ type workloadView struct {
 	// Findings are the grouper's observed-vs-planned findings, from the gangmap.io/health
 	// annotation of the workload's PodGroups (podgrouper/findings).
 	Findings []findings.Finding `json:"findings,omitempty"`
+	// FindingsOmitted counts the grouper's findings past those in Findings: the annotation lists
+	// a workload's first findings.MaxHealthFindings and counts the rest (its "omitted").
+	FindingsOmitted int `json:"findingsOmitted,omitempty"`
 	// Notes are the plan's notes (paths that resolved to nothing, ...) and describe's own.
 	Notes []string `json:"notes,omitempty"`
 	// Error says why the workload could not be planned.
