@@ -78,6 +78,10 @@ type PodReconciler struct {
 	// Strays, when set, deletes (in dry-run: reports) the workload's PodGroups no pod names any
 	// more.
 	Strays *strays.Collector
+	// PodGroupOwners, when set, gives a workload's own PodGroups by its UID (strays.OwnerIndex)
+	// to the workload status keeper, which then reads them instead of its namespace's PodGroups
+	// (podgroup.ActualNames).
+	PodGroupOwners podgroup.OwnerLister
 
 	// marked holds the resourceVersion each workload had when gangmap marked it.
 	marked sync.Map

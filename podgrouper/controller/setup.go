@@ -64,7 +64,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), requests: r.requests, ungroup: r.book().UngroupOwner, statusMatters: r.startRuleReadsStatus, findings: r.Findings,
 		beforeStop: r.unmarkKind, forget: r.Strays.Forget}
 	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
-		keeper := newStatusKeeper(mgr.GetClient(), p, r.Metrics, r.DryRun)
+		keeper := newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, p, r.Metrics, r.DryRun)
 		if err := mgr.Add(keeper); err != nil {
 			return err
 		}

@@ -71,7 +71,9 @@ type statusKey struct {
 // annotation of its PodGroups (not in dry-run). Updates are queued (deduplicated per workload) and
 // handled by one worker, off the informer's event handler.
 type statusKeeper struct {
-	client  client.Client
+	client client.Client
+	// owners gives a workload's own PodGroups (podgroup.ActualNames); nil: the namespace's.
+	owners  podgroup.OwnerLister
 	planner planner
 	metrics *workloadmetrics.Tracker
 	dryRun  bool
@@ -80,8 +82,8 @@ type statusKeeper struct {
 
 var _ manager.Runnable = (*statusKeeper)(nil)
 
-func newStatusKeeper(c client.Client, p planner, m *workloadmetrics.Tracker, dryRun bool) *statusKeeper {
-	return &statusKeeper{client: c, planner: p, metrics: m, dryRun: dryRun,
+func newStatusKeeper(c client.Client, owners podgroup.OwnerLister, p planner, m *workloadmetrics.Tracker, dryRun bool) *statusKeeper {
+	return &statusKeeper{client: c, owners: owners, planner: p, metrics: m, dryRun: dryRun,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[statusKey](),
 			workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "gangmap-workload-status"})}
 }
@@ -137,7 +139,7 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 	}
 	// An alpha plan's name with a {key} placeholder stands for the PodGroups the pods' values
 	// named (one per value): annotate those.
-	names, _, err := podgroup.ActualNames(ctx, s.client, k.key.Namespace, planned)
+	names, _, err := podgroup.ActualNames(ctx, s.client, s.owners, k.key.Namespace, obj.GetUID(), planned)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,11 @@ type Reporter struct {
 	Tracker *Tracker
 	Config  Config
 	// Client patches the HealthAnnotation on PodGroups; unused in dry-run.
-	Client   client.Client
+	Client client.Client
+	// Owners, when set, gives a workload's own PodGroups by its UID (strays.OwnerIndex), so that
+	// the names a planned name with a key placeholder stands for are found among them, not among
+	// every PodGroup of the namespace (podgroup.ActualNames).
+	Owners   podgroup.OwnerLister
 	Recorder record.EventRecorder
 	// DryRun reports through Events and metrics only, and writes no annotation.
 	DryRun bool
@@ -228,7 +232,7 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 	}
 	// An alpha plan's name with a {key} placeholder stands for the PodGroups the pods' values
 	// named: write those (none yet: retried on the next tick, as a PodGroup not created yet).
-	names, done, err := podgroup.ActualNames(ctx, r.Client, rep.Workload.Namespace, rep.PodGroups)
+	names, done, err := podgroup.ActualNames(ctx, r.Client, r.Owners, rep.Workload.Namespace, types.UID(rep.Workload.UID), rep.PodGroups)
 	if err != nil {
 		return false
 	}

@@ -32,18 +32,18 @@ func TestActualNamesOfPlaceholderName(t *testing.T) {
 	).Build()
 	planned := gang.KAIAlphaName("uid-1", `{.metadata.labels["e2e.example.com/job-name"]}`)
 
-	names, complete, err := ActualNames(ctx, c, "ns", []string{planned})
+	names, complete, err := ActualNames(ctx, c, nil, "ns", "", []string{planned})
 	require.NoError(t, err)
 	assert.True(t, complete)
 	assert.ElementsMatch(t, []string{"pg-uid-1-train", "pg-uid-1-gang"}, names, "every value the pods gave, in the workload's namespace only")
 
-	names, complete, err = ActualNames(ctx, c, "empty", []string{planned, "pg-uid-1-plain"})
+	names, complete, err = ActualNames(ctx, c, nil, "empty", "", []string{planned, "pg-uid-1-plain"})
 	require.NoError(t, err)
 	assert.False(t, complete, "no pod grouped yet: the writer retries")
 	assert.Equal(t, []string{"pg-uid-1-plain"}, names)
 
 	failing := fake.NewClientBuilder().Build() // no PodGroup type: a List would fail
-	names, complete, err = ActualNames(ctx, failing, "ns", []string{"pg-uid-1-plain"})
+	names, complete, err = ActualNames(ctx, failing, nil, "ns", "", []string{"pg-uid-1-plain"})
 	require.NoError(t, err, "no placeholder, no list")
 	assert.True(t, complete)
 	assert.Equal(t, []string{"pg-uid-1-plain"}, names)

@@ -14,7 +14,8 @@ import (
 )
 
 // OwnerIndex holds the cached PodGroups by the UID of their only owner reference (a PodGroup
-// with none or several is left out: never a stray, see isCandidate), for Collector.Owned. It is
+// with none or several is left out: never a stray, see isCandidate), for Collector.Owned and
+// podgroup.ActualNames (a podgroup.OwnerLister). It is
 // fed by the PodGroup informer's events (IndexOwnerUID) and keeps the informer's own objects,
 // read-only, so a look costs the workload's own PodGroups, not its namespace's.
 //
@@ -47,8 +48,9 @@ func NewOwnerIndex() *OwnerIndex {
 }
 
 // IndexOwnerUID registers an OwnerIndex on the PodGroup informer of c (the manager's cache,
-// before or after it starts) and returns its lookup for Collector.Owned. Errors: the informer's.
-func IndexOwnerUID(ctx context.Context, c ctrlcache.Cache) (func(types.UID) ([]*v2alpha2.PodGroup, error), error) {
+// before or after it starts) and returns it, for Collector.Owned (its Owned method) and the
+// writers keyed by PodGroup (podgroup.ActualNames). Errors: the informer's.
+func IndexOwnerUID(ctx context.Context, c ctrlcache.Cache) (*OwnerIndex, error) {
 	inf, err := c.GetInformer(ctx, &v2alpha2.PodGroup{})
 	if err != nil {
 		return nil, fmt.Errorf("the PodGroup informer: %w", err)
@@ -59,7 +61,7 @@ func IndexOwnerUID(ctx context.Context, c ctrlcache.Cache) (func(types.UID) ([]*
 		return nil, fmt.Errorf("indexing PodGroups by owner UID: %w", err)
 	}
 	idx.synced = reg.HasSynced
-	return idx.Owned, nil
+	return idx, nil
 }
 
 // Owned returns the indexed PodGroups whose only owner has UID uid, in every namespace (the

@@ -18,6 +18,7 @@ import (
 
 // scraped is one tracked workload during a scrape: what reading its PodGroups' conditions needs.
 type scraped struct {
+	uid       types.UID
 	namespace string
 	podGroups []string
 	// workload is the label slice of its kind, name and namespace.
@@ -34,8 +35,8 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	var s scrape
 	t.mu.Lock()
 	all := make([]scraped, 0, len(t.workloads))
-	for _, e := range t.workloads {
-		all = append(all, scraped{namespace: e.namespace, podGroups: e.podGroups, workload: s.workload(e)})
+	for uid, e := range t.workloads {
+		all = append(all, scraped{uid: uid, namespace: e.namespace, podGroups: e.podGroups, workload: s.workload(e)})
 	}
 	t.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(len(all)))
@@ -48,7 +49,7 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	var r conditionReader
 	for _, w := range all {
 		if len(w.podGroups) > 0 {
-			r.series(ctx, t.Reader, &s, w)
+			r.series(ctx, t.Reader, t.Owners, &s, w)
 			sent = s.send(ch, sent)
 		}
 	}
@@ -127,9 +128,9 @@ type conditionReader struct {
 
 // series adds to the scrape the series of the conditions KAI wrote on the workload's PodGroups
 // (the first MaxPodGroupSeries by name), read from the reader.
-func (r *conditionReader) series(ctx context.Context, reader client.Reader, s *scrape, w scraped) {
+func (r *conditionReader) series(ctx context.Context, reader client.Reader, owners podgroup.OwnerLister, s *scrape, w scraped) {
 	r.conds = r.conds[:0]
-	for _, name := range actualPodGroups(ctx, reader, w.namespace, w.podGroups) {
+	for _, name := range actualPodGroups(ctx, reader, owners, w.namespace, w.uid, w.podGroups) {
 		r.read(ctx, reader, w.namespace, name)
 	}
 	var pg *dto.LabelPair
@@ -173,10 +174,10 @@ func (r *conditionReader) read(ctx context.Context, reader client.Reader, ns, na
 // PodGroups its pods' values named (podgroup.ActualNames), so their conditions are exported under
 // their real names. Planned names without a placeholder are returned as they are (not copied, so
 // not to be changed) when there are at most MaxPodGroupSeries.
-func actualPodGroups(ctx context.Context, reader client.Reader, ns string, planned []string) []string {
+func actualPodGroups(ctx context.Context, reader client.Reader, owners podgroup.OwnerLister, ns string, uid types.UID, planned []string) []string {
 	names := planned
 	if slices.ContainsFunc(planned, func(n string) bool { return strings.IndexByte(n, '{') >= 0 }) {
-		names, _, _ = podgroup.ActualNames(ctx, reader, ns, planned)
+		names, _, _ = podgroup.ActualNames(ctx, reader, owners, ns, uid, planned)
 	}
 	if len(names) > MaxPodGroupSeries {
 		names = slices.Clone(names)

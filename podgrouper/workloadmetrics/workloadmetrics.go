@@ -20,6 +20,7 @@ import (
 
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/podbook"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
 // Workload is what the series of one grouped workload show.
@@ -72,6 +73,10 @@ type Tracker struct {
 	// Reader, when set, reads the workloads' PodGroups (the manager's cache) at scrape time for
 	// their KAI conditions.
 	Reader client.Reader
+	// Owners, when set, gives a workload's own PodGroups by its UID (strays.OwnerIndex), so that
+	// a scrape finds the PodGroups of a planned name with a key placeholder among them, not among
+	// every PodGroup of the namespace (podgroup.ActualNames).
+	Owners podgroup.OwnerLister
 	// Log reports the first workload dropped for the cap, and every 1000th after.
 	Log logr.Logger
 	// Pods, when set, is where each pod's role and phase are kept (the Book the pod controller

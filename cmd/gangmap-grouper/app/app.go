@@ -110,40 +110,9 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	decider := newDecider(mgr, o, registry, table, release)
-	// The pod controller's pods: a Record per pod of our scheduler (podcache), not typed pods.
-	pods, err := podcache.New(cfg, o.SchedulerName)
+	r, err := newPodReconciler(mgr, o, cfg, decider, release)
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := mgr.Add(pods); err != nil {
-		return nil, nil, err
-	}
-	// One record per pod for the controller, the findings and the workload metrics.
-	book := podbook.New()
-	r := &controller.PodReconciler{
-		Client:   mgr.GetClient(),
-		Pods:     pods,
-		Decider:  decider,
-		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
-		Recorder: mgr.GetEventRecorderFor(controller.Name),
-		Release:  release,
-		Metrics:  workloadMetrics(mgr, o, book),
-		DryRun:   o.DryRun,
-		Findings: findings.NewTrackerIn(book),
-		Book:     book,
-	}
-	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(),
-		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
-		return nil, nil, err
-	}
-	// The PodGroup informer's events tell the Applier when the cache shows a PodGroup it created,
-	// so the pods of a workload reconciled meanwhile send no second POST (podgroup.createFlights).
-	pgInformer, err := mgr.GetCache().GetInformer(context.Background(), &v2alpha2.PodGroup{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("the PodGroup informer: %w", err)
-	}
-	if _, err := pgInformer.AddEventHandler(r.Applier.CacheEvents()); err != nil {
-		return nil, nil, fmt.Errorf("watching PodGroups for the Applier: %w", err)
 	}
 	if err := addCoexistence(mgr, o, r, registry); err != nil {
 		return nil, nil, err
@@ -174,6 +143,60 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	return mgr, registry, nil
+}
+
+// newPodReconciler builds the pod controller's reconciler (not set up yet) on the manager: its pod
+// cache, the pod book it shares with the findings and the workload metrics, the PodGroup owner
+// index, the findings reporter and the Applier's PodGroup events.
+func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider *controller.Decider, release *kairelease.Release) (*controller.PodReconciler, error) {
+	// The pod controller's pods: a Record per pod of our scheduler (podcache), not typed pods.
+	pods, err := podcache.New(cfg, o.SchedulerName)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, err
+	}
+	// One record per pod for the controller, the findings and the workload metrics.
+	book := podbook.New()
+	// PodGroups by owner UID, one map entry per workload fed by the informer's events
+	// (strays.OwnerIndex: 43 B per cached PodGroup; a client-go index took 299, and
+	// controller-runtime's field index 711): the stray collector's look at a workload's PodGroups,
+	// and where the findings reporter, the workload status keeper and the workload metrics find
+	// the PodGroups of a planned name with a key placeholder (podgroup.ActualNames), instead of
+	// listing the namespace's PodGroups for each workload.
+	pgOwners, err := strays.IndexOwnerUID(context.Background(), mgr.GetCache())
+	if err != nil {
+		return nil, err
+	}
+	r := &controller.PodReconciler{
+		Client:   mgr.GetClient(),
+		Pods:     pods,
+		Decider:  decider,
+		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
+		Recorder: mgr.GetEventRecorderFor(controller.Name),
+		Release:  release,
+		Metrics:  workloadMetrics(mgr, o, book, pgOwners),
+		DryRun:   o.DryRun,
+		Findings: findings.NewTrackerIn(book),
+		Book:     book,
+
+		PodGroupOwners: pgOwners,
+	}
+	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(), Owners: pgOwners,
+		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
+		return nil, err
+	}
+	// The PodGroup informer's events tell the Applier when the cache shows a PodGroup it created,
+	// so the pods of a workload reconciled meanwhile send no second POST (podgroup.createFlights).
+	pgInformer, err := mgr.GetCache().GetInformer(context.Background(), &v2alpha2.PodGroup{})
+	if err != nil {
+		return nil, fmt.Errorf("the PodGroup informer: %w", err)
+	}
+	if _, err := pgInformer.AddEventHandler(r.Applier.CacheEvents()); err != nil {
+		return nil, fmt.Errorf("watching PodGroups for the Applier: %w", err)
+	}
+	return r, nil
 }
 
 // newDecider builds the decision shared by the pod controller and the webhook: the owner walk,
@@ -251,15 +274,8 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 		r.Owners = &ownerskip.Marker{Client: mgr.GetClient()}
 	}
 	if o.StrayPodGroupGrace > 0 {
-		// PodGroups by owner UID, one map entry per workload fed by the informer's events
-		// (strays.OwnerIndex: 43 B per cached PodGroup; a client-go index took 299, and
-		// controller-runtime's field index 711).
-		owned, err := strays.IndexOwnerUID(context.Background(), mgr.GetCache())
-		if err != nil {
-			return err
-		}
 		r.Strays = &strays.Collector{Client: mgr.GetClient(), Pods: r.Pods, Grace: o.StrayPodGroupGrace, DryRun: o.DryRun,
-			Owned: owned, Recorder: mgr.GetEventRecorderFor(controller.Name)}
+			Owned: r.PodGroupOwners.Owned, Recorder: mgr.GetEventRecorderFor(controller.Name)}
 		return mgr.Add(r.Strays)
 	}
 	return nil
@@ -325,15 +341,16 @@ var (
 // workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the
 // registry the manager's metrics endpoint serves (see registeredTracker); nil when
 // --max-workload-metrics is 0. The tracker keeps its pods in book (the first grouper's, when the
-// process builds several).
-func workloadMetrics(mgr manager.Manager, o *Options, book *podbook.Book) *workloadmetrics.Tracker {
+// process builds several). Its scrapes find a workload's PodGroups through owners (the first
+// grouper's too).
+func workloadMetrics(mgr manager.Manager, o *Options, book *podbook.Book, owners podgroup.OwnerLister) *workloadmetrics.Tracker {
 	if o.MaxWorkloadMetrics == 0 {
 		return nil
 	}
 	registeredMu.Lock()
 	defer registeredMu.Unlock()
 	if registeredTracker == nil {
-		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Log: ctrl.Log.WithName("workload-metrics"), Pods: book}
+		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: owners, Log: ctrl.Log.WithName("workload-metrics"), Pods: book}
 		crmetrics.Registry.MustRegister(registeredTracker)
 	}
 	return registeredTracker
