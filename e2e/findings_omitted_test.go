@@ -22,12 +22,13 @@ import (
 // (extra-00 ... extra-17, one pod each, next to the coordinator and workers it does create) gives
 // 18 GangUnsatisfiable findings: the grouper's health annotation lists the first 16 and counts 2,
 // Events name 16 and GangFindingsMore counts 2, and "gangmap describe" says there are 18, lists
-// 16 and says 2 more are not listed and why; "gangmap get" ends its FINDINGS with "+2 more".
+// 16 and says 2 more are not listed and why; "gangmap get" ends its FINDINGS with "+2 more";
+// "gangmap definitions --cluster" counts the 2 on the definition.
 func TestFindingsOmittedInDescribe(t *testing.T) {
 	ctx := context.Background()
 	const extras = 18
 	kind := "ManyRolesJob"
-	findingsKind(t, ctx, kind, func(k *unstructured.Unstructured) {
+	k := findingsKind(t, ctx, kind, func(k *unstructured.Unstructured) {
 		cs := []map[string]any{component(t, k, "coordinator"), component(t, k, "worker")}
 		sgs := []any{map[string]any{"componentName": "coordinator"}, map[string]any{"componentName": "worker"}}
 		for i := range extras {
@@ -70,4 +71,9 @@ func TestFindingsOmittedInDescribe(t *testing.T) {
 	stdout, stderr, code = runCLI(t, "get", strings.ToLower(kind)+"."+findingsGroup, "-n", job.GetNamespace())
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "GangUnsatisfiable(extra-15), +2 more\n")
+
+	stdout, stderr, code = runCLI(t, "definitions", "--cluster")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, k.GetName()+" (cluster:"+k.GetName()+"): findings: GangUnsatisfiable on 1 workload(s), e.g. "+kind+" find-omitted/train")
+	assert.Contains(t, stdout, "findings: 2 more, not listed by reason (a workload's gangmap.io/health annotation lists its first 16), on 1 workload(s), e.g. "+kind+" find-omitted/train (gangmap describe says how many)")
 }

@@ -38,7 +38,8 @@ cluster. With the cluster, each active definition is also tried on up to 50 live
 its kind, and a path that resolves to nothing on them is listed as a "drift:" problem (the
 framework renamed a field, or the definition has a typo); the grouper's current findings on the
 PodGroups (gangmap.io/health) are listed as "findings:" problems, per reason with the number of
-workloads affected (on several workloads the definition is almost surely wrong).
+workloads affected (on several workloads the definition is almost surely wrong), and those an
+annotation counts without listing them (past a workload's first 16) in one line of their own.
 
 For each kind one definition is active: cluster wins over file, file over catalog; two
 definitions of one kind from the same source are a conflict and neither is used.

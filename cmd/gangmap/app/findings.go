@@ -70,7 +70,9 @@ func (v *workloadView) findingsColumn() string {
 // clusterFindings summarises, per definition ("name (source)", the PodGroups'
 // gangmap.io/definition), the grouper's current findings on the cluster's PodGroups: one line
 // per reason with the number of workloads affected and an example. A definition with findings
-// on several workloads is almost surely wrong, and the line says so.
+// on several workloads is almost surely wrong, and the line says so. Findings an annotation
+// counts without listing them (past the first findings.MaxHealthFindings) have no reason to count
+// them by: one more line per definition says how many, on how many workloads.
 func clusterFindings(ctx context.Context, cfg *rest.Config) (map[string][]string, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -86,6 +88,8 @@ func clusterFindings(ctx context.Context, cfg *rest.Config) (map[string][]string
 	type key struct{ definition, reason string }
 	workloads := map[key]map[string]string{} // owner UID -> "ns/name"
 	var order []key
+	omitted := map[string]map[string]string{} // definition -> owner UID -> "ns/name"
+	omittedCount := map[string]int{}
 	for _, pg := range list.Items {
 		def, ok := pg.GetAnnotations()[kaikeys.Definition]
 		v, has := pg.GetAnnotations()[findings.HealthAnnotation]
@@ -97,29 +101,47 @@ func clusterFindings(ctx context.Context, cfg *rest.Config) (map[string][]string
 			continue
 		}
 		owner := pg.GetOwnerReferences()[0]
+		workload := fmt.Sprintf("%s %s/%s", owner.Kind, pg.GetNamespace(), owner.Name)
+		if h.Omitted > 0 && omitted[def][string(owner.UID)] == "" {
+			// Once per workload: each of its PodGroups carries the same annotation.
+			if omitted[def] == nil {
+				omitted[def] = map[string]string{}
+			}
+			omitted[def][string(owner.UID)] = workload
+			omittedCount[def] += h.Omitted
+		}
 		for _, f := range h.Findings {
 			k := key{def, string(f.Reason)}
 			if workloads[k] == nil {
 				workloads[k] = map[string]string{}
 				order = append(order, k)
 			}
-			workloads[k][string(owner.UID)] = fmt.Sprintf("%s %s/%s", owner.Kind, pg.GetNamespace(), owner.Name)
+			workloads[k][string(owner.UID)] = workload
 		}
 	}
 	out := map[string][]string{}
 	for _, k := range order {
 		ws := workloads[k]
-		var example string
-		for _, w := range ws {
-			if example == "" || w < example {
-				example = w
-			}
-		}
-		line := fmt.Sprintf("findings: %s on %d workload(s), e.g. %s (gangmap describe shows it; docs/findings.md says how to fix the definition)", k.reason, len(ws), example)
+		line := fmt.Sprintf("findings: %s on %d workload(s), e.g. %s (gangmap describe shows it; docs/findings.md says how to fix the definition)", k.reason, len(ws), firstOf(ws))
 		if len(ws) > 1 {
 			line += "; on several workloads the definition is almost surely wrong"
 		}
 		out[k.definition] = append(out[k.definition], line)
 	}
+	for def, ws := range omitted {
+		out[def] = append(out[def], fmt.Sprintf("findings: %d more, not listed by reason (a workload's %s annotation lists its first %d), on %d workload(s), e.g. %s (gangmap describe says how many)",
+			omittedCount[def], findings.HealthAnnotation, findings.MaxHealthFindings, len(ws), firstOf(ws)))
+	}
 	return out, nil
+}
+
+// firstOf returns the least of m's values: the example a line names, the same at every run.
+func firstOf(m map[string]string) string {
+	var first string
+	for _, v := range m {
+		if first == "" || v < first {
+			first = v
+		}
+	}
+	return first
 }
