@@ -251,3 +251,38 @@ func TestScrapesWhileWorkloadsChange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(want), string(exposition(t, tr)))
 }
+
+// noListStore is a podGroupStore whose List fails: a scrape that reads the workloads' own
+// PodGroups from an owner index never lists a namespace.
+type noListStore struct{ *podGroupStore }
+
+func (noListStore) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return fmt.Errorf("noListStore: a namespace was listed")
+}
+
+// ownedPodGroups is an owner index (podgroup.OwnerLister) over given PodGroups.
+type ownedPodGroups map[types.UID][]*v2alpha2.PodGroup
+
+func (o ownedPodGroups) Owned(uid types.UID) ([]*v2alpha2.PodGroup, error) { return o[uid], nil }
+
+// With an owner index (Tracker.Owners), the keyed workload's PodGroups (keyed-s1, keyed-s2 of
+// team-b, owned by c-keyed) are found in it, the namespace is not listed, and the exposition is
+// the golden one byte for byte: a PodGroup of the name pattern owned by another workload
+// (keyed-s3) and one of another namespace (team-c/keyed-s4) are not the workload's.
+func TestExpositionIsGoldenThroughOwners(t *testing.T) {
+	tr := exhibitTracker(t)
+	store := tr.Reader.(*podGroupStore)
+	store.add("team-b", "keyed-s3", v2alpha2.PodGroupStatus{Conditions: []v2alpha2.PodGroupCondition{{Type: "Stale", Status: corev1.ConditionTrue}}})
+	store.add("team-c", "keyed-s4", v2alpha2.PodGroupStatus{Conditions: []v2alpha2.PodGroupCondition{{Type: "Stale", Status: corev1.ConditionTrue}}})
+	pg := func(ns, name string) *v2alpha2.PodGroup {
+		return store.pgs[types.NamespacedName{Namespace: ns, Name: name}]
+	}
+	tr.Reader = noListStore{store}
+	tr.Owners = ownedPodGroups{
+		"c-keyed": {pg("team-b", "keyed-s2"), pg("team-c", "keyed-s4"), pg("team-b", "keyed-s1")},
+		"d-other": {pg("team-b", "keyed-s3")},
+	}
+	want, err := os.ReadFile("testdata/scrape.golden.txt")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(exposition(t, tr)))
+}
