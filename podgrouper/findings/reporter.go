@@ -134,10 +134,33 @@ func (r *Reporter) Tick(ctx context.Context) {
 	}
 	for uid, st := range r.state {
 		if !seen[uid] {
-			for k := range st.sent {
-				Gauge.WithLabelValues(st.kind, st.definition, string(k.reason)).Dec()
-			}
+			moveGauge(st, reasonsOf(st.sent), nil)
 			delete(r.state, uid)
+		}
+	}
+}
+
+// reasonsOf is the set of reasons among a workload's sent findings (at most the four Reasons).
+func reasonsOf(sent map[findingKey]sentFinding) map[Reason]bool {
+	out := make(map[Reason]bool, 4)
+	for k := range sent {
+		out[k.reason] = true
+	}
+	return out
+}
+
+// moveGauge counts the workload in Gauge under each reason it has now and had not (before),
+// and takes it off each reason it had and has no more: Gauge counts workloads, so a workload
+// with 900 roles short of pods is one GangUnsatisfiable workload, not 900.
+func moveGauge(st *reported, before, now map[Reason]bool) {
+	for reason := range now {
+		if !before[reason] {
+			Gauge.WithLabelValues(st.kind, st.definition, string(reason)).Inc()
+		}
+	}
+	for reason := range before {
+		if !now[reason] {
+			Gauge.WithLabelValues(st.kind, st.definition, string(reason)).Dec()
 		}
 	}
 }
@@ -154,6 +177,8 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		}
 	}
 	var sent, unsent, cleared, uncleared int
+	before := reasonsOf(st.sent)
+	defer func() { moveGauge(st, before, reasonsOf(st.sent)) }()
 	cur := map[findingKey]Finding{}
 	for _, f := range rep.Findings {
 		k := findingKey{f.Reason, f.Role}
@@ -161,7 +186,6 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		last, had := st.sent[k]
 		changed := had && last.counts != f.Counts
 		if !had {
-			Gauge.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
 			Total.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
 			st.dirty, st.transition = true, now
 		}
@@ -191,7 +215,6 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		if _, ok := cur[k]; ok {
 			continue
 		}
-		Gauge.WithLabelValues(st.kind, st.definition, string(k.reason)).Dec()
 		delete(st.sent, k)
 		st.dirty, st.transition = true, now
 		if cleared++; cleared > MaxHealthFindings {

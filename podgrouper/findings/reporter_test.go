@@ -245,7 +245,9 @@ func TestReporterBoundsAWorkloadsFindings(t *testing.T) {
 	g := Gauge.WithLabelValues("JobSet", "many-roles", string(GangUnsatisfiable))
 
 	r.Tick(ctx)
-	assert.Equal(t, float64(n-1), testutil.ToFloat64(g))
+	// The gauge counts workloads (its help and docs/findings.md): one workload with 899 roles
+	// short of pods is one GangUnsatisfiable workload.
+	assert.Equal(t, 1.0, testutil.ToFloat64(g))
 	require.Len(t, rec.Events, MaxHealthFindings+1)
 	for range MaxHealthFindings {
 		assert.Contains(t, <-rec.Events, "Warning GangUnsatisfiable role role-")
@@ -280,4 +282,33 @@ func TestReporterBoundsAWorkloadsFindings(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, h.Healthy)
 	assert.Zero(t, h.Omitted)
+}
+
+// The gauge counts a workload once per reason however many of its roles have that finding, and
+// takes it off only when the last of them clears.
+func TestGaugeCountsWorkloadsNotRoles(t *testing.T) {
+	ctx := context.Background()
+	tr := NewTracker()
+	p := manyRolesPlan(t, 3)
+	tr.SetPlan(p, Definition{Name: "gauge-per-workload"}, t0)
+	tr.Observe(pod("first"), Observation{Owner: uid, Role: p.Roles[0].Name}, t0)
+	now := t0.Add(cfg.GangUnsatisfiableGrace + time.Second)
+	r := &Reporter{Tracker: tr, Config: cfg, Recorder: record.NewFakeRecorder(100), Now: func() time.Time { return now }}
+	g := Gauge.WithLabelValues("JobSet", "gauge-per-workload", string(GangUnsatisfiable))
+
+	r.Tick(ctx)
+	require.Len(t, tr.Evaluate(now, cfg)[0].Findings, 2, "roles 1 and 2 have no pods")
+	assert.Equal(t, 1.0, testutil.ToFloat64(g), "one workload")
+
+	tr.Observe(pod("second"), Observation{Owner: uid, Role: p.Roles[1].Name}, now)
+	now = now.Add(time.Second)
+	r.Tick(ctx)
+	require.Len(t, tr.Evaluate(now, cfg)[0].Findings, 1)
+	assert.Equal(t, 1.0, testutil.ToFloat64(g), "role 2 still short")
+
+	tr.Observe(pod("third"), Observation{Owner: uid, Role: p.Roles[2].Name}, now)
+	now = now.Add(time.Second)
+	r.Tick(ctx)
+	assert.Empty(t, tr.Evaluate(now, cfg)[0].Findings)
+	assert.Zero(t, testutil.ToFloat64(g))
 }
