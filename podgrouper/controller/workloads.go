@@ -99,11 +99,21 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 
 // handler maps a workload update to its indexed pods. Only changes that can change a plan or the
 // default metadata count: the spec (generation), labels, annotations, and the status for kinds
-// whose start rule reads it (statusMatters); other status-only updates do not regroup. A deleted workload's pods are forgotten: garbage collection removes them and their
+// whose start rule reads it (statusMatters); other status-only updates do not regroup. Every
+// update, and every workload the watch lists when it (re)starts, goes to changed (the status
+// keeper). A deleted workload's pods are forgotten: garbage collection removes them and their
 // PodGroup.
 func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
+		// A workload seen when the watch (re)starts (the informer's list, e.g. after a definition
+		// change pruned and re-added the kind) may have changed while the kind was not watched:
+		// the status keeper looks again (a workload it does not track costs one lookup).
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], _ queue) {
+			if w.changed != nil {
+				w.changed(e.Object)
+			}
+		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew
 			if w.changed != nil {
