@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/podbook"
 	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
@@ -60,14 +61,6 @@ func (r *PodReconciler) recordForBenchmark(p bookkeepingPod, plan *gang.Plan, no
 	r.book().FirstRepair(p.key, p.uid)
 }
 
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // BenchmarkPodBookkeepingBytes measures the live heap the pod controller's per-pod bookkeeping
 // costs for 100,000 grouped pods of 10,000 workloads (owner index, findings, workload metrics,
 // repaired pods, all in one podbook.Book as the grouper wires them), beyond the pods' own strings
@@ -82,13 +75,13 @@ func BenchmarkPodBookkeepingBytes(b *testing.B) {
 	pods, plans := bookkeepingFixture(n, perWorkload)
 	now := time.Now()
 	for range b.N {
-		before := liveHeap()
+		before := heapmeasure.Live()
 		book := podbook.New()
 		r := &PodReconciler{Book: book, Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: n, Pods: book}}
 		for i, p := range pods {
 			r.recordForBenchmark(p, plans[i/perWorkload], now)
 		}
-		after := liveHeap()
+		after := heapmeasure.Live()
 		b.ReportMetric(float64(after-before)/n, "bytes/pod")
 		runtime.KeepAlive(r)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/findings"
@@ -210,13 +211,13 @@ func BenchmarkGrouperMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("pods=%d/workloads=%d", size.pods, size.workloads), func(b *testing.B) {
 			per := size.pods / size.workloads
 			for range b.N {
-				before, spansBefore := liveHeap(), heapSpans()
+				before, spansBefore := heapmeasure.Live(), heapSpans()
 				s := newSteadyState(b)
 				now := time.Now()
 				for w := range size.workloads {
 					s.addWorkload(b, context.Background(), scaleCustomJob(b, s.interner, js, w, per-1), per-1, now)
 				}
-				heap := float64(liveHeap() - before)
+				heap := float64(heapmeasure.Live() - before)
 				b.ReportMetric(heap/(1<<20), "heap-MiB")
 				b.ReportMetric(float64(heapSpans()-spansBefore)/(1<<20), "heap-spans-MiB")
 				b.ReportMetric(heap/float64(size.pods), "heap-bytes/pod")
@@ -247,9 +248,9 @@ type part struct {
 
 // freed drops the part and returns the live heap that freed.
 func (p part) freed() float64 {
-	before := liveHeap()
+	before := heapmeasure.Live()
 	p.drop()
-	return float64(before) - float64(liveHeap())
+	return float64(before) - float64(heapmeasure.Live())
 }
 
 // parts lists the steady state's parts in an order in which each frees what it alone holds: the

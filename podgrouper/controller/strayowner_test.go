@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/manifest"
 )
 
@@ -58,11 +59,11 @@ func BenchmarkStrayOwnerBytes(b *testing.B) {
 			var per float64
 			for range b.N {
 				kept := make([]*unstructured.Unstructured, n)
-				before := liveHeap()
+				before := heapmeasure.Live()
 				for i := range kept {
 					kept[i] = tc.keep(src[i])
 				}
-				per = float64(liveHeap()-before) / n
+				per = float64(heapmeasure.Live()-before) / n
 				runtime.KeepAlive(kept)
 			}
 			b.ReportMetric(per, "bytes/workload")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/grouper"
 	"github.com/gangmap/gangmap/podgrouper/podbook"
@@ -95,13 +96,13 @@ func BenchmarkWorkloadStateBytes(b *testing.B) {
 		}
 		r := &findings.Reporter{Tracker: f, DryRun: true, Now: func() time.Time { return now }}
 		r.Tick(ctx)
-		all := liveHeap()
+		all := heapmeasure.Live()
 		runtime.KeepAlive(r)
-		reporter := liveHeap()
+		reporter := heapmeasure.Live()
 		runtime.KeepAlive(m)
-		metrics := liveHeap()
+		metrics := heapmeasure.Live()
 		runtime.KeepAlive(f)
-		tracker := liveHeap()
+		tracker := heapmeasure.Live()
 		b.ReportMetric(float64(all-reporter)/n, "reporter-bytes/workload")
 		b.ReportMetric(float64(reporter-metrics)/n, "metrics-bytes/workload")
 		b.ReportMetric(float64(metrics-tracker)/n, "findings-bytes/workload")

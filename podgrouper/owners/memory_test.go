@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/owners"
 )
 
@@ -80,25 +81,17 @@ func BenchmarkCachedOwnerBytes(b *testing.B) {
 					name := fmt.Sprintf("w%05d", i)
 					refs[i] = []metav1.OwnerReference{{APIVersion: shape.APIVersion, Kind: shape.Kind, Name: name, UID: types.UID("uid-" + name)}}
 				}
-				before := liveHeap()
+				before := heapmeasure.Live()
 				for _, r := range refs {
 					if _, err := w.Walk(context.Background(), "team-a", r); err != nil {
 						b.Fatal(err)
 					}
 				}
-				after := liveHeap()
+				after := heapmeasure.Live()
 				runtime.KeepAlive(w)
 				runtime.KeepAlive(refs)
 				b.ReportMetric(float64(after-before)/n, "B/owner")
 			}
 		})
 	}
-}
-
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -16,17 +16,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/podview"
 )
-
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // scalePod is pod i of `make bench-scale` (one namespace, CustomJobs of 10 pods: a coordinator
 // and workers), as the API server sends it: before the grouper labels it, or after (its
@@ -71,9 +64,9 @@ func BenchmarkPodCacheBytes(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var per float64
 			for range b.N {
-				before := liveHeap()
+				before := heapmeasure.Live()
 				kept := tc.run(b)
-				per = float64(liveHeap()-before) / n
+				per = float64(heapmeasure.Live()-before) / n
 				runtime.KeepAlive(kept)
 			}
 			b.ReportMetric(per, "bytes/pod")
@@ -169,7 +162,7 @@ func BenchmarkListPeakBytes(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				before := liveHeap()
+				before := heapmeasure.Live()
 				ctx, cancel := context.WithCancel(context.Background())
 				go func() { _ = c.Start(ctx) }()
 				peak = samplePeak(func() bool { return c.HasSynced() }) - before

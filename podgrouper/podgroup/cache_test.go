@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"unsafe"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/strays"
@@ -361,7 +362,7 @@ func BenchmarkCachedPodGroupBytes(b *testing.B) {
 // a GC).
 func heapPerPodGroup(tb testing.TB, raws [][]byte, keep func(*v2alpha2.PodGroup) any) float64 {
 	store := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	before := liveHeap()
+	before := heapmeasure.Live()
 	for _, raw := range raws {
 		pg := &v2alpha2.PodGroup{}
 		if _, _, err := podGroupCodecs.UniversalDeserializer().Decode(raw, nil, pg); err != nil {
@@ -371,17 +372,9 @@ func heapPerPodGroup(tb testing.TB, raws [][]byte, keep func(*v2alpha2.PodGroup)
 			tb.Fatal(err)
 		}
 	}
-	after := liveHeap()
+	after := heapmeasure.Live()
 	runtime.KeepAlive(store)
 	return float64(after-before) / float64(len(raws))
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 func k8sruntimeMapPointer(m map[string]string) unsafe.Pointer {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 )
 
 // runningPodJSON is the JobSet worker pod of the webhook's benchmark as the informer sees it once
@@ -57,23 +59,15 @@ func runningPodJSON(tb testing.TB) []byte {
 func heapPerObject(tb testing.TB, n int, mk func(i int) any) float64 {
 	tb.Helper()
 	store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	before := liveHeap()
+	before := heapmeasure.Live()
 	for i := 0; i < n; i++ {
 		if err := store.Add(mk(i)); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	after := liveHeap()
+	after := heapmeasure.Live()
 	runtime.KeepAlive(store)
 	return float64(after-before) / float64(n)
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // decodedPod decodes the pod JSON with a distinct name and UID, as each pod of an informer is

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 )
 
 // BenchmarkCollectorBytesPerWorkload reports the live heap the collector keeps per enqueued
@@ -24,7 +26,7 @@ func BenchmarkCollectorBytesPerWorkload(b *testing.B) {
 	keep := []string{"pg-customjob"}
 	var per float64
 	for range b.N {
-		before := liveHeap()
+		before := heapmeasure.Live()
 		c := &Collector{}
 		for _, w := range ids {
 			o := &unstructured.Unstructured{Object: make(map[string]any, 3)}
@@ -36,17 +38,9 @@ func BenchmarkCollectorBytesPerWorkload(b *testing.B) {
 			o.SetResourceVersion(w.rv)
 			c.Enqueue(Workload{Owner: o, Keep: keep})
 		}
-		per = float64(liveHeap()-before) / n
+		per = float64(heapmeasure.Live()-before) / n
 		runtime.KeepAlive(c)
 	}
 	runtime.KeepAlive(ids)
 	b.ReportMetric(per, "bytes/workload")
-}
-
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

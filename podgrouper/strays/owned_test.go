@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/strays"
 )
@@ -107,7 +108,7 @@ func BenchmarkOwnerIndexBytes(b *testing.B) {
 			tc.idx[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 			var per float64
 			for range b.N {
-				before := liveHeap()
+				before := heapmeasure.Live()
 				s := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, tc.idx)
 				var owners *strays.OwnerIndex
 				if tc.owner {
@@ -119,19 +120,11 @@ func BenchmarkOwnerIndexBytes(b *testing.B) {
 						owners.OnAdd(pg, true)
 					}
 				}
-				per = float64(liveHeap()-before) / n
+				per = float64(heapmeasure.Live()-before) / n
 				runtime.KeepAlive(s)
 				runtime.KeepAlive(owners)
 			}
 			b.ReportMetric(per, "bytes/podgroup")
 		})
 	}
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -12,16 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 )
 
 // liveHeap is the live heap after two collections.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // BenchmarkCachedPlanBytes reports the live heap one cached plan costs (the plan cache's entry:
 // the gang.Plan and its per-PodGroup metadata) for n workloads of a catalog kind, each planned
@@ -46,7 +40,7 @@ func BenchmarkCachedPlanBytes(b *testing.B) {
 				_, _, err = g.Plan(ctx, base.DeepCopy())
 				require.NoError(b, err)
 				g.Forget("bench", base.GetUID())
-				before := liveHeap()
+				before := heapmeasure.Live()
 				for j := 0; j < n; j++ {
 					u := &unstructured.Unstructured{Object: base.DeepCopy().Object}
 					u.SetName(fmt.Sprintf("w-%06d", j))
@@ -55,7 +49,7 @@ func BenchmarkCachedPlanBytes(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				per = float64(liveHeap()-before) / n
+				per = float64(heapmeasure.Live()-before) / n
 				runtime.KeepAlive(g)
 			}
 			b.ReportMetric(per, "bytes/plan")

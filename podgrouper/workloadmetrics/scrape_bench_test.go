@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkScrapeWorkloads(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		base := liveHeap()
+		base := heapmeasure.Live()
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
 		mfs, err := reg.Gather()
@@ -67,7 +68,7 @@ func BenchmarkScrapeWorkloads(b *testing.B) {
 		b.StopTimer()
 		runtime.ReadMemStats(&after)
 		gatherAlloc := after.TotalAlloc - before.TotalAlloc
-		gathered := liveHeap() - base
+		gathered := heapmeasure.Live() - base
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
 		w := &countingWriter{}
@@ -93,13 +94,6 @@ func BenchmarkScrapeWorkloads(b *testing.B) {
 }
 
 // liveHeap is the live heap after a GC.
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // BenchmarkForgottenWorkloadBytes measures what the tracker keeps of the workloads it forgot
 // (the last 4,096 deleted, so that a late update does not bring their series back): live heap
@@ -110,11 +104,11 @@ func BenchmarkForgottenWorkloadBytes(b *testing.B) {
 	for range b.N {
 		tr := &Tracker{MaxWorkloads: n}
 		tr.init()
-		before := liveHeap()
+		before := heapmeasure.Live()
 		for w := range n {
 			tr.ForgetWorkload(types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", w, w)))
 		}
-		after := liveHeap()
+		after := heapmeasure.Live()
 		b.ReportMetric(float64(after-before)/n, "bytes/forgotten")
 		runtime.KeepAlive(tr)
 	}

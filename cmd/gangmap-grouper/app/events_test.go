@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 )
 
 // workloadEvent is the PodGroupCreated Event of the scale benchmark's CustomJob number w, as
@@ -47,14 +49,6 @@ func correlate(tb testing.TB, c *record.EventCorrelator, ev *corev1.Event) *reco
 	return r
 }
 
-func liveHeap() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // BenchmarkEventCorrelatorBytes measures the live heap of the Events' correlator once 10,000
 // workloads have had their PodGroupCreated Event (more than the caches hold: they are full),
 // with client-go's default caches (controller-runtime's recorder) and with the grouper's
@@ -67,13 +61,13 @@ func BenchmarkEventCorrelatorBytes(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			const n = 10_000
 			for range b.N {
-				before := liveHeap()
+				before := heapmeasure.Live()
 				corr := record.NewEventCorrelatorWithOptions(c.o)
 				now := time.Now()
 				for w := range n {
 					correlate(b, corr, workloadEvent(w, now))
 				}
-				b.ReportMetric(float64(liveHeap()-before)/(1<<20), "MiB")
+				b.ReportMetric(float64(heapmeasure.Live()-before)/(1<<20), "MiB")
 				runtime.KeepAlive(corr)
 			}
 		})
