@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/internal/heapmeasure"
 )
 
 // BenchmarkTopOwnerMetadataBytes reports what the default grouper keeps per workload for the
@@ -25,21 +27,13 @@ func BenchmarkTopOwnerMetadataBytes(b *testing.B) {
 			objs[i] = ownerOf(m)
 		}
 		g := &Grouper{}
-		before := heapNow()
+		before := heapmeasure.Live()
 		for _, o := range objs {
 			_ = g.topOwnerMetadata(o)
 		}
-		after := heapNow()
+		after := heapmeasure.Live()
 		runtime.KeepAlive(g)
 		runtime.KeepAlive(objs)
 		b.ReportMetric(float64(int64(after)-int64(before))/n, "B/workload")
 	}
-}
-
-func heapNow() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
