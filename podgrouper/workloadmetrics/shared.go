@@ -37,45 +37,41 @@ func (s *shapes) kind(k string) string {
 
 // statusWords returns the table's list equal to words (nil for none).
 func (s *shapes) statusWords(words []string) []string {
-	if len(words) == 0 {
-		return nil
-	}
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	for _, w := range words {
+	return shareList(s.seed, &s.status, words, func(h *maphash.Hash, w string) {
 		h.WriteString(w)
 		h.WriteByte(0)
-	}
-	sum := h.Sum64()
-	if c, ok := s.status[sum]; ok && slices.Equal(c, words) {
-		return c
-	}
-	s.status = bounded(s.status)
-	s.status[sum] = words
-	return words
+	}, func(a, b string) bool { return a == b })
 }
 
 // roleList returns the table's list equal to roles (nil for none); GPUs are compared by their
 // bits.
 func (s *shapes) roleList(roles []Role) []Role {
-	if len(roles) == 0 {
+	return shareList(s.seed, &s.roles, roles, func(h *maphash.Hash, r Role) {
+		h.WriteString(r.Name)
+		h.WriteByte(0)
+		writeFloat(h, r.GPUs)
+		writeFloat(h, r.GangGPUs)
+	}, sameRole)
+}
+
+// shareList returns the list of *table equal to list (its elements hashed by write, compared by
+// equal), else records list in the table (bounded) and returns it; nil for an empty list.
+func shareList[T any](seed maphash.Seed, table *map[uint64][]T, list []T, write func(*maphash.Hash, T), equal func(a, b T) bool) []T {
+	if len(list) == 0 {
 		return nil
 	}
 	var h maphash.Hash
-	h.SetSeed(s.seed)
-	for _, r := range roles {
-		h.WriteString(r.Name)
-		h.WriteByte(0)
-		writeFloat(&h, r.GPUs)
-		writeFloat(&h, r.GangGPUs)
+	h.SetSeed(seed)
+	for _, e := range list {
+		write(&h, e)
 	}
 	sum := h.Sum64()
-	if c, ok := s.roles[sum]; ok && slices.EqualFunc(c, roles, sameRole) {
+	if c, ok := (*table)[sum]; ok && slices.EqualFunc(c, list, equal) {
 		return c
 	}
-	s.roles = bounded(s.roles)
-	s.roles[sum] = roles
-	return roles
+	*table = bounded(*table)
+	(*table)[sum] = list
+	return list
 }
 
 func sameRole(a, b Role) bool {
