@@ -36,6 +36,13 @@ type Release struct {
 	// MinSubGroup: the CRD has spec.minSubGroup and subGroups[].minSubGroup, and minMember is
 	// optional (v0.15.0+).
 	MinSubGroup bool
+	// SubGroupTree: the scheduler admits a PodGroup as a tree of sub-group sets, taking the first
+	// minSubGroup children of each unsatisfied set in the subgrouporder plugin's order, ties by
+	// name (pkg/scheduler/api/podgroup_info/allocation_info.go collectTasksFromSubGroupSet,
+	// v0.15.0+, unchanged through v0.17.0); before, every leaf sub-group is required and the
+	// tasks are those of every leaf below its minimum (GetTasksToAllocate at v0.14.7). The
+	// admission model (podgrouper/kaiadmission) follows it.
+	SubGroupTree bool
 	// Preemptibility: the CRD has spec.preemptibility (v0.10.0+).
 	Preemptibility bool
 	// Delays: the CRD has spec.preemptionDelay and spec.stalenessGracePeriod (v0.17.0).
@@ -66,6 +73,10 @@ func (r *Release) HonoursSkipAnnotation() bool { return r == nil || r.SkipAnnota
 // a gang with sub-groups cannot be written and gangmap writes a flat minMember. A nil Release is
 // the latest.
 func (r *Release) HasMinSubGroup() bool { return r == nil || r.MinSubGroup }
+
+// SubGroupTreeAdmission reports whether the release's scheduler admits sub-groups as a tree with
+// minSubGroup (v0.15.0+; see SubGroupTree). A nil Release is the latest.
+func (r *Release) SubGroupTreeAdmission() bool { return r == nil || r.SubGroupTree }
 
 // Costs says, one sentence each, what gangmap cannot do on this release compared with the latest
 // and what it does instead; none for v0.15 and later except the Karta note. The startup log,
@@ -244,6 +255,7 @@ func build(l line, patch int) *Release {
 		SkipAnnotation:   l.minor >= 15,
 		SubGroupParent:   l.minor >= 10,
 		MinSubGroup:      l.minor >= 15,
+		SubGroupTree:     l.minor >= 15,
 		Preemptibility:   l.minor >= 10,
 		Delays:           l.minor >= 17,
 		KartaFallback:    l.minor >= 17,
