@@ -86,3 +86,56 @@ func TestHostileAppWrapperPlanIsBounded(t *testing.T) {
 	}
 	assert.Less(t, len(err.Error()), 4096, "the error names the field, not the whole path")
 }
+
+// TestIssue28HostileWorkloadsRefusedFast holds the catalog to the budget of issue 28: an
+// AppWrapper whose pod set path is 1.4 MB of dots (split(".") made 1.4 M strings, charged to
+// nothing: 24 of them took the grouper's heap from 48 MB to 1,384 MB) and a NIMService on KServe
+// whose min-scale annotation is a 1.4 M-digit number (tonumber's big.Int parse: 3.8 s of CPU in
+// one step, past the 1 s timeout) are each refused by the evaluation budget, before the
+// builtin runs, with an error that names the definition field and the bound. The timeout is a
+// minute, so only a bound can stop them in time.
+func TestIssue28HostileWorkloadsRefusedFast(t *testing.T) {
+	compiler, err := expr.NewCompiler(expr.Limits{Timeout: time.Minute})
+	require.NoError(t, err)
+	r := definitions.NewRegistry(compiler)
+	require.NoError(t, catalog.Register(r))
+	appWrapper := hostileAppWrapper()
+	podSet := appWrapper.Object["spec"].(map[string]any)["components"].([]any)[0].(map[string]any)["podSets"].([]any)[0].(map[string]any)
+	podSet["path"] = strings.Repeat(".", 1_400_000)
+	nim := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService",
+		"metadata": map[string]any{"name": "hostile", "namespace": "team-a", "uid": "u-2", "resourceVersion": "1"},
+		"spec": map[string]any{
+			"inferencePlatform": "kserve", "replicas": int64(1),
+			"image":       map[string]any{"repository": "nvcr.io/nim/meta/llama3", "tag": "1.0"},
+			"annotations": map[string]any{"autoscaling.knative.dev/min-scale": strings.Repeat("9", 1_400_000)},
+		},
+	}}
+	tests := []struct {
+		name   string
+		obj    *unstructured.Unstructured
+		kind   expr.LimitKind
+		detail string
+	}{
+		{"AppWrapper 1.4 MB path", appWrapper, expr.LimitBudget, "split/1 refused"},
+		{"NIMService 1.4 M-digit min-scale", nim, expr.LimitSize, "tonumber/0 refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := r.Lookup(tt.obj.GroupVersionKind())
+			require.NotNil(t, c)
+			start := time.Now()
+			_, err := gang.Build(context.Background(), c, tt.obj)
+			elapsed := time.Since(start)
+			require.Error(t, err)
+			var le *expr.LimitError
+			require.ErrorAs(t, err, &le, "%.300s", err)
+			assert.Equal(t, tt.kind, le.Kind, "%.300s", err)
+			assert.Contains(t, err.Error(), tt.detail)
+			assert.Contains(t, err.Error(), "Path", "the error names the definition field")
+			assert.Less(t, len(err.Error()), 4096)
+			assert.Less(t, elapsed, 10*time.Second, "refused by a bound, not after the work")
+			t.Logf("%s in %s: %.400s", tt.name, elapsed, err)
+		})
+	}
+}

@@ -61,9 +61,12 @@ const (
 	LimitSize
 	// LimitInput: the input document or the variables exceed Limits.MaxInputSize.
 	LimitInput
+	// LimitBudget: a jq evaluation produced, or a builtin was about to produce, more than
+	// Limits.MaxProducedBytes or Limits.MaxProducedElements.
+	LimitBudget
 )
 
-// String names the kind: "timeout", "results", "cost", "steps", "size" or "input".
+// String names the kind: "timeout", "results", "cost", "steps", "size", "input" or "budget".
 func (k LimitKind) String() string {
 	switch k {
 	case LimitSteps:
@@ -72,6 +75,8 @@ func (k LimitKind) String() string {
 		return "size"
 	case LimitInput:
 		return "input"
+	case LimitBudget:
+		return "budget"
 	case LimitTimeout:
 		return "timeout"
 	case LimitResults:

@@ -88,7 +88,11 @@ func (m Mode) String() string {
 //   - CEL: the runtime cost limit CELCostLimit, with string-growing functions (replace, join,
 //     format, +, quote) refused before they run when their result would exceed MaxValueSize
 //     (LimitSize);
-//   - both: the wall-clock Timeout, checked between steps (LimitTimeout), and MaxResults (jq).
+//   - both: the wall-clock Timeout, checked between steps (LimitTimeout), and MaxResults (jq);
+//   - both: one budget of what the evaluation produces, MaxProducedBytes and
+//     MaxProducedElements, charged for every value it creates whatever builtin or operator made
+//     it, and checked before the builtins whose output or cost is not linear in their input run
+//     (LimitBudget; CEL: LimitCost).
 type Limits struct {
 	// Timeout bounds the wall-clock time of one Eval (both languages). Upstream: 1s.
 	Timeout time.Duration
@@ -105,20 +109,31 @@ type Limits struct {
 	// MaxInputSize bounds, in size units, the input document and the variables of one Eval.
 	// Default 3 MiB (the API server's request limit: no stored object is larger).
 	MaxInputSize int
+	// MaxProducedBytes bounds the Go memory, in bytes, of the values one Eval creates, whatever
+	// creates them (every builtin's output, every array, object and string, every number parsed
+	// from text): jq charges them to the evaluation's budget (jqmeter.go), CEL to its cost at
+	// one unit per celBytesPerCost bytes (celcost.go). Default 32 MiB.
+	MaxProducedBytes int64
+	// MaxProducedElements bounds the array elements and object entries one jq Eval creates
+	// (CEL: one cost unit each). Default 1,048,576.
+	MaxProducedElements int64
 }
 
 // DefaultLimits returns the upstream bounds (a 1s timeout, 1000 jq results and a CEL cost limit
-// of 1,000,000) and gangmap's: 10,000,000 jq steps, 4 MiB per builtin call, 3 MiB of input.
+// of 1,000,000) and gangmap's: 10,000,000 jq steps, 4 MiB per builtin call, 3 MiB of input, and
+// 32 MiB and 1,048,576 elements produced per evaluation.
 func DefaultLimits() Limits {
 	return Limits{
 		Timeout: time.Second, MaxResults: 1000, CELCostLimit: 1_000_000,
 		MaxSteps: defaultMaxSteps, MaxValueSize: defaultMaxValueSize, MaxInputSize: defaultMaxInputSize,
+		MaxProducedBytes: defaultMaxProducedBytes, MaxProducedElements: defaultMaxProducedElements,
 	}
 }
 
 // withDefaults fills zero fields from DefaultLimits and rejects negative ones.
 func (l Limits) withDefaults() (Limits, error) {
-	if l.Timeout < 0 || l.MaxResults < 0 || l.MaxSteps < 0 || l.MaxValueSize < 0 || l.MaxInputSize < 0 {
+	if l.Timeout < 0 || l.MaxResults < 0 || l.MaxSteps < 0 || l.MaxValueSize < 0 || l.MaxInputSize < 0 ||
+		l.MaxProducedBytes < 0 || l.MaxProducedElements < 0 {
 		return l, fmt.Errorf("expr: negative limits %+v", l)
 	}
 	d := DefaultLimits()
@@ -139,6 +154,12 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.MaxInputSize == 0 {
 		l.MaxInputSize = d.MaxInputSize
+	}
+	if l.MaxProducedBytes == 0 {
+		l.MaxProducedBytes = d.MaxProducedBytes
+	}
+	if l.MaxProducedElements == 0 {
+		l.MaxProducedElements = d.MaxProducedElements
 	}
 	return l, nil
 }

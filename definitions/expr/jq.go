@@ -65,7 +65,14 @@ func (p *jqProgram) Language() Language { return JQ }
 func (p *jqProgram) Source() string { return p.src }
 
 // Eval implements Program.
-func (p *jqProgram) Eval(ctx context.Context, in Input) (out []any, err error) {
+func (p *jqProgram) Eval(ctx context.Context, in Input) ([]any, error) {
+	out, _, err := p.eval(ctx, in)
+	return out, err
+}
+
+// eval is Eval, returning also the evaluation's budget (what it charged: steps, bytes and
+// elements produced) when it ran.
+func (p *jqProgram) eval(ctx context.Context, in Input) (out []any, budget *jqBudget, err error) {
 	doc := in.Object
 	if p.subject == Pod {
 		doc = in.Pod
@@ -73,12 +80,12 @@ func (p *jqProgram) Eval(ctx context.Context, in Input) (out []any, err error) {
 	input, vars := jqValue(doc, in.Normalized), jqValue(in.Variables, in.Normalized)
 	if !in.Normalized {
 		if err := checkInputSize(JQ, p.src, p.limits, input, vars); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ctx, cancel := withTimeout(ctx, p.limits.Timeout)
 	defer cancel()
-	budget := newJQBudget(ctx, p.limits.MaxSteps)
+	budget = newJQBudget(ctx, p.limits)
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, &EvalError{Language: JQ, Source: p.src, Err: fmt.Errorf("internal error: %v", r)}
@@ -88,17 +95,17 @@ func (p *jqProgram) Eval(ctx context.Context, in Input) (out []any, err error) {
 	for {
 		v, ok := iter.Next()
 		if !ok {
-			return out, nil
+			return out, budget, nil
 		}
 		if e, isErr := v.(error); isErr {
 			if stop, err := p.failure(e); stop {
-				return nil, err
+				return nil, budget, err
 			}
-			return out, nil // halt: end of output
+			return out, budget, nil // halt: end of output
 		}
 		if len(out) == p.limits.MaxResults {
 			detail := fmt.Sprintf("more than %d results", p.limits.MaxResults)
-			return nil, &LimitError{Language: JQ, Source: p.src, Kind: LimitResults, Detail: detail}
+			return nil, budget, &LimitError{Language: JQ, Source: p.src, Kind: LimitResults, Detail: detail}
 		}
 		out = append(out, v)
 	}
@@ -115,7 +122,10 @@ func (p *jqProgram) failure(e error) (bool, error) {
 	}
 	var steps *stepLimitError
 	var size *sizeLimitError
+	var produced *budgetLimitError
 	switch {
+	case errors.As(e, &produced):
+		return true, &LimitError{Language: JQ, Source: p.src, Kind: LimitBudget, Detail: produced.Error(), Err: e}
 	case errors.As(e, &steps):
 		return true, &LimitError{Language: JQ, Source: p.src, Kind: LimitSteps, Detail: steps.Error(), Err: e}
 	case errors.As(e, &size):

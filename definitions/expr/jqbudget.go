@@ -16,6 +16,9 @@ import (
 type jqBudget struct {
 	context.Context
 	steps, limit int64
+	// bytes and elems are what the evaluation produced so far (jqmeter.go), at most maxBytes
+	// and maxElems.
+	bytes, elems, maxBytes, maxElems int64
 	// over is set once the limit is passed or a builtin refused its input; err says why.
 	over bool
 	err  error
@@ -24,9 +27,10 @@ type jqBudget struct {
 // closedDone is the Done channel of an exhausted budget.
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// newJQBudget derives the evaluation context of one jq evaluation from parent.
-func newJQBudget(parent context.Context, limit int64) *jqBudget {
-	return &jqBudget{Context: parent, limit: limit}
+// newJQBudget derives the evaluation context of one jq evaluation from parent, with the step
+// and produced-value bounds of l.
+func newJQBudget(parent context.Context, l Limits) *jqBudget {
+	return &jqBudget{Context: parent, limit: l.MaxSteps, maxBytes: l.MaxProducedBytes, maxElems: l.MaxProducedElements}
 }
 
 // Done counts one instruction and reports the parent's Done channel, or a closed one once the
@@ -164,6 +168,16 @@ const defaultMaxSteps = 10_000_000
 // above the largest object the API server stores (its request limit is 3 MiB), so any
 // workload object can be encoded or compared whole.
 const defaultMaxValueSize = 4 << 20
+
+// defaultMaxProducedBytes and defaultMaxProducedElements are Limits.MaxProducedBytes and
+// MaxProducedElements by default: ten times the largest input (a 3 MiB object), so that
+// encoding, copying or reshaping a whole workload several times fits, and 1 Mi elements (a
+// 3 MiB object holds at most about 750,000 values). With --max-concurrent-plans builds at once,
+// what expressions can hold is at most that many budgets (docs/reliability.md).
+const (
+	defaultMaxProducedBytes    = 32 << 20
+	defaultMaxProducedElements = 1 << 20
+)
 
 // defaultMaxInputSize is Limits.MaxInputSize by default, in size units: the API server's 3 MiB
 // request limit, which no stored object exceeds.

@@ -15,11 +15,11 @@ import (
 // refused call and go on.
 func jqGuardOptions(l Limits) []gojq.CompilerOption {
 	g := &guards{maxValue: int64(l.MaxValueSize)}
-	return []gojq.CompilerOption{
+	return append([]gojq.CompilerOption{
 		gojq.WithFunction("_gm_guard", 2, 3, g.guard),
 		gojq.WithFunction("_gm_op", 4, 4, g.op),
 		gojq.WithFunction("_gm_match", 4, 4, g.match),
-	}
+	}, meterOptions(g)...)
 }
 
 // guards holds the per-call bounds of one Compiler's programs.
@@ -52,7 +52,35 @@ func (g *guards) guard(v any, args []any) any {
 		return err
 	}
 	b.charge(cost)
+	if bytes, elems := g.estimate(name, v, arg, cost); bytes > 0 || elems > 0 {
+		if err := b.fits(name, bytes, elems); err != nil {
+			return err
+		}
+	}
 	return v
+}
+
+// estimate bounds, before the named guarded builtin runs, what it would produce (bytes and
+// elements, jqmeter.go), from its input v, its argument and its work (cost, about the input's
+// size in size units): checked against the budget so that no call allocates past it.
+func (g *guards) estimate(name string, v, arg any, cost int64) (bytes, elems int64) {
+	switch name {
+	case "explode":
+		n := shallowSize(v)
+		return costArray + n*(costArrayElem+costScalar), n
+	case "implode":
+		return costString + 4*shallowSize(v), 0
+	case "join":
+		return costString + cost, 0
+	case "sort":
+		n := shallowSize(v)
+		return costArray + 2*n*costArrayElem, n
+	case "tojson", "tostring", "format", "@html", "@uri", "@csv", "@tsv", "@sh", "@base64":
+		return costString + 6*cost, 0 // \u00XX: at most 6 bytes out per byte in
+	case "fromjson":
+		return 16 * cost, cost / 2 // "[1,1,...]": an element (32 B) per 2 bytes
+	}
+	return 0, 0
 }
 
 // cost returns the work of one call of the named builtin, or the error refusing it.
@@ -70,6 +98,13 @@ func (g *guards) cost(b *jqBudget, name string, v, arg any) (int64, error) {
 		return g.productCost(b, name, v, arg)
 	case "setpath":
 		return g.setpathCost(b, arg)
+	case "fromjson":
+		if s, ok := v.(string); ok {
+			if n := longestDigitRun(s); n > maxNumberText {
+				return 0, refuse(b, name, "a number of %d digits (more than %d, expr.maxNumberText)", n, maxNumberText)
+			}
+		}
+		return g.linearCost(b, name, v, arg)
 	case "join":
 		// join's result is the elements' encodings and the separator between them.
 		n := valueSize(v, g.maxValue) + shallowSize(v)*shallowSize(arg)
@@ -84,17 +119,21 @@ func (g *guards) cost(b *jqBudget, name string, v, arg any) (int64, error) {
 		}
 		return n * int64(bits.Len64(uint64(shallowSize(v))+1)), nil
 	default:
-		// Encoders, flatten, add, min, max, case conversions and @formats: the work and the
-		// result are linear in the input's size (at most 6 bytes out per byte in).
-		n := valueSize(v, g.maxValue)
-		if arg != nil {
-			n += valueSize(arg, g.maxValue)
-		}
-		if n > g.maxValue {
-			return 0, refuse(b, name, "an input larger than %d size units", g.maxValue)
-		}
-		return n, nil
+		return g.linearCost(b, name, v, arg)
 	}
+}
+
+// linearCost is the cost of encoders, flatten, add, min, max, case conversions and @formats:
+// the work and the result are linear in the input's size (at most 6 bytes out per byte in).
+func (g *guards) linearCost(b *jqBudget, name string, v, arg any) (int64, error) {
+	n := valueSize(v, g.maxValue)
+	if arg != nil {
+		n += valueSize(arg, g.maxValue)
+	}
+	if n > g.maxValue {
+		return 0, refuse(b, name, "an input larger than %d size units", g.maxValue)
+	}
+	return n, nil
 }
 
 // sized is valueSize bounded by maxValue (nil counts 0).
@@ -173,7 +212,57 @@ func (g *guards) op(_ any, args []any) any {
 		return err
 	}
 	b.charge(cost)
+	bytes, elems := g.opProduced(b, op, l, r)
+	if err := b.produce(fmt.Sprintf("%q", op), bytes, elems); err != nil {
+		return err
+	}
 	return []any{l, r}
+}
+
+// opProduced bounds what `l op r` produces (bytes and elements, jqmeter.go), before it runs:
+// the concatenation, difference, repetition, merge or split it builds, or one scalar.
+func (g *guards) opProduced(b *jqBudget, op string, l, r any) (bytes, elems int64) {
+	switch op {
+	case "+":
+		switch l.(type) {
+		case string:
+			return costString + shallowSize(l) + shallowSize(r), 0
+		case []any:
+			n := shallowSize(l) + shallowSize(r)
+			return costArray + n*costArrayElem, n
+		case map[string]any:
+			n := shallowSize(l) + shallowSize(r)
+			return costObject + n*costObjectEntry, n
+		}
+	case "-":
+		if a, ok := l.([]any); ok {
+			return costArray + int64(len(a))*costArrayElem, int64(len(a))
+		}
+	case "*":
+		if s, ok := l.(string); ok {
+			n, _ := g.repeatCost(b, s, r)
+			return costString + n, 0
+		}
+		if s, ok := r.(string); ok {
+			n, _ := g.repeatCost(b, s, l)
+			return costString + n, 0
+		}
+		if _, ok := l.(map[string]any); ok {
+			lb, le := producedSize(l, -1, b.remaining())
+			rb, re := producedSize(r, -1, b.remaining())
+			return lb + rb, le + re
+		}
+		if lb, rb := bigBits(l), bigBits(r); lb > 64 || rb > 64 {
+			return costScalar + 32 + int64(lb+rb)/8, 0
+		}
+	case "/":
+		if s, ok := l.(string); ok {
+			sep, _ := r.(string)
+			n := splitCount(s, sep)
+			return costArray + n*(costArrayElem+costString), n
+		}
+	}
+	return costScalar, 0
 }
 
 // opCost returns the work of `l op r`, or the error refusing it.

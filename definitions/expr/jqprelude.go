@@ -111,42 +111,47 @@ def _gm_raw_add: add; def _gm_raw_join($x): join($x); def _gm_raw_flatten: flatt
 def _gm_raw_flatten($d): flatten($d); def _gm_raw_setpath($p; $v): setpath($p; $v);
 def _gm_raw_tojson: tojson; def _gm_raw_tostring: tostring; def _gm_raw_fromjson: fromjson;
 def _gm_raw_format($f): format($f);
-def tojson: _gm_guard($__gm; "tojson") | _gm_raw_tojson;
-def tostring: _gm_guard($__gm; "tostring") | _gm_raw_tostring;
-def fromjson: _gm_guard($__gm; "fromjson") | _gm_raw_fromjson;
-def format($f): _gm_guard($__gm; "format"; $f) | _gm_raw_format($f);
-def ascii_downcase: _gm_guard($__gm; "ascii_downcase") | _gm_raw_ascii_downcase;
-def ascii_upcase: _gm_guard($__gm; "ascii_upcase") | _gm_raw_ascii_upcase;
-def explode: _gm_guard($__gm; "explode") | _gm_raw_explode;
-def implode: _gm_guard($__gm; "implode") | _gm_raw_implode;
-def add: _gm_guard($__gm; "add") | _gm_raw_add;
+def map(f): [.[] | f];
+def to_entries: [keys[] as $k | {key: $k, value: .[$k]}];
+def from_entries: map({ (.key // .Key // .name // .Name):
+  if has("value") then .value else .Value end }) | add // {};
+def with_entries(f): to_entries | map(f) | from_entries;
+def tojson: _gm_guard($__gm; "tojson") | _gm_raw_tojson | _gm_out($__gm; "tojson/0");
+def tostring: _gm_guard($__gm; "tostring") | _gm_raw_tostring | _gm_out($__gm; "tostring/0");
+def fromjson: _gm_guard($__gm; "fromjson") | _gm_raw_fromjson | _gm_out($__gm; "fromjson/0");
+def format($f): _gm_guard($__gm; "format"; $f) | _gm_raw_format($f) | _gm_out($__gm; "format/1");
+def ascii_downcase: _gm_guard($__gm; "ascii_downcase") | _gm_raw_ascii_downcase | _gm_out($__gm; "ascii_downcase/0");
+def ascii_upcase: _gm_guard($__gm; "ascii_upcase") | _gm_raw_ascii_upcase | _gm_out($__gm; "ascii_upcase/0");
+def explode: _gm_guard($__gm; "explode") | _gm_raw_explode | _gm_out($__gm; "explode/0");
+def implode: _gm_guard($__gm; "implode") | _gm_raw_implode | _gm_out($__gm; "implode/0");
+def add: _gm_guard($__gm; "add") | _gm_raw_add | _gm_out($__gm; "add/0");
 def add(f): [f] | add;
-def join($x): _gm_guard($__gm; "join"; $x) | _gm_raw_join($x);
-def flatten: _gm_guard($__gm; "flatten") | _gm_raw_flatten;
-def flatten($d): _gm_guard($__gm; "flatten"; $d) | _gm_raw_flatten($d);
-def sort: _gm_guard($__gm; "sort") | _gm_raw_sort;
-def unique: _gm_guard($__gm; "unique") | _gm_raw_unique;
+def join($x): _gm_guard($__gm; "join"; $x) | _gm_raw_join($x) | _gm_out($__gm; "join/1");
+def flatten: _gm_guard($__gm; "flatten") | _gm_raw_flatten | _gm_out($__gm; "flatten/0");
+def flatten($d): _gm_guard($__gm; "flatten"; $d) | _gm_raw_flatten($d) | _gm_out($__gm; "flatten/1");
+def sort: _gm_guard($__gm; "sort") | _gm_raw_sort | _gm_out($__gm; "sort/0");
+def unique: _gm_guard($__gm; "unique") | _gm_raw_unique | _gm_out($__gm; "unique/0");
 def min: _gm_guard($__gm; "min") | _gm_raw_min;
 def max: _gm_guard($__gm; "max") | _gm_raw_max;
-def sort_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _sort_by($k);
-def group_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _group_by($k);
-def unique_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _unique_by($k);
+def sort_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _sort_by($k) | _gm_out($__gm; "sort_by/1");
+def group_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _group_by($k) | _gm_out($__gm; "group_by/1");
+def unique_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _unique_by($k) | _gm_out($__gm; "unique_by/1");
 def min_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _min_by($k);
 def max_by(f): map([f]) as $k | _gm_guard($__gm; "sort"; $k) | _max_by($k);
-def contains($x): _gm_guard($__gm; "contains"; $x) | _gm_raw_contains($x);
+def contains($x): _gm_guard($__gm; "contains"; $x) | _gm_raw_contains($x) | _gm_out($__gm; "contains/1");
 def inside($x): . as $v | $x | contains($v);
-def indices($x): _gm_guard($__gm; "indices"; $x) | _gm_raw_indices($x);
-def index($x): _gm_guard($__gm; "indices"; $x) | _gm_raw_index($x);
-def rindex($x): _gm_guard($__gm; "indices"; $x) | _gm_raw_rindex($x);
-def setpath($p; $v): _gm_guard($__gm; "setpath"; $p) | _gm_raw_setpath($p; $v);
-def _tohtml: _gm_guard($__gm; "@html") | _gm_raw__tohtml;
-def _touri: _gm_guard($__gm; "@uri") | _gm_raw__touri;
-def _tourid: _gm_guard($__gm; "@urid") | _gm_raw__tourid;
-def _tocsv: _gm_guard($__gm; "@csv") | _gm_raw__tocsv;
-def _totsv: _gm_guard($__gm; "@tsv") | _gm_raw__totsv;
-def _tosh: _gm_guard($__gm; "@sh") | _gm_raw__tosh;
-def _tobase64: _gm_guard($__gm; "@base64") | _gm_raw__tobase64;
-def _tobase64d: _gm_guard($__gm; "@base64d") | _gm_raw__tobase64d;
+def indices($x): _gm_guard($__gm; "indices"; $x) | _gm_raw_indices($x) | _gm_out($__gm; "indices/1");
+def index($x): _gm_guard($__gm; "indices"; $x) | _gm_raw_index($x) | _gm_out($__gm; "index/1");
+def rindex($x): _gm_guard($__gm; "indices"; $x) | _gm_raw_rindex($x) | _gm_out($__gm; "rindex/1");
+def setpath($p; $v): _gm_guard($__gm; "setpath"; $p) | _gm_raw_setpath($p; $v) | _gm_out($__gm; "setpath/2");
+def _tohtml: _gm_guard($__gm; "@html") | _gm_raw__tohtml | _gm_out($__gm; "_tohtml/0");
+def _touri: _gm_guard($__gm; "@uri") | _gm_raw__touri | _gm_out($__gm; "_touri/0");
+def _tourid: _gm_guard($__gm; "@urid") | _gm_raw__tourid | _gm_out($__gm; "_tourid/0");
+def _tocsv: _gm_guard($__gm; "@csv") | _gm_raw__tocsv | _gm_out($__gm; "_tocsv/0");
+def _totsv: _gm_guard($__gm; "@tsv") | _gm_raw__totsv | _gm_out($__gm; "_totsv/0");
+def _tosh: _gm_guard($__gm; "@sh") | _gm_raw__tosh | _gm_out($__gm; "_tosh/0");
+def _tobase64: _gm_guard($__gm; "@base64") | _gm_raw__tobase64 | _gm_out($__gm; "_tobase64/0");
+def _tobase64d: _gm_guard($__gm; "@base64d") | _gm_raw__tobase64d | _gm_out($__gm; "_tobase64d/0");
 def _add(l; r): _gm_op($__gm; "+"; l; r) | .[0] + .[1];
 def _subtract(l; r): _gm_op($__gm; "-"; l; r) | .[0] - .[1];
 def _multiply(l; r): _gm_op($__gm; "*"; l; r) | .[0] * .[1];
@@ -199,7 +204,7 @@ type preludeDef struct {
 // definitions between compilations the same way), and gangmap's rewrite runs on the user's
 // query before the prelude is put in front of it (TestPreludeSharedTreesUnchanged).
 var jqPrelude = func() []preludeDef {
-	q, err := gojq.Parse(jqPreludeSource + ".")
+	q, err := gojq.Parse(preludeSource() + ".")
 	if err != nil {
 		panic(fmt.Sprintf("expr: the jq prelude does not parse: %v", err))
 	}
@@ -209,12 +214,26 @@ var jqPrelude = func() []preludeDef {
 		w.query(fd.Body)
 		deps := slices.Collect(maps.Keys(w.refs))
 		deps = append(deps, slices.Collect(maps.Keys(w.implicit))...)
-		// Parsed again from its printed form, as the compilations before this cache did.
-		def := parseFuncDef(fd.String())
+		// Parsed again from its printed form, as the compilations before this cache did, then
+		// metered: its arrays and objects charge the budget as the user's do.
+		def := meteredDef(fd.String())
 		out = append(out, preludeDef{key: fmt.Sprintf("%s/%d", fd.Name, len(fd.Args)), def: def, deps: deps})
 	}
 	return out
 }()
+
+// preludeSource is the whole prelude: the generated wrappers of the builtins with a cost entry
+// (generatedPreludeSource), then the handwritten definitions (jqPreludeSource).
+func preludeSource() string { return generatedPreludeSource() + jqPreludeSource }
+
+// meteredDef parses one prelude definition and rewrites its constructions (meterTerm).
+func meteredDef(src string) *gojq.FuncDef {
+	def := parseFuncDef(src)
+	w := newJQRewriter(false)
+	w.meter = true
+	w.query(def.Body)
+	return def
+}
 
 // parseFuncDef parses the source of one jq definition; src is gangmap's own, so a failure is a
 // programming error.

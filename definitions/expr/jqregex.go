@@ -109,6 +109,13 @@ func (g *guards) match(v any, args []any) any {
 	if len(xs) > maxRegexMatches {
 		return refuse(b, "regex", "more than %d matches", maxRegexMatches)
 	}
+	// Each match is an object of 4 to 6 entries and a capture object of 4 per group, its
+	// strings substrings of s: checked before they are built, charged as estimated.
+	perMatch := int64(costArray+costObject+6*costObjectEntry+3*costString) +
+		int64(c.re.NumSubexp())*(costArrayElem+costObject+4*costObjectEntry+costString)
+	if err := b.produce("regex", costArray+int64(len(xs))*perMatch, int64(len(xs))*int64(7+5*c.re.NumSubexp())); err != nil {
+		return err
+	}
 	return matchObjects(s, c.re.SubexpNames(), xs, mode == "pieces")
 }
 

@@ -71,10 +71,39 @@ type jqRewriter struct {
 	reason                  string
 	// rewrite says operators are rewritten (user queries); the prelude is only read.
 	rewrite bool
+	// meter says array and object constructions are rewritten to charge the budget (user
+	// queries and the prelude's definitions, see meterTerm).
+	meter bool
 }
 
 func newJQRewriter(rewrite bool) *jqRewriter {
-	return &jqRewriter{refs: map[string]bool{}, defined: map[string]bool{}, implicit: map[string]bool{}, rewrite: rewrite}
+	return &jqRewriter{refs: map[string]bool{}, defined: map[string]bool{}, implicit: map[string]bool{}, rewrite: rewrite, meter: rewrite}
+}
+
+// meterTerm rewrites a construction so that what it builds is charged to the evaluation's
+// budget (jqmeter.go): `[q]` becomes `[q | _gm_elem($__gm)]`, each element charged as it is
+// appended; `{...}` becomes `({...} | _gm_obj($__gm))`, its suffixes kept on the outer term.
+// Called once the term's own sub-queries are walked, so the calls it adds are not references.
+func meterTerm(t *gojq.Term) {
+	switch {
+	case t.Type == gojq.TermTypeArray && t.Array != nil && t.Array.Query != nil:
+		t.Array = &gojq.Array{Query: pipeTo(t.Array.Query, budgetCall("_gm_elem"))}
+	case t.Type == gojq.TermTypeObject && t.Object != nil:
+		obj := &gojq.Term{Type: gojq.TermTypeObject, Object: t.Object}
+		t.Type, t.Object = gojq.TermTypeQuery, nil
+		t.Query = pipeTo(&gojq.Query{Term: obj}, budgetCall("_gm_obj"))
+	}
+}
+
+// pipeTo is `q | f`.
+func pipeTo(q *gojq.Query, f *gojq.Query) *gojq.Query {
+	return &gojq.Query{Left: q, Op: gojq.OpPipe, Right: f}
+}
+
+// budgetCall is the call `name($__gm)`.
+func budgetCall(name string) *gojq.Query {
+	arg := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqBudgetVar}}}
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{arg}}}}
 }
 
 // jqUpdateFuncs maps the update-assignment operators to the function gojq's compiler calls for
@@ -162,6 +191,9 @@ func (w *jqRewriter) term(t *gojq.Term) {
 		for _, q := range indexQueries(s.Index) {
 			w.query(q)
 		}
+	}
+	if w.meter {
+		meterTerm(t)
 	}
 }
 
