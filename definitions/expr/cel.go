@@ -98,6 +98,7 @@ func compileCEL(env *cel.Env, src string, subject Subject, l Limits) (Program, e
 		return nil, &CompileError{Language: CEL, Source: src, Reason: err.Error()}
 	}
 	prg, err := env.Program(ast,
+		cel.CostTracking(newProducedCost(l)),
 		cel.CostLimit(l.CELCostLimit),
 		cel.InterruptCheckFrequency(celInterruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
