@@ -45,3 +45,13 @@ func (p *labelProgram) Eval(_ context.Context, in expr.Input) ([]any, error) {
 	labels, _ := md["labels"].(map[string]any)
 	return []any{labels[p.key]}, nil
 }
+
+// PlainLabelKey returns the label key a compiled pod-side program reads when it is a plain label
+// lookup (.metadata.labels["key"] or .metadata.labels.key, the most common pod selector), and
+// false for any other program or nil.
+func PlainLabelKey(p expr.Program) (string, bool) {
+	if lp, ok := p.(*labelProgram); ok {
+		return lp.key, true
+	}
+	return "", false
+}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -37,7 +39,18 @@ type Cluster struct {
 
 	mu       sync.Mutex
 	reported map[string]bool
+	// synced is set once the registry holds every Karta of the first full list, or once the API
+	// server said the Karta API is not served (no Kartas exist).
+	synced atomic.Bool
 }
+
+// Synced reports whether the registry's cluster source is complete as of the start: every Karta
+// the first list returned is loaded (or rejected), or the API server answered that it does not
+// serve run.ai/v1alpha1 at all. Until then a kind's only definition may be a Karta not loaded
+// yet, so a caller that would otherwise group its pods by another rule (KAI's default grouper,
+// minMember 1) must wait (podgrouper/kaiplugin does). A discovery error other than NotFound does
+// not count as "not served".
+func (c *Cluster) Synced() bool { return c.synced.Load() }
 
 // Start implements manager.Runnable.
 func (c *Cluster) Start(ctx context.Context) error {
@@ -46,7 +59,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if poll <= 0 {
 		poll = 30 * time.Second
 	}
-	for !c.crdServed() {
+	for !c.crdServed(ctx) {
 		log.V(1).Info("Karta CRD not served; checking again later", "after", poll)
 		select {
 		case <-ctx.Done():
@@ -79,6 +92,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	default:
 	}
 	c.sync(ctx, inf.GetStore())
+	c.synced.Store(true)
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,8 +106,14 @@ func (c *Cluster) Start(ctx context.Context) error {
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every replica loads definitions.
 func (c *Cluster) NeedLeaderElection() bool { return false }
 
-func (c *Cluster) crdServed() bool {
+// crdServed reports whether the API server serves the Karta API. A NotFound answer (not served)
+// also marks the source synced: there is no Karta to wait for.
+func (c *Cluster) crdServed(ctx context.Context) bool {
 	_, err := c.Discovery.ServerResourcesForGroupVersion(definitions.APIVersion)
+	if apierrors.IsNotFound(err) && !c.synced.Load() {
+		ctrl.LoggerFrom(ctx).V(1).Info("Karta API not served: no cluster definitions to wait for")
+		c.synced.Store(true)
+	}
 	return err == nil
 }
 

@@ -2,9 +2,11 @@ package sources
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +82,8 @@ func TestClusterSyncsOnceAtStart(t *testing.T) {
 	go func() { done <- c.Start(ctx) }()
 
 	gvk := schema.GroupVersionKind{Group: "e2e.example.com", Version: "v1", Kind: "CustomJob"}
-	require.Eventually(t, func() bool { return reg.Lookup(gvk) != nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, c.Synced, 10*time.Second, 10*time.Millisecond)
+	assert.NotNil(t, reg.Lookup(gvk), "synced means the first list's Kartas are in the registry")
 	// Long enough for a second, redundant sync to have happened if one were queued.
 	time.Sleep(300 * time.Millisecond)
 	assert.Equal(t, 1, logs.count("Cluster definitions loaded"), "one sync at start: %q", logs.lines)
@@ -132,4 +135,30 @@ func TestClusterStrictRefusesUnknownFields(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	}
+}
+
+// Synced: while discovery fails (the API server unreachable), the source is not synced: a kind's
+// only definition may be a Karta not read yet. Once the API server answers that it does not serve
+// run.ai/v1alpha1 (NotFound), it is: no Karta can exist to wait for.
+func TestClusterSyncedWithoutKartaAPI(t *testing.T) {
+	disc := &fakediscovery.FakeDiscovery{Fake: &k8stesting.Fake{}}
+	var answering atomic.Bool
+	disc.AddReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if !answering.Load() {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil // the fake then answers NotFound: no such group version
+	})
+	compiler, err := expr.NewCompiler(expr.Limits{})
+	require.NoError(t, err)
+	c := &Cluster{Registry: definitions.NewRegistry(compiler), Discovery: disc, CRDPoll: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	assert.False(t, c.Synced(), "a discovery error is not an answer")
+	answering.Store(true)
+	require.Eventually(t, c.Synced, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
 }

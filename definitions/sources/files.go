@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,7 +27,14 @@ type Files struct {
 	Strict bool
 
 	last [32]byte
+	// synced is set after the first Sync.
+	synced atomic.Bool
 }
+
+// Synced reports whether the files have been read once (Start's first Sync): the registry's file
+// source then holds what they held at the start (files that do not decode are left out and
+// logged, as always).
+func (f *Files) Synced() bool { return f.synced.Load() }
 
 // Start implements manager.Runnable: it loads once, then polls until ctx ends.
 func (f *Files) Start(ctx context.Context) error {
@@ -36,6 +44,7 @@ func (f *Files) Start(ctx context.Context) error {
 		interval = 10 * time.Second
 	}
 	f.Sync(ctx, log)
+	f.synced.Store(true)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

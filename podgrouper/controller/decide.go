@@ -253,6 +253,21 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	return dec, err
 }
 
+// DecideOwned is Decide for a caller that walked the pod's owners and read its top owner itself:
+// KAI's pod-grouper with gangmap as its plugin hub (podgrouper/kaiplugin), which has chosen grp,
+// gangmap's grouper, for the top owner's kind. It asks grp for the pod's PodGroup exactly as
+// Decide does (the same plan, names and sub-groups), re-reading through APIReader a top owner
+// older than the pod (see refreshOwner). owners is KAI's chain, from the pod's direct owner to the
+// top owner (the last element). A nil Decision without an error: the grouper places the pod in no
+// PodGroup (nil Metadata is dropped, as in Decide). Errors are *DecideError with reason Plan.
+func (d *Decider) DecideOwned(ctx context.Context, grp grouper.Grouper, owner *unstructured.Unstructured, chain []*metav1.PartialObjectMetadata, pod *corev1.Pod) (*Decision, error) {
+	dec, err := d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, &owners.Chain{Owners: chain}, pod)
+	if dec != nil && dec.Metadata == nil {
+		return nil, err
+	}
+	return dec, err
+}
+
 // readsBeyondMetadata reports whether the definition of gvk has pod-side expressions that may read
 // more of a pod than its metadata.
 func (d *Decider) readsBeyondMetadata(gvk schema.GroupVersionKind) bool {

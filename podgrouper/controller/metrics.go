@@ -2,7 +2,10 @@ package controller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gangmap/gangmap/definitions"
 )
 
 // Metrics are the grouper's Prometheus metrics, registered once with controller-runtime's
@@ -55,4 +58,28 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, rbacMissing, repairs, yielded, workloadWatches, DefinitionsLoaded, DefinitionProblems)
+}
+
+// SetDefinitionMetrics sets DefinitionsLoaded (per source: active, shadowed by another source,
+// invalid, or native: for a kind isNative says KAI groups with a plugin of its own) and
+// DefinitionProblems (per reason) from the registry's current entries. The standalone grouper
+// passes its native table's Has, gangmap inside KAI's pod-grouper KAI's own table.
+func SetDefinitionMetrics(r *definitions.Registry, isNative func(schema.GroupVersionKind) bool) {
+	DefinitionsLoaded.Reset()
+	for _, e := range r.Entries() {
+		state := "shadowed"
+		switch {
+		case isNative(e.Kind.GVK()):
+			state = "native"
+		case e.Active:
+			state = "active"
+		case len(e.Problems) > 0:
+			state = "invalid"
+		}
+		DefinitionsLoaded.WithLabelValues(string(e.Source), state).Inc()
+	}
+	DefinitionProblems.Reset()
+	for _, p := range r.Problems() {
+		DefinitionProblems.WithLabelValues(p.Reason).Inc()
+	}
 }

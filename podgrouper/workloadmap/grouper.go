@@ -49,6 +49,13 @@ type Grouper struct {
 	// latest release.
 	Release *kairelease.Release
 
+	// KAIPlugin says gangmap runs inside KAI's pod-grouper as its plugin for the kinds it groups
+	// (podgrouper/kaiplugin, the gangmap-kai-podgrouper binary): KAI's pod-grouper then groups
+	// none of their pods by itself, as if every workload carried KAI's skip mark, so a pod the
+	// definition places in no gang gets KAI's default PodGroup from gangmap (see ungrouped)
+	// instead of nil, which KAI's pod controller would leave without any PodGroup.
+	KAIPlugin bool
+
 	// PlanTimeout bounds one plan build (zero: DefaultPlanTimeout). Builds are shared by all
 	// callers and detached from them (see sharedPlan).
 	PlanTimeout time.Duration

@@ -18,7 +18,8 @@ const UngroupedSuffix = "-ungrouped"
 
 // ungrouped returns the PodGroup of a pod gangmap does not gang (no component claims it, its
 // role is in no gang of the definition, or its instance or replica is not in the plan) when KAI's pod-grouper skips the pod's workload, and nil
-// otherwise (KAI's pod-grouper then groups the pod, as before gangmap).
+// otherwise (KAI's pod-grouper then groups the pod, as before gangmap). Inside KAI's pod-grouper
+// (KAIPlugin) every pod gangmap does not gang gets it: KAI's own grouper is not asked.
 //
 // KAI's pod-grouper skips every pod of a top owner carrying kai.scheduler/skip-podgrouper: "true"
 // (pkg/podgrouper/pod_controller.go, the skip check on the pod and its owners), the mark gangmap
@@ -29,7 +30,7 @@ const UngroupedSuffix = "-ungrouped"
 // uses it for a gang, so a gang's PodGroup is never rewritten to minMember 1. Errors come only
 // from reading priority classes.
 func (g *Grouper) ungrouped(ctx context.Context, plan *gang.Plan, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
-	if !ownerskip.Marked(topOwner) || g.Defaults == nil {
+	if (!g.KAIPlugin && !ownerskip.Marked(topOwner)) || g.Defaults == nil {
 		return nil, nil
 	}
 	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)

@@ -94,7 +94,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	}
 	regroup := make(chan struct{}, 1)
 	registry.OnChange(func() {
-		updateDefinitionMetrics(registry, table)
+		controller.SetDefinitionMetrics(registry, table.Has)
 		select {
 		case regroup <- struct{}{}:
 		default:
@@ -306,28 +306,6 @@ func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *def
 		return err
 	}
 	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Strict: o.StrictDefinitions})
-}
-
-// updateDefinitionMetrics sets the definition gauges: per source, how many are active, shadowed
-// (another source wins), invalid, or for a kind KAI groups natively.
-func updateDefinitionMetrics(r *definitions.Registry, table *native.Table) {
-	controller.DefinitionsLoaded.Reset()
-	for _, e := range r.Entries() {
-		state := "shadowed"
-		switch {
-		case table.Has(e.Kind.GVK()):
-			state = "native"
-		case e.Active:
-			state = "active"
-		case len(e.Problems) > 0:
-			state = "invalid"
-		}
-		controller.DefinitionsLoaded.WithLabelValues(string(e.Source), state).Inc()
-	}
-	controller.DefinitionProblems.Reset()
-	for _, p := range r.Problems() {
-		controller.DefinitionProblems.WithLabelValues(p.Reason).Inc()
-	}
 }
 
 // registeredTracker is the workload-metrics collector registered with controller-runtime's

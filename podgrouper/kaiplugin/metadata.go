@@ -1,0 +1,113 @@
+package kaiplugin
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+)
+
+// KAIMetadata converts the metadata gangmap's grouper decided into the value KAI's pod
+// controller takes from a plugin: KAI v0.17 pkg/podgrouper/podgroup/metadata.go Metadata,
+// SubGroupMetadata and TopologyConstraintMetadata, which gangmap's podgroup types copy field for
+// field (same names, same types, v2alpha2.Preemptibility a string type in both). The nested module
+// kaipodgrouper assigns each field of the result to the KAI field of the same name, and its test
+// fails when KAI's types gain or lose a field.
+//
+// The result shares no memory with md: gangmap's grouper shares the sub-group metadata of a plan
+// among every pod of the PodGroup (workloadmap's plan cache), while KAI's pod controller writes
+// into the value it gets (pod_controller.go addNodePoolLabel sets a label in Labels) from up to
+// --max-concurrent-reconciles goroutines. Every map, slice and pointer is copied; nil stays nil
+// (KAI's handler tests MinSubGroup, Parent and TopologyConstraints for nil, and an empty Labels
+// map is written as none). nil gives nil.
+func KAIMetadata(md *podgroup.Metadata) *podgroup.Metadata {
+	if md == nil {
+		return nil
+	}
+	out := &podgroup.Metadata{
+		Annotations:            maps.Clone(md.Annotations),
+		Labels:                 maps.Clone(md.Labels),
+		PriorityClassName:      md.PriorityClassName,
+		Preemptibility:         md.Preemptibility,
+		PreemptionDelay:        duration(md.PreemptionDelay),
+		StalenessGracePeriod:   duration(md.StalenessGracePeriod),
+		Queue:                  md.Queue,
+		Namespace:              md.Namespace,
+		Name:                   md.Name,
+		MinAvailable:           md.MinAvailable,
+		MinSubGroup:            int32Ptr(md.MinSubGroup),
+		Owner:                  ownerRef(md.Owner),
+		PreferredTopologyLevel: md.PreferredTopologyLevel,
+		RequiredTopologyLevel:  md.RequiredTopologyLevel,
+		Topology:               md.Topology,
+	}
+	if md.SubGroups != nil {
+		out.SubGroups = make([]*podgroup.SubGroupMetadata, len(md.SubGroups))
+		for i, sg := range md.SubGroups {
+			out.SubGroups[i] = subGroup(sg)
+		}
+	}
+	return out
+}
+
+// subGroup copies one sub-group's metadata (nil stays nil).
+func subGroup(sg *podgroup.SubGroupMetadata) *podgroup.SubGroupMetadata {
+	if sg == nil {
+		return nil
+	}
+	out := &podgroup.SubGroupMetadata{
+		Name:         sg.Name,
+		MinAvailable: sg.MinAvailable,
+		MinSubGroup:  int32Ptr(sg.MinSubGroup),
+		Parent:       stringPtr(sg.Parent),
+	}
+	if sg.PodsReferences != nil {
+		out.PodsReferences = append(make([]string, 0, len(sg.PodsReferences)), sg.PodsReferences...)
+	}
+	if t := sg.TopologyConstraints; t != nil {
+		out.TopologyConstraints = &podgroup.TopologyConstraintMetadata{
+			PreferredTopologyLevel: t.PreferredTopologyLevel,
+			RequiredTopologyLevel:  t.RequiredTopologyLevel,
+			Topology:               t.Topology,
+		}
+	}
+	return out
+}
+
+// ownerRef copies an owner reference, its pointer fields included (KAI's groupers leave
+// Controller and BlockOwnerDeletion nil; gangmap's too).
+func ownerRef(o metav1.OwnerReference) metav1.OwnerReference {
+	o.Controller = boolPtr(o.Controller)
+	o.BlockOwnerDeletion = boolPtr(o.BlockOwnerDeletion)
+	return o
+}
+
+func duration(d *metav1.Duration) *metav1.Duration {
+	if d == nil {
+		return nil
+	}
+	return &metav1.Duration{Duration: d.Duration}
+}
+
+func int32Ptr(p *int32) *int32 {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
+}
+
+func stringPtr(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
+}
+
+func boolPtr(p *bool) *bool {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
+}

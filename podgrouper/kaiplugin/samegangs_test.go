@@ -1,0 +1,187 @@
+package kaiplugin
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/manifest"
+	"github.com/gangmap/gangmap/podgrouper/controller"
+	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/hub"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/owners"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/workloadmap"
+)
+
+// sampleRegistry is the catalog plus the e2e CustomJob Karta as a cluster definition.
+func sampleRegistry(t *testing.T) *definitions.Registry {
+	t.Helper()
+	reg := catalogRegistry(t)
+	objs, err := manifest.ReadFile("../../e2e/testdata/customjob-karta.yaml")
+	require.NoError(t, err)
+	l, err := definitions.FromUnstructured(objs[0])
+	require.NoError(t, err)
+	reg.SetSource(definitions.SourceCluster, []*definitions.Loaded{l})
+	require.Empty(t, reg.Problems())
+	return reg
+}
+
+func samples(t *testing.T, reg *definitions.Registry) []kaisamples.Sample {
+	t.Helper()
+	ctx := context.Background()
+	out, err := kaisamples.Load(ctx, "../../definitions/catalog/testdata", "team-a", reg)
+	require.NoError(t, err)
+	cj, ok, err := kaisamples.LoadFile(ctx, "../../e2e/testdata/customjob.yaml", "team-a", reg)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return append(out, cj)
+}
+
+// standalone is the standalone grouper's decision for one sample as its pod controller and
+// webhook make it (controller.Decider: owner walk, hub on gangmap's native table, workload
+// grouper on KAI's default metadata), on a fake API holding the workload as the standalone
+// grouper leaves it once it grouped it: with KAI's skip mark (--mark-workloads, the default).
+func standalone(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample) *controller.Decider {
+	t.Helper()
+	marked := s.Workload.DeepCopy()
+	ann := marked.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[kaikeys.SkipPodGrouper], ann[ownerskip.SetBy] = "true", ownerskip.SetByValue
+	marked.SetAnnotations(ann)
+	c := fakeAPI(t, marked, s.Pods)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(s.Workload.GroupVersionKind(), meta.RESTScopeNamespace)
+	wm := &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}}
+	return &controller.Decider{Client: c, APIReader: c, Walker: &owners.Walker{Reader: c, Mapper: mapper},
+		Hub: &hub.Hub{Native: table, Registry: reg, Grouper: wm}, SchedulerName: kaisamples.SchedulerName}
+}
+
+func fakeAPI(t *testing.T, w *unstructured.Unstructured, pods []*corev1.Pod) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(s))
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(w.GroupVersionKind(), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	b := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(w)
+	for _, p := range pods {
+		b = b.WithObjects(p.DeepCopy())
+	}
+	return b.Build()
+}
+
+// embedded is gangmap inside KAI's pod-grouper for one sample: the hub on the same native table
+// (as KAI's DefaultPluginsHub would answer), and the grouper KAI calls with the top owner it read
+// (unmarked: inside KAI nothing marks workloads) and its owner chain.
+func embedded(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample) (*Hub, *Grouper) {
+	t.Helper()
+	c := fakeAPI(t, s.Workload, s.Pods)
+	wm := &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}, KAIPlugin: true}
+	return &Hub{Native: TableNatives{Table: table}, Registry: reg},
+		&Grouper{Decider: &controller.Decider{APIReader: c, SchedulerName: kaisamples.SchedulerName}, Grouper: wm}
+}
+
+// kaiChain is the owner chain KAI's pod controller passes for a pod owned by the workload
+// (podgrouper.go getResourceOwners: the owners read as PartialObjectMetadata).
+func kaiChain(w *unstructured.Unstructured) []*metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: w.GetAPIVersion(), Kind: w.GetKind()}}
+	p.Name, p.Namespace, p.UID, p.Labels, p.Annotations = w.GetName(), w.GetNamespace(), w.GetUID(), w.GetLabels(), w.GetAnnotations()
+	return []*metav1.PartialObjectMetadata{p}
+}
+
+type tally struct{ samples, pods, native, gangPods, defaultPods int }
+
+// TestSameGangsEitherWay: for every catalog sample (the 67 real manifests of a workload kind in
+// definitions/catalog/testdata; its other 3 files are two ClusterTrainingRuntimes and a ConfigMap,
+// which no definition plans) and the e2e CustomJob, and
+// every pod made for it, gangmap inside KAI's pod-grouper gives the PodGroup the standalone
+// grouper writes (podgroup.Build of each side's metadata: what KAI's handler.go
+// createPodGroupForMetadata writes, in gangmap's copy) and the same sub-group label; on KAI
+// v0.17's native table both leave native kinds to KAI, and with no native table both group every
+// sample by its definition.
+func TestSameGangsEitherWay(t *testing.T) {
+	reg := sampleRegistry(t)
+	all := samples(t, reg)
+	require.Len(t, all, 68, "the 67 catalog samples of workload kinds and the CustomJob")
+	noNatives := native.DefaultTable()
+	for _, e := range noNatives.Entries() {
+		require.NoError(t, noNatives.Remove(e))
+	}
+	for _, tc := range []struct {
+		name  string
+		table *native.Table
+	}{{"kai-v0.17-natives", native.DefaultTable()}, {"no-natives", noNatives}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n tally
+			for _, s := range all {
+				n.samples++
+				compareSample(t, reg, tc.table, s, &n)
+			}
+			t.Logf("%d samples, %d pods: %d of native kinds, %d in a gang PodGroup, %d in KAI's default PodGroup", n.samples, n.pods, n.native, n.gangPods, n.defaultPods)
+			if tc.name == "no-natives" {
+				assert.Zero(t, n.native)
+				assert.Greater(t, n.gangPods, n.pods*3/4, "most made pods land in a gang (their selectors are label lookups)")
+			} else {
+				assert.Positive(t, n.native)
+				assert.Positive(t, n.gangPods)
+			}
+		})
+	}
+}
+
+func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample, n *tally) {
+	t.Helper()
+	ctx := context.Background()
+	d := standalone(t, reg, table, s)
+	h, g := embedded(t, reg, table, s)
+	gvk := metav1.GroupVersionKind(s.Workload.GroupVersionKind())
+	for _, pod := range s.Pods {
+		n.pods++
+		want, werr := d.Decide(ctx, pod.DeepCopy())
+		switch h.Choose(gvk) {
+		case Native:
+			n.native++
+			assert.NoError(t, werr, "%s %s", s.Name, pod.Name)
+			assert.Nil(t, want, "%s %s: the standalone grouper leaves a native kind to KAI", s.Name, pod.Name)
+			continue
+		case Gangmap:
+		default:
+			t.Fatalf("%s: a kind with a definition and no native plugin must be gangmap's", s.Name)
+		}
+		got, gerr := g.Metadata(s.Workload.DeepCopy(), pod.DeepCopy(), kaiChain(s.Workload)...)
+		if werr != nil || gerr != nil {
+			assert.Equal(t, werr != nil, gerr != nil, "%s %s: both fail or neither (standalone %v, inside KAI %v)", s.Name, pod.Name, werr, gerr)
+			continue
+		}
+		require.NotNil(t, want, "%s %s: the standalone grouper groups every pod of a marked workload", s.Name, pod.Name)
+		require.NotNil(t, got, "%s %s", s.Name, pod.Name)
+		assert.Equal(t, podgroup.Build(want.Metadata), podgroup.Build(got), "%s %s: the PodGroup", s.Name, pod.Name)
+		sub := ""
+		if sg := got.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {
+			sub = sg.Name
+		}
+		assert.Equal(t, want.SubGroup, sub, "%s %s: the sub-group label", s.Name, pod.Name)
+		if want.Seen.Role != "" {
+			n.gangPods++
+		} else {
+			n.defaultPods++
+		}
+	}
+}
