@@ -93,6 +93,17 @@ type Component struct {
 	MatchLabels map[string]string
 	InstanceKey expr.Program // pod side
 	ReplicaKey  expr.Program // pod side
+	// PodIndex is spec.gangmap.components[].podIndexPath (pod side): the pod's index among its
+	// role's pods, which places it in its segment; nil when the component has none.
+	PodIndex expr.Program
+	// PodReplicaIndex is spec.gangmap.components[].podReplicaIndexPath (pod side), or nil.
+	PodReplicaIndex expr.Program
+	// SegmentSize is spec.gangmap.components[].segmentSizePath (object side), or nil.
+	SegmentSize expr.Program
+	// SegmentLeader is the leader role of the component's segments
+	// (spec.gangmap.components[].segmentLeader), and SegmentPolicy its policyPath; nil without.
+	SegmentLeader *Component
+	SegmentPolicy expr.Program
 
 	// ScaledRole says the component is in Compiled.ScaledRoles.
 	ScaledRole bool
@@ -212,6 +223,14 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 			out.byName[ce.Name].PodsPerReplica = cc.compile(ce.PodsPerReplicaPath, expr.Object, gangmapPath.Child("components").Index(i).Child("podsPerReplicaPath"))
 			comp := out.byName[ce.Name]
 			comp.Onboard, comp.OnboardUnreachable = cc.onboardPaths(ce.Onboard, gangmapPath.Child("components").Index(i).Child("onboard"))
+			cp := gangmapPath.Child("components").Index(i)
+			comp.PodIndex = cc.compile(ce.PodIndexPath, expr.Pod, cp.Child("podIndexPath"))
+			comp.PodReplicaIndex = cc.compile(ce.PodReplicaIndexPath, expr.Pod, cp.Child("podReplicaIndexPath"))
+			comp.SegmentSize = cc.compile(ce.SegmentSizePath, expr.Object, cp.Child("segmentSizePath"))
+			if sl := ce.SegmentLeader; sl != nil {
+				comp.SegmentLeader = out.byName[sl.Component]
+				comp.SegmentPolicy = cc.compile(sl.PolicyPath, expr.Object, cp.Child("segmentLeader", "policyPath"))
+			}
 		}
 		if o := ext.OwnsNoPods; o != nil {
 			out.OwnsNoPods = &CompiledOwnsNoPods{When: cc.compile(o.When, expr.Object, gangmapPath.Child("ownsNoPods", "when")), Reason: o.Reason}
@@ -476,6 +495,17 @@ func (c *Compiled) PlacementNotice() (path, msg string) {
 func isAncestor(a, c *Component) bool {
 	for p := c.Parent; p != nil; p = p.Parent {
 		if p == a {
+			return true
+		}
+	}
+	return false
+}
+
+// IsSegmentLeader reports whether comp is another component's segment leader
+// (spec.gangmap.components[].segmentLeader): its pod joins that component's segments.
+func (c *Compiled) IsSegmentLeader(comp *Component) bool {
+	for _, o := range c.byName {
+		if o.SegmentLeader != nil && o.SegmentLeader == comp {
 			return true
 		}
 	}

@@ -77,6 +77,10 @@ func ObjectExpressions(k *Karta) []FieldExpr {
 		for i, c := range ext.Components {
 			cp := gangmapPath.Child("components").Index(i)
 			add(cp.Child("podsPerReplicaPath"), c.PodsPerReplicaPath)
+			add(cp.Child("segmentSizePath"), c.SegmentSizePath)
+			if sl := c.SegmentLeader; sl != nil {
+				add(cp.Child("segmentLeader", "policyPath"), sl.PolicyPath)
+			}
 			if o := c.Onboard; o != nil {
 				add(cp.Child("onboard", "schedulerNamePath"), o.SchedulerNamePath)
 				add(cp.Child("onboard", "labelsPath"), o.LabelsPath)

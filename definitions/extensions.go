@@ -37,6 +37,34 @@ type ComponentExtension struct {
 	// parallelism, LWS size, Ray numOfHosts, Dynamo multinode nodeCount). Absent means 1. An
 	// object-side expression; numbers or numeric strings.
 	PodsPerReplicaPath Expr `json:"podsPerReplicaPath,omitzero"`
+	// PodIndexPath yields, on the pod, the pod's 0-based index among its role's pods in its
+	// PodGroup: the operator's per-pod index label (Kubeflow training.kubeflow.org/replica-index,
+	// Job batch.kubernetes.io/job-completion-index, LWS leaderworkerset.sigs.k8s.io/worker-index).
+	// A pod-side expression; one whole number. It places the pod in its segment when the role is
+	// segmented (kai.scheduler/segment-size, see Segments in package gang): segment = index / size,
+	// as KAI's PyTorchJob plugin (pytorch_grouper.go getPodSegmentIndex). Without it the role is
+	// never segmented (a plan note says so when segment annotations ask for it).
+	PodIndexPath Expr `json:"podIndexPath,omitzero"`
+	// PodReplicaIndexPath yields, on the pod, its replica's index when podIndexPath counts the
+	// pod within its replica (a Grove PodCliqueScalingGroup replica of a multi-node Dynamo
+	// component: grove.io/podcliquescalinggroup-replica-index): the pod's index in its role is
+	// then replica × pods per replica + podIndexPath. Without it, the component's own
+	// podSelector.replicaSelector (JobSet job-index over the Job's completion index) plays that
+	// part when it has one. A pod-side expression; one whole number.
+	PodReplicaIndexPath Expr `json:"podReplicaIndexPath,omitzero"`
+	// SegmentSizePath yields the framework's own segment size for the component's pods, per
+	// instance, when the framework has a field for it (LWS
+	// spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize, which KAI's LWS plugin reads before
+	// the kai.scheduler/segment-size annotation: lws_grouper.go getSegmentSize). 0 says the
+	// workload sets none (the annotations decide; write `<path> // 0`, as null is a path miss).
+	// An object-side expression; a number or numeric string.
+	SegmentSizePath Expr `json:"segmentSizePath,omitzero"`
+	// SegmentLeader, on a segmented component, names a one-pod role whose pod takes index 0 of
+	// this component's index space (the LWS leader: worker-index "0"; its workers count from 1)
+	// and joins the segments as KAI's LWS plugin joins the leader (lws_grouper.go
+	// buildSubGroupsWithSegmentation): policy LeaderWorker puts it in the first segment,
+	// LeaderExcluded keeps it in its own sub-group before the segments.
+	SegmentLeader *SegmentLeader `json:"segmentLeader,omitempty"`
 	// Onboard says where in the workload object the component's pods take their scheduler name,
 	// labels and annotations, for `gangmap onboard`, when the definition builds the component's
 	// pod template from the framework's own fields (KServe's predictor, Dynamo's services) instead
@@ -75,6 +103,19 @@ type OnboardUnreachable struct {
 	Fields []string `json:"fields"`
 	// Reason says why, citing the operator's source (file and type or function). Required.
 	Reason string `json:"reason"`
+}
+
+// SegmentLeader names the leader role of a segmented component and how it joins the segments.
+type SegmentLeader struct {
+	// Component is the leader's component: a role of one pod per PodGroup, whose pod has index 0
+	// of the segmented component's podIndexPath. Required.
+	Component string `json:"component"`
+	// PolicyPath yields the policy per instance: "LeaderWorker" (the leader is in the first
+	// segment; the default when absent or null) or "LeaderExcluded" (the leader has its own
+	// sub-group; the workers must divide evenly into segments). LWS's
+	// spec.leaderWorkerTemplate.subGroupPolicy.subGroupPolicyType // "LeaderWorker". An
+	// object-side expression.
+	PolicyPath Expr `json:"policyPath,omitzero"`
 }
 
 // GangExtension shapes the gang.

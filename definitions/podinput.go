@@ -115,6 +115,11 @@ func podExpressions(k *Karta) []Expr {
 			}
 		}
 	}
+	if ext := k.Spec.Gangmap; ext != nil {
+		for _, c := range ext.Components {
+			out = append(out, c.PodIndexPath, c.PodReplicaIndexPath)
+		}
+	}
 	if gs := k.Spec.OptimizationInstructions.GangScheduling; gs != nil {
 		for _, g := range gs.PodGroups {
 			for _, m := range g.Members {

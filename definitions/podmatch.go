@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/gangmap/gangmap/definitions/expr"
 )
@@ -35,6 +36,16 @@ type PodPlacement struct {
 	// nowhere); both are empty when the member has no keys or no member takes the pod.
 	AlphaKeys    []string
 	AlphaKeysErr error
+	// PodIndex is the pod's index among its role's pods (Component.PodIndex, a whole number
+	// >= 0), which places it in its segment; HasPodIndex says it was read, PodIndexErr why not
+	// (an error only where the plan segments the role). Both unset without a podIndexPath.
+	PodIndex    int64
+	HasPodIndex bool
+	PodIndexErr error
+	// PodReplica is the pod's replica index when the definition counts PodIndex within a replica
+	// (Component.PodReplicaIndex, else the component's own replica key); HasPodReplica says so.
+	PodReplica    int64
+	HasPodReplica bool
 }
 
 // PlacePod finds the pod's component, instance and replica keys by the definition's pod
@@ -104,6 +115,14 @@ func (c *Compiled) PlacePod(ctx context.Context, pod map[string]any) (*PodPlacem
 			return nil, fmt.Errorf("%s (%s): %w", comp.Path.Child("podSelector", "componentInstanceSelector", "idPath"), comp.InstanceKey.Source(), err)
 		}
 		pl.InstanceID = id
+	}
+	if comp.PodIndex != nil {
+		pl.PodIndex, pl.PodIndexErr = podIndex(ctx, comp, comp.PodIndex, "podIndexPath", in)
+		if pl.PodIndexErr == nil && comp.PodReplicaIndex != nil {
+			pl.PodReplica, pl.PodIndexErr = podIndex(ctx, comp, comp.PodReplicaIndex, "podReplicaIndexPath", in)
+			pl.HasPodReplica = pl.PodIndexErr == nil
+		}
+		pl.HasPodIndex = pl.PodIndexErr == nil
 	}
 	for a := comp; a != nil; a = a.Parent {
 		if a.ReplicaKey == nil {
@@ -195,4 +214,19 @@ func singleKey(ctx context.Context, p expr.Program, in expr.Input) (string, erro
 		return "", fmt.Errorf("expected a non-empty value on the pod")
 	}
 	return s, nil
+}
+
+// podIndex reads the pod's index (Component.PodIndex): one whole number >= 0 (a number or a
+// numeric string, as the operators write index labels). Errors name the field path.
+func podIndex(ctx context.Context, comp *Component, prog expr.Program, name string, in expr.Input) (int64, error) {
+	p := gangmapPath.Child("components").Key(comp.Name).Child(name)
+	v, err := singleKey(ctx, prog, in)
+	if err != nil {
+		return 0, fmt.Errorf("%s (%s): %w", p, prog.Source(), err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s (%s): expected a whole number >= 0 on the pod, got %q", p, prog.Source(), v)
+	}
+	return n, nil
 }

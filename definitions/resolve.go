@@ -55,6 +55,11 @@ type Instance struct {
 	Replicas, MinReplicas, MaxReplicas *int64
 	// PodsPerReplica is gangmap's podsPerReplicaPath value (1 when unset).
 	PodsPerReplica int64
+	// SegmentSize is gangmap's segmentSizePath value (the framework's own segment size); nil when
+	// there is no path or it gave null.
+	SegmentSize *int64
+	// SegmentPolicy is gangmap's segmentLeader.policyPath value ("" when unset or null).
+	SegmentPolicy string
 }
 
 // PathMiss is an expression that resolved to nothing.
@@ -193,6 +198,26 @@ func (r *resolver) component(comp *Component) (*ResolvedComponent, error) {
 	ppr := gangmapPath.Child("components").Key(comp.Name).Child("podsPerReplicaPath")
 	if err := r.ints(comp, comp.PodsPerReplica, ppr, rc, func(i *Instance, v int64) { i.PodsPerReplica = v }); err != nil {
 		return nil, err
+	}
+	cp := gangmapPath.Child("components").Key(comp.Name)
+	if err := r.ints(comp, comp.SegmentSize, cp.Child("segmentSizePath"), rc, func(i *Instance, v int64) { i.SegmentSize = &v }); err != nil {
+		return nil, err
+	}
+	if comp.SegmentPolicy != nil {
+		p := cp.Child("segmentLeader", "policyPath")
+		vals, err := r.values(comp, comp.SegmentPolicy, p, len(rc.Instances))
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			switch v := v.(type) {
+			case nil:
+			case string:
+				rc.Instances[i].SegmentPolicy = v
+			default:
+				return nil, fmt.Errorf("%s%s: expected a policy name (LeaderWorker or LeaderExcluded), got %v", p, instanceSuffix(rc.Instances[i]), v)
+			}
+		}
 	}
 	if comp.HasPodSpec() {
 		if err := r.templates(comp, rc); err != nil {

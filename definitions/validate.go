@@ -305,6 +305,18 @@ func validateExtensions(k *Karta, names map[string]*field.Path) field.ErrorList 
 			errs = append(errs, field.Duplicate(p, c.Name))
 		}
 		seen.Insert(c.Name)
+		if sl := c.SegmentLeader; sl != nil {
+			lp := gangmapPath.Child("components").Index(i).Child("segmentLeader", "component")
+			switch {
+			case names[sl.Component] == nil:
+				errs = append(errs, field.NotFound(lp, sl.Component))
+			case sl.Component == c.Name:
+				errs = append(errs, field.Invalid(lp, sl.Component, "the leader is another component than the segmented one"))
+			}
+			if c.PodIndexPath.IsZero() {
+				errs = append(errs, field.Required(gangmapPath.Child("components").Index(i).Child("podIndexPath"), "segments with a leader place pods by their index (the leader has index 0): set the pod-side index expression"))
+			}
+		}
 	}
 	if o := ext.OwnsNoPods; o != nil {
 		if o.When.IsZero() {

@@ -62,10 +62,13 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 			if len(pg.members) == 0 {
 				continue // nothing to group: never a PodGroup with a made-up size
 			}
-			if gs.subGroups != nil {
+			if gs.subGroups != nil || pg.asksForPlacement() {
 				if err := pg.buildSubGroups(gs.subGroups, c, p.perReplica, budget); err != nil {
 					return err
 				}
+			}
+			if err := p.segmentPodGroup(pg, budget); err != nil {
+				return err
 			}
 			if err := pg.finish(); err != nil {
 				return err

@@ -66,6 +66,13 @@ type Plan struct {
 	Status []definitions.Status `json:"-"`
 	// StatusError says why Status could not be evaluated (it names the definition field).
 	StatusError string `json:"-"`
+	// TopologyIssues are the topology and segment requests (KAI's annotations on the workload and
+	// its pod templates) the plan could not honour, each with the reason; each is in Notes too.
+	TopologyIssues []TopologyIssue `json:"topologyIssues,omitempty"`
+
+	// workloadTopo is the PodGroup constraint of the workload's kai.scheduler/topology
+	// annotations, used where the definition sets none.
+	workloadTopo *definitions.TopologyConstraint
 
 	perReplica *definitions.Component
 	// alphaNames are the gang names of the alpha pod groups, by index (alpha form only).
@@ -120,6 +127,12 @@ type Role struct {
 	GangGPUs   GPUs    `json:"gangGPUs"`
 	GPUs       GPUs    `json:"gpus"`
 	GPUDetail  PodGPUs `json:"gpuDetail,omitzero"`
+	// Topology is the role's own constraint from its pod template's kai.scheduler/topology
+	// annotations (its sub-group's, unless the definition's sub-group mapping sets one); nil
+	// without.
+	Topology *definitions.TopologyConstraint `json:"topology,omitempty"`
+	// Segments is the segmentation the role asks for (kai.scheduler/segment-size), nil without.
+	Segments *Segmentation `json:"segments,omitempty"`
 
 	component *definitions.Component
 	// gang is the name of the gang that holds the role, when grouped says one does (a field, not
@@ -158,6 +171,9 @@ type SubGroup struct {
 	GPUsPerPod  GPUs                            `json:"gpusPerPod"`
 	GPUs        GPUs                            `json:"gpus"`
 	Topology    *definitions.TopologyConstraint `json:"topology,omitempty"`
+	// Segment is the index of the segment this sub-group is (kai.scheduler/segment-size), nil
+	// when it is no segment.
+	Segment *int32 `json:"segment,omitempty"`
 }
 
 // Override is a min-member annotation found on the top owner.
@@ -182,6 +198,8 @@ type member struct {
 	subGroup *SubGroup
 	// replicaLeaves are the per-replica leaves under subGroup, by replica index (or none).
 	replicaLeaves []*SubGroup
+	// seg are the member's segments, nil when it has none.
+	seg *memberSegments
 }
 
 type roleKey struct{ component, instance string }
@@ -227,6 +245,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 	if err := p.applyStartup(ctx, c, content, w.Variables); err != nil {
 		return nil, err
 	}
+	p.readTopology(c, obj.GetAnnotations())
 	ownerKey := uid
 	if ownerKey == "" {
 		// Offline plans of manifests have no UID yet: the name stands in for it (generateName

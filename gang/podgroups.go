@@ -87,6 +87,10 @@ func (pg *PodGroup) finish() error {
 		pg.Pods += m.pods
 		pg.GPUs += m.role.GPUsPerPod.Times(m.pods)
 		gangPods += m.gangPods
+		if m.seg != nil {
+			m.seg.finish(m, m.gangPods) // a held role is never segmented (segmentPodGroup)
+			continue
+		}
 		if sg := m.subGroup; sg != nil {
 			sg.Pods = m.pods
 			sg.GPUsPerPod = m.role.GPUsPerPod
@@ -297,6 +301,14 @@ func (p *Plan) Assign(pl *definitions.PodPlacement) (*Assignment, error) {
 			continue
 		}
 		a.SubGroup = m.subGroup
+		if m.seg != nil {
+			leaf, err := m.seg.leafFor(r, pl, p.perReplica)
+			if err != nil {
+				return nil, err
+			}
+			a.SubGroup = leaf
+			break
+		}
 		if len(m.replicaLeaves) > 0 {
 			name := r.component.Name
 			rk, ok := pl.ReplicaKeys[name]
@@ -347,7 +359,7 @@ func (p *Plan) Flatten(reason string) {
 		var gangPods int64
 		for _, m := range pg.members {
 			gangPods += m.gangPods
-			m.subGroup, m.replicaLeaves = nil, nil
+			m.subGroup, m.replicaLeaves, m.seg = nil, nil, nil
 		}
 		pg.SubGroups, pg.MinSubGroup = []*SubGroup{}, nil
 		if pg.MinMember == nil { // set already by a gangmap.io/min-member override: kept
