@@ -62,7 +62,7 @@ func (r *storeReader) List(_ context.Context, list client.ObjectList, opts ...cl
 // notSynced is an owner lookup that cannot answer yet.
 type notSynced struct{}
 
-func (notSynced) Owned(types.UID) ([]*v2alpha2.PodGroup, error) {
+func (notSynced) Owned(string, types.UID) ([]*v2alpha2.PodGroup, error) {
 	return nil, strays.ErrOwnerIndexNotSynced
 }
 

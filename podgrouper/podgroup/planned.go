@@ -11,12 +11,13 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 )
 
-// OwnerLister gives the cached PodGroups whose only owner reference has UID owner, in every
-// namespace: the informer's own objects, to be read only (strays.OwnerIndex, fed by the PodGroup
-// informer's events). Its error says it cannot answer yet (strays.ErrOwnerIndexNotSynced: it has
-// not seen the informer's initial list).
+// OwnerLister gives the cached PodGroups of namespace whose only owner reference has UID owner
+// (namespace "" for a cluster-scoped owner: every namespace): the informer's own objects, to be
+// read only (strays.OwnerIndex, fed by the PodGroup informer's events, keyed by namespace and
+// UID so that a look never costs another namespace's PodGroups). Its error says it cannot answer
+// yet (strays.ErrOwnerIndexNotSynced: it has not seen the informer's initial list).
 type OwnerLister interface {
-	Owned(owner types.UID) ([]*v2alpha2.PodGroup, error)
+	Owned(namespace string, owner types.UID) ([]*v2alpha2.PodGroup, error)
 }
 
 // ActualNames returns the names of the PodGroups in namespace that a plan's PodGroup names
@@ -31,7 +32,7 @@ type OwnerLister interface {
 // placeholder.
 //
 // With owned and the workload's UID (owner), only the workload's own PodGroups are looked at
-// (owned.Owned(owner) in namespace: the PodGroups whose only owner reference is the workload, as
+// (owned.Owned(namespace, owner): the PodGroups whose only owner reference is the workload, as
 // gangmap's and KAI's pod-grouper's PodGroups of the workload are, see Build), at a cost of the
 // workload's PodGroups. Without them (owned nil, owner ""), or while owned cannot answer (its
 // error: not synced yet), every PodGroup of namespace is listed from r (the manager's cache,
@@ -68,7 +69,7 @@ func ActualNames(ctx context.Context, r client.Reader, owned OwnerLister, namesp
 			}
 		}
 	}
-	if own, err := ownedPodGroups(owned, owner); err == nil {
+	if own, err := ownedPodGroups(owned, namespace, owner); err == nil {
 		for _, pg := range own {
 			if pg.Namespace == namespace {
 				match(pg.Name)
@@ -93,10 +94,11 @@ type errNoOwnerLookup struct{}
 
 func (errNoOwnerLookup) Error() string { return "no owner lookup" }
 
-// ownedPodGroups returns owned.Owned(owner), or errNoOwnerLookup without owned or owner.
-func ownedPodGroups(owned OwnerLister, owner types.UID) ([]*v2alpha2.PodGroup, error) {
+// ownedPodGroups returns owned.Owned(namespace, owner), or errNoOwnerLookup without owned or
+// owner.
+func ownedPodGroups(owned OwnerLister, namespace string, owner types.UID) ([]*v2alpha2.PodGroup, error) {
 	if owned == nil || owner == "" {
 		return nil, errNoOwnerLookup{}
 	}
-	return owned.Owned(owner)
+	return owned.Owned(namespace, owner)
 }

@@ -72,7 +72,7 @@ func (c *Collector) ownPodGroups(ns string, owner types.UID) ([]*v2alpha2.PodGro
 	if c.Owned == nil {
 		return nil, errors.New("the stray collector has no PodGroup owner index (Collector.Owned)")
 	}
-	owned, err := c.Owned(owner)
+	owned, err := c.Owned(ns, owner)
 	if err != nil {
 		return nil, err
 	}

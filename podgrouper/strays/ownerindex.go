@@ -13,26 +13,33 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 )
 
-// OwnerIndex holds the cached PodGroups by the UID of their only owner reference (a PodGroup
-// with none or several is left out: never a stray, see isCandidate), for Collector.Owned and
-// podgroup.ActualNames (a podgroup.OwnerLister). It is
-// fed by the PodGroup informer's events (IndexOwnerUID) and keeps the informer's own objects,
-// read-only, so a look costs the workload's own PodGroups, not its namespace's.
+// OwnerIndex holds the cached PodGroups by the namespace and UID of their only owner reference
+// (a PodGroup with none or several is left out: never a stray, see isCandidate), for
+// Collector.Owned and podgroup.ActualNames (a podgroup.OwnerLister). It is fed by the PodGroup
+// informer's events (IndexOwnerUID) and keeps the informer's own objects, read-only, so a look
+// costs the workload's own PodGroups, not its namespace's.
 //
-// It replaces a client-go index on the informer (sets.String per owner UID: the index's map
-// entry, a set header and a set group, about 240 B per cached PodGroup), and before that
-// controller-runtime's field index (two new keys per PodGroup, "namespace/uid" and
-// "__all_namespaces/uid", a set each). Here a PodGroup costs one map entry (its owner UID
-// string, which the PodGroup holds, and a pointer) while its workload has one PodGroup, as
-// nearly every workload has; the few with several keep a slice in a second map
-// (BenchmarkOwnerIndexBytes). The index follows the informer's handler, so it may lag the
-// informer's store by the events not handled yet: the collector's delete carries the PodGroup's
-// UID and resourceVersion as preconditions, and a stray missed now is found at the next look.
-// Safe for concurrent use.
+// An event costs O(1) whatever other namespaces hold, and a look the owner's own namespace's
+// PodGroups. Keyed by the UID alone with a list per UID, 50,000 PodGroups a user of namespace B
+// created carrying namespace A's workload UID made every add or remove copy the whole list under
+// the write lock (42.8 s of CPU and 20 GB allocated for one update each, issue 28), a cost one
+// namespace put on another. Now an owner UID with several PodGroups keeps them by namespace,
+// then by name: a namespaced owner's PodGroups are in its own namespace (an owner reference
+// names an object of the dependent's namespace, or a cluster-scoped one), so
+// Owned(namespace, uid) reads only that namespace's; a cluster-scoped owner's (Owned("", uid))
+// are those of every namespace.
+//
+// A PodGroup costs one map entry (its owner UID string, which the PodGroup holds, and a
+// pointer) while its workload has one PodGroup, as nearly every workload has; the few with
+// several keep maps by namespace and name (BenchmarkOwnerIndexBytes). The index follows the
+// informer's handler, so it may lag the informer's store by the events not handled yet: the
+// collector's delete carries the PodGroup's UID and resourceVersion as preconditions, and a
+// stray missed now is found at the next look. Safe for concurrent use.
 type OwnerIndex struct {
-	mu   sync.RWMutex
-	one  map[types.UID]*v2alpha2.PodGroup
-	more map[types.UID][]*v2alpha2.PodGroup
+	mu  sync.RWMutex
+	one map[types.UID]*v2alpha2.PodGroup
+	// more holds the PodGroups of an owner UID with several, by namespace and then name.
+	more map[types.UID]map[string]map[string]*v2alpha2.PodGroup
 	// synced, when set, says whether the handler has seen the informer's initial list.
 	synced func() bool
 }
@@ -44,7 +51,7 @@ var _ toolscache.ResourceEventHandler = (*OwnerIndex)(nil)
 
 // NewOwnerIndex returns an empty OwnerIndex, synced (a test feeds it with OnAdd).
 func NewOwnerIndex() *OwnerIndex {
-	return &OwnerIndex{one: map[types.UID]*v2alpha2.PodGroup{}, more: map[types.UID][]*v2alpha2.PodGroup{}}
+	return &OwnerIndex{one: map[types.UID]*v2alpha2.PodGroup{}, more: map[types.UID]map[string]map[string]*v2alpha2.PodGroup{}}
 }
 
 // IndexOwnerUID registers an OwnerIndex on the PodGroup informer of c (the manager's cache,
@@ -64,19 +71,32 @@ func IndexOwnerUID(ctx context.Context, c ctrlcache.Cache) (*OwnerIndex, error) 
 	return idx, nil
 }
 
-// Owned returns the indexed PodGroups whose only owner has UID uid, in every namespace (the
-// collector keeps the owner's own): the informer's objects, read-only. Errors:
-// ErrOwnerIndexNotSynced.
-func (x *OwnerIndex) Owned(uid types.UID) ([]*v2alpha2.PodGroup, error) {
+// Owned returns the indexed PodGroups of namespace whose only owner has UID uid: the
+// informer's objects, read-only. namespace is the owner's: a namespaced owner's PodGroups are
+// in its own namespace; "" is a cluster-scoped owner, whose PodGroups may be in any namespace.
+// Errors: ErrOwnerIndexNotSynced.
+func (x *OwnerIndex) Owned(namespace string, uid types.UID) ([]*v2alpha2.PodGroup, error) {
 	if x.synced != nil && !x.synced() {
 		return nil, ErrOwnerIndexNotSynced
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if pg, ok := x.one[uid]; ok {
-		return []*v2alpha2.PodGroup{pg}, nil
+		if namespace == "" || pg.Namespace == namespace {
+			return []*v2alpha2.PodGroup{pg}, nil
+		}
+		return nil, nil
 	}
-	return append([]*v2alpha2.PodGroup(nil), x.more[uid]...), nil
+	var out []*v2alpha2.PodGroup
+	for ns, byName := range x.more[uid] {
+		if namespace != "" && ns != namespace {
+			continue
+		}
+		for _, pg := range byName {
+			out = append(out, pg)
+		}
+	}
+	return out, nil
 }
 
 // Len is the number of indexed PodGroups.
@@ -84,8 +104,10 @@ func (x *OwnerIndex) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := len(x.one)
-	for _, l := range x.more {
-		n += len(l)
+	for _, byNS := range x.more {
+		for _, byName := range byNS {
+			n += len(byName)
+		}
 	}
 	return n
 }
@@ -126,8 +148,8 @@ func (x *OwnerIndex) OnDelete(obj any) {
 	}
 }
 
-// indexed returns obj as a PodGroup and the UID of its only owner reference; nil when obj is not
-// a PodGroup or has none or several owner references.
+// indexed returns obj as a PodGroup and the UID of its only owner reference; nil when obj is
+// not a PodGroup or has none or several owner references.
 func indexed(obj any) (*v2alpha2.PodGroup, types.UID) {
 	pg, ok := obj.(*v2alpha2.PodGroup)
 	if !ok || pg == nil || len(pg.OwnerReferences) != 1 || pg.OwnerReferences[0].UID == "" {
@@ -140,7 +162,7 @@ func sameKey(a, b *v2alpha2.PodGroup) bool {
 	return a.Name == b.Name && a.Namespace == b.Namespace
 }
 
-// add indexes pg under uid, replacing the object of the same namespace and name.
+// add indexes pg under uid, replacing the object of the same namespace and name: O(1).
 func (x *OwnerIndex) add(uid types.UID, pg *v2alpha2.PodGroup) {
 	if cur, ok := x.one[uid]; ok {
 		if sameKey(cur, pg) {
@@ -148,24 +170,31 @@ func (x *OwnerIndex) add(uid types.UID, pg *v2alpha2.PodGroup) {
 			return
 		}
 		delete(x.one, uid)
-		x.more[uid] = []*v2alpha2.PodGroup{cur, pg}
+		byNS := map[string]map[string]*v2alpha2.PodGroup{}
+		x.more[uid] = byNS
+		put(byNS, cur)
+		put(byNS, pg)
 		return
 	}
-	l, ok := x.more[uid]
+	byNS, ok := x.more[uid]
 	if !ok {
 		x.one[uid] = pg
 		return
 	}
-	for i, cur := range l {
-		if sameKey(cur, pg) {
-			l[i] = pg
-			return
-		}
-	}
-	x.more[uid] = append(l, pg)
+	put(byNS, pg)
 }
 
-// remove drops the object of pg's namespace and name from under uid.
+// put stores pg in byNS under its namespace and name.
+func put(byNS map[string]map[string]*v2alpha2.PodGroup, pg *v2alpha2.PodGroup) {
+	byName, ok := byNS[pg.Namespace]
+	if !ok {
+		byName = map[string]*v2alpha2.PodGroup{}
+		byNS[pg.Namespace] = byName
+	}
+	byName[pg.Name] = pg
+}
+
+// remove drops the object of pg's namespace and name from under uid: O(1).
 func (x *OwnerIndex) remove(uid types.UID, pg *v2alpha2.PodGroup) {
 	if cur, ok := x.one[uid]; ok {
 		if sameKey(cur, pg) {
@@ -173,21 +202,26 @@ func (x *OwnerIndex) remove(uid types.UID, pg *v2alpha2.PodGroup) {
 		}
 		return
 	}
-	l := x.more[uid]
-	for i, cur := range l {
-		if !sameKey(cur, pg) {
-			continue
-		}
-		l = append(l[:i:i], l[i+1:]...)
-		switch len(l) {
-		case 0:
-			delete(x.more, uid)
-		case 1:
-			delete(x.more, uid)
-			x.one[uid] = l[0]
-		default:
-			x.more[uid] = l
-		}
+	byNS := x.more[uid]
+	byName, ok := byNS[pg.Namespace]
+	if !ok {
 		return
+	}
+	delete(byName, pg.Name)
+	if len(byName) == 0 {
+		delete(byNS, pg.Namespace)
+	}
+	switch {
+	case len(byNS) == 0:
+		delete(x.more, uid)
+	case len(byNS) == 1:
+		for _, last := range byNS {
+			if len(last) == 1 {
+				delete(x.more, uid)
+				for _, only := range last {
+					x.one[uid] = only
+				}
+			}
+		}
 	}
 }

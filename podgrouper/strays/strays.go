@@ -76,10 +76,10 @@ type Collector struct {
 	// Grace is how long a PodGroup must stay unnamed by any pod before it is deleted; it must be
 	// above 0.
 	Grace time.Duration
-	// Owned gives the cached PodGroups whose only owner has a UID, in every namespace
-	// (IndexOwnerUID, OwnerIndex.Owned); required. It returns the cache's own objects, which the
-	// collector only reads.
-	Owned func(types.UID) ([]*v2alpha2.PodGroup, error)
+	// Owned gives the cached PodGroups of a namespace whose only owner has a UID (namespace ""
+	// for a cluster-scoped owner: every namespace; IndexOwnerUID, OwnerIndex.Owned); required.
+	// It returns the cache's own objects, which the collector only reads.
+	Owned func(namespace string, owner types.UID) ([]*v2alpha2.PodGroup, error)
 	// DryRun reports strays (Event on the workload, log, metric) and deletes nothing.
 	DryRun   bool
 	Recorder record.EventRecorder

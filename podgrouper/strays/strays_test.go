@@ -233,7 +233,7 @@ func TestOwnerIndexHoldsOwnPodGroups(t *testing.T) {
 	two.OwnerReferences = append(two.OwnerReferences, two.OwnerReferences[0])
 	idx.OnAdd(two, true)
 	ownedNames := func(uid types.UID) []string {
-		pgs, err := idx.Owned(uid)
+		pgs, err := idx.Owned("", uid)
 		require.NoError(t, err)
 		var out []string
 		for _, pg := range pgs {
@@ -250,7 +250,7 @@ func TestOwnerIndexHoldsOwnPodGroups(t *testing.T) {
 	newer := own[1].DeepCopy()
 	newer.ResourceVersion = "2"
 	idx.OnUpdate(own[1], newer)
-	pgs, err := idx.Owned("uid-1")
+	pgs, err := idx.Owned("", "uid-1")
 	require.NoError(t, err)
 	assert.Contains(t, pgs, newer)
 	moved := newer.DeepCopy()

@@ -263,7 +263,15 @@ func (noListStore) List(context.Context, client.ObjectList, ...client.ListOption
 // ownedPodGroups is an owner index (podgroup.OwnerLister) over given PodGroups.
 type ownedPodGroups map[types.UID][]*v2alpha2.PodGroup
 
-func (o ownedPodGroups) Owned(uid types.UID) ([]*v2alpha2.PodGroup, error) { return o[uid], nil }
+func (o ownedPodGroups) Owned(ns string, uid types.UID) ([]*v2alpha2.PodGroup, error) {
+	var out []*v2alpha2.PodGroup
+	for _, pg := range o[uid] {
+		if ns == "" || pg.Namespace == ns {
+			out = append(out, pg)
+		}
+	}
+	return out, nil
+}
 
 // With an owner index (Tracker.Owners), the keyed workload's PodGroups (keyed-s1, keyed-s2 of
 // team-b, owned by c-keyed) are found in it, the namespace is not listed, and the exposition is
