@@ -228,11 +228,9 @@ func TestChartOnAPIServer(t *testing.T) {
 		}
 		w.assertGrouped(t, ctx, job, want, pods)
 		assertEvents(t, ctx, ns, "PodGroupCreated", want.name, job.GetName())
-		var names []string
-		for _, p := range pods {
-			names = append(names, p.Name)
-		}
-		assertEvents(t, ctx, ns, "GangmapRepairedPod", want.name, names...)
+		// One Warning Event on the workload for all its pods, once their repairs are quiet.
+		assertEvents(t, ctx, ns, "GangmapRepairedPod", fmt.Sprintf("labelled %d pods after creation", len(pods)), job.GetName())
+		assertEvents(t, ctx, ns, "GangmapRepairedPod", fmt.Sprintf("%d joined PodGroup %s", len(pods), want.name), job.GetName())
 		allPods += len(pods)
 	})
 

@@ -24,12 +24,23 @@ const (
 // markOwner puts KAI's skip annotation on the decided workload the first time gangmap groups one
 // of its pods (ownerskip.Marker; nil or dry-run: nothing), before its PodGroup is written, so
 // that from then on KAI's pod-grouper leaves every later pod of the workload alone, even while
-// gangmap is down: those pods wait, unscheduled, until gangmap groups them. A failed write is
-// reported (Warning Event on the workload, log, gangmap_owner_skip_marks_total{result="Error"})
-// and does not stop the grouping.
+// gangmap is down: those pods wait, unscheduled, until gangmap groups them. One reconcile marks a
+// workload at a time: the others of its pods reconciled meanwhile (its pods come in a burst, ten
+// workers reconcile them at once) skip it, so the workload gets one PATCH and one
+// GangmapMarkedWorkload Event (before, 1,000 workloads of 10 pods got 1,152). A failed write is
+// reported (Warning Event on the workload, log, gangmap_owner_skip_marks_total{result="Error"}),
+// does not stop the grouping, and is tried again by the workload's next reconcile.
 func (r *PodReconciler) markOwner(ctx context.Context, d *Decision) {
 	if r.DryRun || r.Owners == nil || ownerskip.Marked(d.Owner) || r.recentlyMarked(d.Owner) {
 		return
+	}
+	uid := d.Owner.GetUID()
+	if _, busy := r.marking.LoadOrStore(uid, struct{}{}); busy {
+		return
+	}
+	defer r.marking.Delete(uid)
+	if r.recentlyMarked(d.Owner) {
+		return // marked by the reconcile that held it a moment ago
 	}
 	log := ctrl.LoggerFrom(ctx)
 	if _, err := r.Owners.Mark(ctx, d.Owner); err != nil {
@@ -38,7 +49,7 @@ func (r *PodReconciler) markOwner(ctx context.Context, d *Decision) {
 			"cannot set %s on the workload (%v): pods created while gangmap is down may be grouped by KAI's pod-grouper alone", "kai.scheduler/skip-podgrouper", err)
 		return
 	}
-	r.marked.Store(d.Owner.GetUID(), d.Owner.GetResourceVersion())
+	r.marked.Store(uid, d.Owner.GetResourceVersion())
 	log.V(1).Info("Workload marked with KAI's skip annotation")
 	r.Recorder.Eventf(d.Owner, corev1.EventTypeNormal, ReasonOwnerMarked,
 		"set kai.scheduler/skip-podgrouper: KAI's pod-grouper leaves this workload's pods to gangmap, also those created while gangmap is down")

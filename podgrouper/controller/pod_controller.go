@@ -63,6 +63,9 @@ type PodReconciler struct {
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
+	// WebhookServed says this grouper serves gangmap's admission webhook (--webhook-port is not
+	// 0): the repair Event then says the webhook had not set the pods although it is served.
+	WebhookServed bool
 
 	// Book, when set, is the record of every pod the controller groups (shared with Findings and
 	// Metrics, so that each pod has one entry); nil: a Book of the reconciler's own. In it the
@@ -83,8 +86,9 @@ type PodReconciler struct {
 	// (podgroup.ActualNames).
 	PodGroupOwners podgroup.OwnerLister
 
-	// marked holds the resourceVersion each workload had when gangmap marked it.
-	marked sync.Map
+	// marked holds the resourceVersion each workload had when gangmap marked it; marking holds
+	// the UIDs of the workloads a reconcile is marking now.
+	marked, marking sync.Map
 
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
@@ -92,6 +96,9 @@ type PodReconciler struct {
 	invalidOwners onceReporter
 	// outsidePlan remembers the pods already told they are outside their workload's plan.
 	outsidePlan onceReporter
+	// episodes holds the Events written once per workload and episode (repairs, dry run).
+	episodes     podEpisodes
+	episodesOnce sync.Once
 }
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
@@ -165,8 +172,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		r.collectStrays(d)
 		podGroupWrites.WithLabelValues("DryRun").Inc()
 		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonWouldWrite, "dry-run: pod %s would join PodGroup %s (sub-group %q, %s)", pod.Name, md.Name, d.SubGroup, gangSummary(md))
-		log.V(2).Info("Dry-run: PodGroup decided, nothing written")
+		r.reportDryRun(ctx, pod, d)
 		r.track(ctx, pod, d)
 		return ctrl.Result{}, nil
 	}
@@ -187,7 +193,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	}
 
 	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
-	if err := r.labelPod(ctx, pod, md.Name, d.SubGroup); err != nil {
+	if err := r.labelPod(ctx, pod, d); err != nil {
 		return r.fail(ctx, pod, owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
@@ -263,59 +269,6 @@ func (r *PodReconciler) forgetFinding(key types.NamespacedName) {
 	if r.Findings != nil {
 		r.Findings.Forget(key, time.Now())
 	}
-}
-
-// labelPod merge-patches only what differs: the pod-group-name annotation, KAI's skip
-// annotation (so KAI's pod-grouper leaves the pod alone from now on), and the sub-group label
-// (removed when stale, which KAI never does). A pod without the skip annotation was not seen by
-// gangmap's admission webhook (it was down, or its selectors exclude the pod), so KAI's
-// pod-grouper may have grouped it meanwhile: it gets a Warning Event (GangmapRepairedPod).
-func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, pgName, subGroup string) error {
-	ann, labels := map[string]any{}, map[string]any{}
-	cur := pod.Annotations[kaikeys.PodGroupName]
-	if cur != pgName {
-		ann[kaikeys.PodGroupName] = pgName
-	}
-	repaired := pod.Annotations[kaikeys.SkipPodGrouper] != "true"
-	if repaired {
-		ann[kaikeys.SkipPodGrouper] = "true"
-	}
-	curSG, has := pod.Labels[kaikeys.SubGroupName]
-	switch {
-	case subGroup == "" && has:
-		labels[kaikeys.SubGroupName] = nil
-	case subGroup != "" && curSG != subGroup:
-		labels[kaikeys.SubGroupName] = subGroup
-	}
-	if len(ann) == 0 && len(labels) == 0 {
-		return nil
-	}
-	md := map[string]any{}
-	if len(ann) > 0 {
-		md["annotations"] = ann
-	}
-	if len(labels) > 0 {
-		md["labels"] = labels
-	}
-	patch, err := jsonMarshal(map[string]any{"metadata": md})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return err
-	}
-	if repaired && r.book().FirstRepair(client.ObjectKeyFromObject(pod), pod.UID) {
-		repairs.Inc()
-		switch {
-		case cur != "" && cur != pgName:
-			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonRepaired,
-				"moved from PodGroup %s to %s: the pod was created without gangmap's admission webhook and may already have been grouped by KAI", cur, pgName)
-		default:
-			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonRepaired,
-				"joined PodGroup %s after creation: the pod was created without gangmap's admission webhook, so KAI's pod-grouper may already have grouped it", pgName)
-		}
-	}
-	return nil
 }
 
 // book returns the reconciler's Book (see Book).

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -41,6 +42,14 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		if err := mgr.Add(&regrouper{client: mgr.GetClient(), pods: r.Pods, in: regroup, out: events, prune: prune}); err != nil {
 			return err
 		}
+	}
+	// The Events of the episodes still open when the manager stops are written then.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.FlushEvents()
+		return nil
+	})); err != nil {
+		return err
 	}
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)

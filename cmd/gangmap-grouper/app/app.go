@@ -178,8 +178,10 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		Release:  release,
 		Metrics:  workloadMetrics(mgr, o, book, pgOwners),
 		DryRun:   o.DryRun,
-		Findings: findings.NewTrackerIn(book),
-		Book:     book,
+
+		WebhookServed: o.WebhookPort != 0,
+		Findings:      findings.NewTrackerIn(book),
+		Book:          book,
 
 		PodGroupOwners: pgOwners,
 	}
