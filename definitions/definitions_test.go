@@ -199,26 +199,32 @@ func TestJobSetStatus(t *testing.T) {
 	cases := map[string]struct {
 		status string
 		want   []definitions.Status
+		// suspend is spec.suspend (a JobSet is suspended only while it asks to be).
+		suspend bool
 	}{
-		"running": {`{replicatedJobsStatus: [{name: leader, ready: 1, active: 1, failed: 0, succeeded: 0}, {name: workers, ready: 2, active: 2, failed: 0, succeeded: 0}]}`,
-			[]definitions.Status{definitions.StatusRunning}},
-		"completed": {`{conditions: [{type: Completed, status: "True", reason: AllJobsCompleted}], replicatedJobsStatus: [{name: leader, succeeded: 1}]}`,
-			[]definitions.Status{definitions.StatusCompleted}},
-		"failed": {`{conditions: [{type: Failed, status: "True"}], replicatedJobsStatus: [{name: leader, failed: 1}]}`,
-			[]definitions.Status{definitions.StatusFailed}},
-		"initializing": {`{replicatedJobsStatus: [{name: leader, ready: 0, active: 0}]}`, []definitions.Status{definitions.StatusInitializing}},
-		"no status":    {`{}`, []definitions.Status{definitions.StatusInitializing}},
+		"running": {status: `{replicatedJobsStatus: [{name: leader, ready: 1, active: 1, failed: 0, succeeded: 0}, {name: workers, ready: 2, active: 2, failed: 0, succeeded: 0}]}`,
+			want: []definitions.Status{definitions.StatusRunning}},
+		"completed": {status: `{conditions: [{type: Completed, status: "True", reason: AllJobsCompleted}], replicatedJobsStatus: [{name: leader, succeeded: 1}]}`,
+			want: []definitions.Status{definitions.StatusCompleted}},
+		"failed": {status: `{conditions: [{type: Failed, status: "True"}], replicatedJobsStatus: [{name: leader, failed: 1}]}`,
+			want: []definitions.Status{definitions.StatusFailed}},
+		"initializing": {status: `{replicatedJobsStatus: [{name: leader, ready: 0, active: 0}]}`, want: []definitions.Status{definitions.StatusInitializing}},
+		"no status":    {status: `{}`, want: []definitions.Status{definitions.StatusInitializing}},
 		// Several statuses come in upstream's evaluation order (resuming, suspending, suspended,
 		// running, failed, completed, initializing, degraded), whatever the definition's order,
 		// as docs/definitions.md ("Status") and cmd/gangmap/README.md say.
-		"suspended and completed": {`{conditions: [{type: Completed, status: "True"}, {type: Suspended, status: "True"}]}`,
-			[]definitions.Status{definitions.StatusSuspended, definitions.StatusCompleted}},
+		"suspended and completed": {status: `{conditions: [{type: Completed, status: "True"}, {type: Suspended, status: "True"}]}`,
+			want: []definitions.Status{definitions.StatusSuspended, definitions.StatusCompleted}, suspend: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var st map[string]any
 			require.NoError(t, yaml.Unmarshal([]byte(tc.status), &st))
-			obj := expr.Normalize(map[string]any{"spec": map[string]any{}, "status": st}).(map[string]any)
+			spec := map[string]any{}
+			if tc.suspend {
+				spec["suspend"] = true
+			}
+			obj := expr.Normalize(map[string]any{"spec": spec, "status": st}).(map[string]any)
 			got, err := c.EvaluateStatus(context.Background(), obj, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)

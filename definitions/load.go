@@ -177,12 +177,29 @@ func decodeMap(generic map[string]any, origin string, source Source, opts Decode
 	for _, se := range strictErrs {
 		msg := se.Error()
 		p := unknownFieldPath(msg)
+		hint := proposedStatusHint(p)
 		if opts.Strict {
-			return nil, fmt.Errorf("%s: definition %q: %s: unknown field (strict mode)", origin, k.Metadata.Name, p)
+			return nil, fmt.Errorf("%s: definition %q: %s: unknown field (strict mode)%s", origin, k.Metadata.Name, p, hint)
 		}
-		l.Warnings = append(l.Warnings, field.Invalid(mustParsePath(p), "<unknown field>", "unknown field: not part of the Workload Map format"))
+		l.Warnings = append(l.Warnings, field.Invalid(mustParsePath(p), "<unknown field>", "unknown field: not part of the Workload Map format"+hint))
 	}
 	return l, nil
+}
+
+// proposedStatusHint explains an unknown statusMappings key that upstream has proposed but not
+// merged: "pending" and "progressing", the split of "initializing" in dsx-ai-factory/workload-map
+// issue #347 (open; the run.ai/v1alpha1 StatusMappings on upstream main has initializing, running,
+// completed, failed, degraded, suspended, suspending, resuming). "" for any other path.
+func proposedStatusHint(path string) string {
+	i := strings.LastIndex(path, ".statusMappings.")
+	if i < 0 {
+		return ""
+	}
+	switch path[i+len(".statusMappings."):] {
+	case "pending", "progressing":
+		return "; pending and progressing are upstream's proposed split of initializing (dsx-ai-factory/workload-map#347, not merged), not words of the run.ai/v1alpha1 format: map both under initializing"
+	}
+	return ""
 }
 
 // normalizeForwardShape renames forward-shape accessor keys to the published *Path names: an

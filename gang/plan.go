@@ -62,10 +62,11 @@ type Plan struct {
 	// Status is every word of the common status vocabulary whose matchers in the definition's
 	// statusDefinition hold on the workload, in upstream's order ([undefined] when none does);
 	// nil with StatusError set when evaluating it failed. The CLI's get and describe, the
-	// workload metrics and the PodGroup's gangmap.io/status annotation all show this.
-	Status []definitions.Status `json:"-"`
+	// workload metrics, the PodGroup's gangmap.io/status annotation and "gangmap plan" (table and
+	// -o json|yaml, key "status") all show this.
+	Status []definitions.Status `json:"status"`
 	// StatusError says why Status could not be evaluated (it names the definition field).
-	StatusError string `json:"-"`
+	StatusError string `json:"statusError,omitempty"`
 	// TopologyIssues are the topology and segment requests (KAI's annotations on the workload and
 	// its pod templates) the plan could not honour, each with the reason; each is in Notes too.
 	TopologyIssues []TopologyIssue `json:"topologyIssues,omitempty"`

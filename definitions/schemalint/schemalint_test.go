@@ -105,12 +105,16 @@ func TestMisspeltPath(t *testing.T) {
 	require.Len(t, findings, 1)
 	assert.Equal(t, ".spec.replicatedJobs[].template.spec.paralelism", findings[0].Path)
 
-	k = loadDefinition(t, "any(.[]; (.active // 0) > 0", "any(.[]; (.actve // 0) > 0")
+	// The status rules read replicatedJobsStatus[].ready in three expressions: each is found.
+	k = loadDefinition(t, "all(.[]; (.ready // 0) == 0)", "all(.[]; (.reddy // 0) == 0)")
 	findings, err = Lint(k, loadCRD(t))
 	require.NoError(t, err)
 	findings = findingsOnly(findings)
-	require.Len(t, findings, 1)
-	assert.Equal(t, ".status.replicatedJobsStatus[].actve", findings[0].Path)
+	require.Len(t, findings, 3)
+	for _, f := range findings {
+		assert.Equal(t, ".status.replicatedJobsStatus[].reddy", f.Path)
+		assert.Contains(t, f.Field, "statusDefinition.statusMappings.")
+	}
 }
 
 func TestWrongCRD(t *testing.T) {

@@ -35,8 +35,9 @@ func newPlanCommand(use string) *cobra.Command {
 		Use:   "plan -f MANIFEST [-f MORE]... [--definitions PATH]... [-o table|json|yaml]",
 		Short: "Plan the KAI PodGroups of workload manifests, offline",
 		Long: `Plan reads workload manifests and prints, for each workload, the KAI PodGroups (gangs)
-gangmap would create: minMember or minSubGroup, sub-groups, pods and GPUs per role. It needs
-no cluster. Definitions come from the built-in catalog and from --definitions; a file
+gangmap would create: minMember or minSubGroup, sub-groups, pods and GPUs per role, and the
+workload's status words (the definition's statusDefinition on the object's status, as describe
+shows them: "status" in -o json|yaml, "Status:" in the table). It needs no cluster. Definitions come from the built-in catalog and from --definitions; a file
 definition wins over the catalog one for the same kind.
 
 With -o json or -o yaml the output is one document {"plans": [...]}, one entry per workload:

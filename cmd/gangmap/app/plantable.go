@@ -16,8 +16,8 @@ import (
 )
 
 // printPlanTables writes the table form of a plan document: per workload a header line, the
-// PodGroups table, the roles table, notes and overrides, and a TOTAL GPUs line; workloads are
-// separated by a blank line.
+// PodGroups table, the roles table, notes and overrides, a Status line (the definition's status
+// words, as describe prints them) and a TOTAL GPUs line; workloads are separated by a blank line.
 func printPlanTables(w io.Writer, doc planDocument) error {
 	for i, e := range doc.Plans {
 		if i > 0 {
@@ -93,8 +93,21 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 		}
 		fmt.Fprintf(w, "  override: %s=%q %s\n", o.Annotation, o.Value, status)
 	}
+	fmt.Fprintf(w, "Status: %s\n", planStatusText(p))
 	fmt.Fprintf(w, "TOTAL GPUs: %s\n", p.TotalGPUs)
 	return nil
+}
+
+// planStatusText is the plan's status words as describe prints them ("running", several comma
+// separated), or "-" with the reason when the definition's status could not be evaluated.
+func planStatusText(p *gang.Plan) string {
+	if p.StatusError != "" {
+		return "- (" + p.StatusError + ")"
+	}
+	if t := p.StatusText(); t != "" {
+		return t
+	}
+	return "-"
 }
 
 // gpuDetailNotes reports what the GPUS columns (nvidia.com/gpu and KAI fractions) do not count:
