@@ -38,8 +38,7 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 		if err := p.buildAlphaPodGroups(ctx, c, specs, keys, budget); err != nil {
 			return err
 		}
-		p.sumGPUs()
-		return nil
+		return p.sumGPUs()
 	}
 	for _, gs := range specs {
 		for _, key := range keys {
@@ -80,16 +79,25 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 			}
 		}
 	}
-	p.sumGPUs()
-	return nil
+	return p.sumGPUs()
 }
 
-// sumGPUs sets each role's gang and total GPUs and the plan's total.
-func (p *Plan) sumGPUs() {
+// sumGPUs sets each role's gang and total GPUs and the plan's total. Errors: a count out of
+// range (MaxGPUs, checked arithmetic: a role's per-pod GPUs times its pods, or the sum over the
+// roles), an error on the workload rather than a wrapped-around negative count.
+func (p *Plan) sumGPUs() error {
 	for _, r := range p.Roles {
 		r.GangGPUs, r.GPUs = r.GPUsPerPod.Times(r.GangPods), r.GPUsPerPod.Times(r.Pods)
-		p.TotalGPUs += r.GPUs
+		if r.GPUs.Saturated() {
+			return fmt.Errorf("role %q: %s devices per pod times %d pods is more than gangmap counts (%s devices, gang.MaxGPUs)",
+				r.Name, r.GPUsPerPod, r.Pods, MaxGPUs)
+		}
+		p.TotalGPUs = p.TotalGPUs.Plus(r.GPUs)
 	}
+	if p.TotalGPUs.Saturated() {
+		return fmt.Errorf("the roles' GPUs sum to more than gangmap counts (%s devices, gang.MaxGPUs)", MaxGPUs)
+	}
+	return nil
 }
 
 // gangSpecs reads the gang hints: the current podGroup form (one gang, optional sub-groups), the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // GPU resource names and KAI's GPU-sharing annotations.
@@ -29,8 +30,17 @@ const (
 // device (a KAI gpu-fraction of 0.5). It marshals to JSON as a number of devices (1.5).
 type GPUs int64
 
-// WholeGPUs converts a count of whole devices.
-func WholeGPUs(n int64) GPUs { return GPUs(n * 1000) }
+// MaxGPUs is the largest GPU count gangmap computes: 2^52 thousandths, about 4.5 × 10^12
+// devices, far beyond any cluster, exact as a float64 (the metrics) and small enough that a sum
+// of 2,048 of them fits in an int64. Products and sums of counts saturate at MaxGPUs (Times,
+// Plus) instead of wrapping around to a negative count (issue 28: nvidia.com/gpu: 9e15 on
+// several pods gave negative gangmap.io/gpus), and a plan whose count reaches it is an error on
+// the workload (Plan.sumGPUs); a pod asking more, or a negative count, is an error of the pod
+// template (podGPUs).
+const MaxGPUs GPUs = 1 << 52
+
+// WholeGPUs converts a count of whole devices, saturating at MaxGPUs (0 for a negative n).
+func WholeGPUs(n int64) GPUs { return GPUs(1000).Times(n) }
 
 // Devices is the count as a float number of devices.
 func (g GPUs) Devices() float64 { return float64(g) / 1000 }
@@ -51,8 +61,30 @@ func (g *GPUs) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Times multiplies a per-pod count by a number of pods.
-func (g GPUs) Times(pods int64) GPUs { return GPUs(int64(g) * pods) }
+// Times multiplies a per-pod count by a number of pods with checked arithmetic: at most MaxGPUs
+// (a product beyond it saturates there, see Saturated), 0 when either is 0 or negative.
+func (g GPUs) Times(pods int64) GPUs {
+	if g <= 0 || pods <= 0 {
+		return 0
+	}
+	if g >= MaxGPUs || pods > int64(MaxGPUs/g) {
+		return MaxGPUs
+	}
+	return min(GPUs(int64(g)*pods), MaxGPUs)
+}
+
+// Plus adds two counts with checked arithmetic: at most MaxGPUs (a sum beyond it saturates
+// there), a negative operand counted as 0.
+func (g GPUs) Plus(h GPUs) GPUs {
+	g, h = max(g, 0), max(h, 0)
+	if g >= MaxGPUs || h >= MaxGPUs-g {
+		return MaxGPUs
+	}
+	return g + h
+}
+
+// Saturated reports whether g reached MaxGPUs: a count out of the range gangmap computes.
+func (g GPUs) Saturated() bool { return g >= MaxGPUs }
 
 // PodGPUs is what one pod asks of GPUs.
 type PodGPUs struct {
@@ -96,7 +128,11 @@ func podGPUs(spec *corev1.PodSpec, annotations map[string]string) (PodGPUs, erro
 	for name, q := range req {
 		switch {
 		case name == ResourceGPU:
-			out.Devices += GPUs(q.MilliValue())
+			d, err := quantityGPUs(q)
+			if err != nil {
+				return PodGPUs{}, fmt.Errorf("resource %s: %w", ResourceGPU, err)
+			}
+			out.Devices = out.Devices.Plus(d)
 		case strings.HasPrefix(string(name), MIGResourcePrefix):
 			if out.MIG == nil {
 				out.MIG = map[string]int64{}
@@ -120,7 +156,14 @@ func podGPUs(spec *corev1.PodSpec, annotations map[string]string) (PodGPUs, erro
 				return PodGPUs{}, fmt.Errorf("annotation %s: expected a whole number of devices >= 1, got %q", AnnotationGPUFractionDevices, d)
 			}
 		}
-		out.Devices += GPUs(f*1000+0.5) * GPUs(n)
+		frac := GPUs(f*1000 + 0.5).Times(n)
+		if frac.Saturated() {
+			return PodGPUs{}, fmt.Errorf("annotation %s: %d devices of a fraction %s is more than gangmap counts (%s devices, gang.MaxGPUs)", AnnotationGPUFractionDevices, n, v, MaxGPUs)
+		}
+		out.Devices = out.Devices.Plus(frac)
+	}
+	if out.Devices.Saturated() {
+		return PodGPUs{}, fmt.Errorf("resource %s: more devices than gangmap counts (%s, gang.MaxGPUs)", ResourceGPU, MaxGPUs)
 	}
 	if v, ok := annotations[AnnotationGPUMemory]; ok {
 		m, err := strconv.ParseInt(v, 10, 64)
@@ -141,6 +184,19 @@ func podGPUs(spec *corev1.PodSpec, annotations map[string]string) (PodGPUs, erro
 	}
 	sort.Strings(out.DRAClaims)
 	return out, nil
+}
+
+// quantityGPUs converts a pod's nvidia.com/gpu quantity to thousandths of a device. Errors: a
+// negative quantity, or one of MaxGPUs or more (compared as a Quantity, before MilliValue could
+// overflow).
+func quantityGPUs(q resource.Quantity) (GPUs, error) {
+	if q.Sign() < 0 {
+		return 0, fmt.Errorf("a negative count %s", q.String())
+	}
+	if q.Cmp(*resource.NewMilliQuantity(int64(MaxGPUs), resource.DecimalSI)) >= 0 {
+		return 0, fmt.Errorf("%s devices is more than gangmap counts (%s devices, gang.MaxGPUs)", q.String(), MaxGPUs)
+	}
+	return GPUs(q.MilliValue()), nil
 }
 
 // EffectivePodRequests is the scheduler's view of what a pod requests, per resource:

@@ -106,3 +106,65 @@ func TestNames(t *testing.T) {
 	assert.Equal(t, "decode-worker", SanitizeLabel("Decode_Worker"))
 	assert.Regexp(t, `^x[0-9a-f]{8}$`, SanitizeLabel("___"))
 }
+
+// TestGPUArithmeticSaturates: products and sums of GPU counts stop at MaxGPUs instead of
+// wrapping around to a negative count (issue 28), and Saturated says a count reached it.
+func TestGPUArithmeticSaturates(t *testing.T) {
+	const maxInt64 = int64(^uint64(0) >> 1)
+	tests := []struct {
+		name string
+		got  GPUs
+		want GPUs
+	}{
+		{"8 devices times 4 pods", WholeGPUs(8).Times(4), WholeGPUs(32)},
+		{"zero pods", WholeGPUs(8).Times(0), 0},
+		{"negative pods", WholeGPUs(8).Times(-3), 0},
+		{"a product past int64", GPUs(1 << 40).Times(1 << 40), MaxGPUs},
+		{"a fraction times MaxInt64 devices", GPUs(500).Times(maxInt64), MaxGPUs},
+		{"a product just past MaxGPUs", GPUs(MaxGPUs / 2).Times(3), MaxGPUs},
+		{"a product just under MaxGPUs", GPUs(MaxGPUs/4 - 1).Times(4), MaxGPUs - 4},
+		{"a sum past int64", (MaxGPUs - 1).Plus(MaxGPUs - 1), MaxGPUs},
+		{"a sum under MaxGPUs", WholeGPUs(3).Plus(500), 3500},
+		{"a negative operand counts 0", GPUs(-5).Plus(700), 700},
+		{"whole devices past int64", WholeGPUs(maxInt64), MaxGPUs},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.got, tt.name)
+		assert.GreaterOrEqual(t, tt.got, GPUs(0), tt.name)
+	}
+	assert.True(t, MaxGPUs.Saturated())
+	assert.False(t, (MaxGPUs - 1).Saturated())
+}
+
+// TestPodGPUsOutOfRange: a pod whose GPU requests would overflow (nvidia.com/gpu 9e15 on two
+// containers, a KAI fraction on 2^63-1 devices) or are negative (a CRD's pod template is not
+// validated as a Pod) is an error naming the resource or the annotation, never a negative or
+// wrapped-around count.
+func TestPodGPUsOutOfRange(t *testing.T) {
+	ctr := func(n string) corev1.Container {
+		return corev1.Container{Resources: corev1.ResourceRequirements{Limits: gpus(n)}}
+	}
+	tests := map[string]struct {
+		tpl  corev1.PodTemplateSpec
+		want string
+	}{
+		"9e15 twice": {corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("9e15"), ctr("9e15")}}},
+			"resource nvidia.com/gpu: 18e15 devices is more than gangmap counts"},
+		"negative": {corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("-4")}}},
+			"resource nvidia.com/gpu: a negative count -4"},
+		"fraction on 2^63-1 devices": {corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			AnnotationGPUFraction: "0.5", AnnotationGPUFractionDevices: "9223372036854775807"}}},
+			"annotation gpu-fraction-num-devices: 9223372036854775807 devices of a fraction 0.5 is more than gangmap counts"},
+		"a fraction beside the most devices": {corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationGPUFraction: "0.5"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{ctr("4503599627370")}}},
+			"resource nvidia.com/gpu: more devices than gangmap counts"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := PodTemplateGPUs(&tt.tpl)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Zero(t, got.Devices)
+		})
+	}
+}

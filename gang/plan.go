@@ -441,7 +441,7 @@ func (p *Plan) StatusText() string {
 func (p *Plan) GangGPUs() GPUs {
 	var g GPUs
 	for _, r := range p.Roles {
-		g += r.GangGPUs
+		g = g.Plus(r.GangGPUs)
 	}
 	return g
 }

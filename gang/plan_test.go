@@ -417,3 +417,23 @@ func TestNegativeComputedCountNamesTheExpression(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `spec.gangmap.components[worker].podsPerReplicaPath (instance "prefill-worker"): expected a count >= 0, got -6 from .spec.roles[]? | (.spec.leaderWorkerTemplate.size // 1) - 1 on the workload (check the workload fields it reads)`)
 }
+
+// TestGPUSumOutOfRangeIsAnError (issue 28): 8 pods of 9 × 10^11 devices each (each pod within
+// range, their sum past gang.MaxGPUs) make the plan fail with an error naming the role, never
+// a negative gangmap.io/gpus or GPU metric; 8 devices a pod stay exact.
+func TestGPUSumOutOfRangeIsAnError(t *testing.T) {
+	r := registry(t)
+	obj := load(t, "lws-replicas2-size4-8gpu-limits.yaml")
+	p := plan(t, r, obj)
+	assert.Equal(t, gang.WholeGPUs(64), p.TotalGPUs)
+	for _, tpl := range []string{"leaderTemplate", "workerTemplate"} {
+		ctrs, _, err := unstructured.NestedSlice(obj.Object, "spec", "leaderWorkerTemplate", tpl, "spec", "containers")
+		require.NoError(t, err)
+		ctrs[0].(map[string]any)["resources"] = map[string]any{"limits": map[string]any{"nvidia.com/gpu": "900000000000"}}
+		require.NoError(t, unstructured.SetNestedSlice(obj.Object, ctrs, "spec", "leaderWorkerTemplate", tpl, "spec", "containers"))
+	}
+	_, err := gang.Build(context.Background(), r.Lookup(obj.GroupVersionKind()), obj)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is more than gangmap counts")
+	assert.Contains(t, err.Error(), "role ")
+}

@@ -85,7 +85,7 @@ func (pg *PodGroup) finish() error {
 	held := map[*SubGroup]bool{}
 	for _, m := range pg.members {
 		pg.Pods += m.pods
-		pg.GPUs += m.role.GPUsPerPod.Times(m.pods)
+		pg.GPUs = pg.GPUs.Plus(m.role.GPUsPerPod.Times(m.pods))
 		gangPods += m.gangPods
 		if m.seg != nil {
 			m.seg.finish(m, m.gangPods) // a held role is never segmented (segmentPodGroup)
