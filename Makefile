@@ -65,8 +65,19 @@ vet: ## go vet, with and without the e2e build tag.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
 
-demo: ## The main job: a real control plane, the grouper, three example workloads and their PodGroups.
-	$(GO) run ./hack/demo
+# KEEP=1: the demo keeps its control plane and grouper running, prints the kubeconfig, stops on Ctrl-C.
+KEEP ?=
+
+demo: ## The main job: a real control plane, the grouper, the example workloads and their PodGroups (KEEP=1 keeps them running).
+	@# Built first, with a heartbeat: the first build compiles gangmap and the Kubernetes libraries
+	@# (minutes on 2 cores) and go run would print nothing meanwhile.
+	@echo "== 0. Building the demo (go build ./hack/demo; the first build takes minutes, later ones seconds)"
+	@mkdir -p $(BIN)
+	@t0=$$SECONDS; ( while sleep 30 >/dev/null 2>&1 </dev/null; do echo "   still building the demo ($$((SECONDS - t0))s)"; done ) & hb=$$!; \
+	  trap 'kill $$hb 2>/dev/null || true' EXIT; \
+	  $(GO) build -o $(BIN)/demo ./hack/demo; \
+	  echo "   built in $$((SECONDS - t0))s"
+	KEEP=$(KEEP) $(BIN)/demo
 
 generate: ## Regenerate deepcopy code and the PodGroup CRD (hack/generate.sh).
 	bash hack/generate.sh

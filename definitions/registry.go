@@ -25,6 +25,8 @@ type Registry struct {
 	cache    map[string]*compileResult // by origin and content hash: recompile only what changed
 	winners  map[schema.GroupVersionKind]*Compiled
 	problems []Problem
+	// refused are definitions refused from outside (Refuse), by RefusalKey, with the message.
+	refused map[string]string
 	// generation counts changes of the winners; plans cached under an older one are stale.
 	generation int64
 	listeners  []func()
@@ -181,6 +183,10 @@ func (r *Registry) recompute() {
 				r.problems = append(r.problems, Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Reason: "Invalid", Message: res.err.Error()})
 				continue
 			}
+			if msg, ok := r.refused[key]; ok {
+				r.problems = append(r.problems, Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Kind: KindString(res.compiled.RootGVK().GVK()), Reason: ReasonPathCannotResolve, Message: msg})
+				continue
+			}
 			gvk := res.compiled.RootGVK().GVK()
 			if byKind[gvk] == nil {
 				byKind[gvk] = map[Source][]candidate{}
@@ -221,6 +227,47 @@ func (r *Registry) recompute() {
 	sort.Slice(r.problems, func(i, j int) bool { return r.problems[i].Definition < r.problems[j].Definition })
 	r.winners = winners
 	r.generation++
+}
+
+// ReasonPathCannotResolve is the Problem reason of a definition refused because a path of it can
+// never resolve on its workload kind's CRD schema (podgrouper/crdlint, through Refuse).
+const ReasonPathCannotResolve = "PathCannotResolve"
+
+// RefusalKey names one version of a loaded definition for Refuse: its source, origin and content,
+// so that a changed (fixed) definition is a new key and is no longer refused.
+func RefusalKey(l *Loaded) string { return cacheKey(l) }
+
+// Refuse sets the definitions to refuse, by RefusalKey, each with the message of its Problem
+// (reason ReasonPathCannotResolve): a refused definition is not used for its kind, as an invalid
+// one is not, and the next source's definition (or none) takes its place. It replaces the previous
+// set; when the set is unchanged it does nothing (no recompute, no new generation) and returns
+// false, else it recomputes the winners, runs the OnChange listeners and returns true.
+func (r *Registry) Refuse(refused map[string]string) bool {
+	r.mu.Lock()
+	if len(refused) == len(r.refused) {
+		same := true
+		for k, v := range refused {
+			if old, ok := r.refused[k]; !ok || old != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			r.mu.Unlock()
+			return false
+		}
+	}
+	r.refused = make(map[string]string, len(refused))
+	for k, v := range refused {
+		r.refused[k] = v
+	}
+	r.recompute()
+	listeners := append([]func(){}, r.listeners...)
+	r.mu.Unlock()
+	for _, f := range listeners {
+		f()
+	}
+	return true
 }
 
 func warningReason(detail string) string {

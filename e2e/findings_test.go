@@ -450,7 +450,7 @@ func TestNoFindingOnCorrectDefinitions(t *testing.T) {
 // TestCRDLintReportsPathOnKarta: a Karta whose worker replicasPath reads .spec.worker.replica
 // (the CRD's schema has spec.worker.replicas) gets, within seconds of being applied and with no
 // workload of its kind in the cluster, a Warning Event naming the definition field, the path
-// and the nearest field the schema has.
+// and the nearest field the schema has, saying the definition is refused until it is fixed.
 func TestCRDLintReportsPathOnKarta(t *testing.T) {
 	ctx := context.Background()
 	open := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptrTo(true)}
@@ -468,6 +468,7 @@ func TestCRDLintReportsPathOnKarta(t *testing.T) {
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Contains(t, ev.Message, "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.worker.replica")
 	assert.Contains(t, ev.Message, `did you mean "replicas"?`)
+	assert.Contains(t, ev.Message, "the definition is refused until it is fixed", "a path the CRD cannot hold is an error: the grouper does not use the definition (podgrouper/crdlint)")
 	var list unstructured.UnstructuredList
 	list.SetAPIVersion(findingsGroup + "/v1")
 	list.SetKind("LintJobList")

@@ -31,7 +31,12 @@ if [[ ! -x $HELM ]]; then
 	mkdir -p "$DIR"
 	# One build at a time: a second caller waits for the first and then reuses its binary.
 	exec 9>"$DIR/.lock"
-	flock 9
+	if ! flock -n 9; then
+		log "waiting for another build of helm $HELM_VERSION (lock $DIR/.lock) to finish; it is reused when done"
+		t0=$SECONDS
+		flock 9
+		log "lock acquired after $((SECONDS - t0))s"
+	fi
 	if [[ ! -x $HELM ]]; then
 		command -v go >/dev/null || { log "go is not on PATH: cannot build helm $HELM_VERSION"; exit 1; }
 		log "building helm $HELM_VERSION with go install into $DIR (about 2-3 minutes cold; cached afterwards)"

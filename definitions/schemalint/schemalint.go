@@ -286,7 +286,7 @@ func missing(at, name string, s *apiextensionsv1.JSONSchemaProps) string {
 		where = "the object"
 	}
 	msg := fmt.Sprintf("the CRD schema has no field %q under %s, so this path never resolves", name, where)
-	if best := closest(name, names); best != "" {
+	if best := Closest(name, names); best != "" {
 		msg += fmt.Sprintf("; did you mean %q?", best)
 	} else {
 		msg += fmt.Sprintf(" (fields: %s)", strings.Join(names, ", "))
@@ -294,8 +294,9 @@ func missing(at, name string, s *apiextensionsv1.JSONSchemaProps) string {
 	return msg
 }
 
-// closest is the field name within edit distance 2 of name, if any.
-func closest(name string, names []string) string {
+// Closest is the name of names within edit distance 2 of name (case-insensitive), the closest
+// first, or "": the "did you mean" of a misspelt field. gangmap plan uses it on a workload's keys.
+func Closest(name string, names []string) string {
 	best, bestD := "", 3
 	for _, n := range names {
 		if d := distance(strings.ToLower(name), strings.ToLower(n)); d < bestD {

@@ -1,7 +1,10 @@
 // Command demo is gangmap's local demo (`make demo`): it builds, once, a real kube-apiserver and
-// etcd from the Go module proxy, starts them, runs gangmap's grouper in-process, applies three
-// example workloads (JobSet and LeaderWorkerSet) while playing their operators, and prints the
-// KAI PodGroups gangmap wrote. Run it from the repository root.
+// etcd from the Go module proxy, starts them, runs gangmap's grouper in-process, applies the
+// example workloads (a CustomJob, a kind KAI has no plugin for, with its definition; JobSets and a
+// LeaderWorkerSet) while playing their operators, and prints the KAI PodGroups gangmap wrote. Each
+// step is announced as it starts. With KEEP=1 in the environment it then keeps the control plane
+// and the grouper running, prints the kubeconfig and commands to try, and stops on Ctrl-C. Run it
+// from the repository root.
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,12 +54,16 @@ whose KAI lacks those plugins would run gangmap:
 var (
 	// examples are the manifests the demo applies and what gangmap should make of each.
 	examples = []struct{ file, expect string }{
+		{"examples/customjob.yaml", "one PodGroup, minSubGroup 2 (coordinator:1, worker:3), 6 GPUs"},
 		{"examples/jobset-leader-workers.yaml", "one PodGroup, minSubGroup 2 (leader:1, workers:2), 12 GPUs"},
 		{"examples/jobset-paralleljobs-two-rjobs.yaml", "one PodGroup, 4 worker pods + 1 driver pod, no GPUs"},
 		{"examples/lws-sglang-gpu-limits-only.yaml", "two PodGroups (one per group), each leader:1 + worker:1, 2 GPUs"},
 	}
 	// workloadCRDs are the CRDs of the example workloads, as a cluster admin would install them.
-	workloadCRDs = []string{"e2e/testdata/crds/jobset.x-k8s.io_jobsets.yaml", "e2e/testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml"}
+	workloadCRDs = []string{"examples/crds/example.com_customjobs.yaml", "e2e/testdata/crds/jobset.x-k8s.io_jobsets.yaml", "e2e/testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml"}
+	// definitionsDir holds the definitions of the example kinds the catalog has not (CustomJob),
+	// passed to the grouper as --definitions, as the chart's `definitions` value would be.
+	definitionsDir = "examples/definitions"
 	// notNative are the kinds the demo removes from KAI v0.17's native-plugin table.
 	notNative = []string{"jobset.x-k8s.io/v1alpha2/JobSet", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet"}
 )
@@ -75,7 +83,7 @@ func main() {
 func run(ctx context.Context) (err error) {
 	var cleanups []func()
 	defer func() {
-		step(7, "Cleaning up")
+		step(8, "Cleaning up")
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
@@ -97,7 +105,7 @@ func run(ctx context.Context) (err error) {
 	}
 	cleanups = append(cleanups, func() { closeLog(err == nil) })
 
-	step(2, "Starting kube-apiserver and etcd with the PodGroup, Karta, JobSet and LeaderWorkerSet CRDs")
+	step(2, "Starting kube-apiserver and etcd with the PodGroup, Karta, CustomJob, JobSet and LeaderWorkerSet CRDs")
 	cp, err := framework.Start(workloadCRDs...)
 	if err != nil {
 		return err
@@ -107,9 +115,11 @@ func run(ctx context.Context) (err error) {
 
 	step(3, "Starting gangmap's grouper in-process")
 	fmt.Println(nativeNote + strings.Join(notNative, ","))
+	fmt.Println("CustomJob's definition comes from --definitions=" + definitionsDir + " (the chart's `definitions` value).")
 	gctx, cancel := context.WithCancel(ctx)
 	o := app.DefaultOptions()
 	o.NativeKindsRemove = notNative
+	o.DefinitionPaths = []string{definitionsDir}
 	done, err := cp.StartGrouper(gctx, o)
 	if err != nil {
 		cancel()
@@ -130,7 +140,29 @@ func run(ctx context.Context) (err error) {
 	fmt.Printf("all %d pods grouped\n", len(pods))
 
 	step(6, "What gangmap wrote")
-	return printTables(ctx, cp, pods)
+	if err := printTables(ctx, cp, pods); err != nil {
+		return err
+	}
+	if os.Getenv("KEEP") != "1" {
+		step(7, "Done (KEEP=1 keeps the control plane and the grouper running)")
+		return nil
+	}
+	step(7, "Keeping the control plane and the grouper running (KEEP=1): Ctrl-C stops them")
+	printKeepHelp(assets, cp.Kubeconfig)
+	<-ctx.Done()
+	return nil
+}
+
+// printKeepHelp prints the kubeconfig of the kept control plane and commands to try on it.
+func printKeepHelp(assets, kubeconfig string) {
+	fmt.Printf(`kubeconfig: %[2]s
+  export KUBECONFIG=%[2]s
+  %[1]s/kubectl get podgroups -n %[3]s
+  go run ./cmd/gangmap get customjobs -n %[3]s
+  go run ./cmd/gangmap describe customjob/finetune -n %[3]s --definitions %[4]s
+The grouper runs in this process: new workloads of the example kinds are grouped while it runs
+(the control plane has no operators: their pods are yours to create).
+`, assets, kubeconfig, namespace, definitionsDir)
 }
 
 // step announces a step of the demo.
@@ -192,8 +224,15 @@ func applyExamples(ctx context.Context, cp *framework.ControlPlane) error {
 		}
 		for _, obj := range objs {
 			operator := cp.RunJobSet
-			if obj.GetKind() == "LeaderWorkerSet" {
+			switch obj.GetKind() {
+			case "LeaderWorkerSet":
 				operator = cp.RunLeaderWorkerSet
+			case "CustomJob":
+				// The CustomJob operator's rule (examples/crds/example.com_customjobs.yaml): per role,
+				// spec.<role>.replicas pods from spec.<role>.template, owned by the job.
+				operator = func(ctx context.Context, w *unstructured.Unstructured) ([]*corev1.Pod, error) {
+					return cp.RunRoles(ctx, w, 4, "coordinator", "worker")
+				}
 			}
 			pods, err := operator(ctx, obj)
 			if err != nil {

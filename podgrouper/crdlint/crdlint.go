@@ -2,13 +2,16 @@
 // CustomResourceDefinition of its workload kind (the check of `gangmap validate --crd`,
 // definitions/schemalint) and reports each path the CRD's schema can never hold, before any
 // workload of the kind exists: a Warning Event on the cluster Karta naming the definition field,
-// the path and the nearest field the schema has, and a log line for file and catalog definitions.
+// the path and the nearest field the schema has, and an error log line. Such a cluster or file
+// definition is refused (not used, as an invalid one is not) until it changes; a catalog one is
+// only reported.
 // It reads CRDs only (get), never writes them.
 package crdlint
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,17 +47,36 @@ type Linter struct {
 	Recorder record.EventRecorder
 	// Interval is how often definitions are linted again without a change (default 1m).
 	Interval time.Duration
+	// Elected is closed once this replica leads (manager.Elected): only the leader sends Events.
+	// Nil: this replica sends them.
+	Elected <-chan struct{}
 
 	changed  chan struct{}
 	once     sync.Once
 	reported map[string]bool
+	// refused is the last set given to Registry.Refuse (kept for a CRD that cannot be read).
+	refused map[string]string
 }
 
 var _ manager.Runnable = (*Linter)(nil)
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica may lint, but
-// only the leader reports (one Event per finding).
-func (l *Linter) NeedLeaderElection() bool { return true }
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica lints, since every
+// replica's webhook decides with the registry and a refused definition must be refused by all of
+// them; only the leader sends Events (Elected).
+func (l *Linter) NeedLeaderElection() bool { return false }
+
+// leads says whether this replica sends Events.
+func (l *Linter) leads() bool {
+	if l.Elected == nil {
+		return true
+	}
+	select {
+	case <-l.Elected:
+		return true
+	default:
+		return false
+	}
+}
 
 func (l *Linter) init() {
 	l.once.Do(func() {
@@ -93,38 +115,61 @@ func (l *Linter) Start(ctx context.Context) error {
 	}
 }
 
-// LintAll lints every active definition once and reports what was not reported before for the
-// same Karta and CRD versions.
+// LintAll lints every definition once, reports what was not reported before for the same
+// Karta and CRD versions, and refuses (Registry.Refuse) every cluster and file definition with a
+// path its CRD's schema can never hold: such a definition is an error, never used, as an invalid
+// one is not (a misspelt path read through a `//` default would size the gang wrong without a
+// word). Cluster and file definitions are linted whether active or not, so that a refused one
+// stays refused until it changes; catalog definitions (active ones) are reported only, since they
+// are written across operator versions. A definition whose CRD cannot be read for another reason
+// than its absence keeps its previous verdict.
 func (l *Linter) LintAll(ctx context.Context) {
 	l.init()
 	log := ctrl.LoggerFrom(ctx).WithName("crdlint")
+	refused := map[string]string{}
+	var lds []*definitions.Loaded
+	for _, src := range []definitions.Source{definitions.SourceCluster, definitions.SourceFile} {
+		lds = append(lds, l.Registry.Source(src)...)
+	}
 	for _, e := range l.Registry.Entries() {
-		if !e.Active {
+		if c := l.Registry.Lookup(e.Kind.GVK()); e.Active && e.Source == definitions.SourceCatalog && c != nil && c.Loaded != nil {
+			lds = append(lds, c.Loaded)
+		}
+	}
+	for _, ld := range lds {
+		root := ld.Karta.Spec.StructureDefinition.RootComponent.Kind
+		if root == nil {
 			continue
 		}
-		c := l.Registry.Lookup(e.Kind.GVK())
-		if c == nil || c.Loaded == nil {
-			continue
-		}
-		crd, err := l.crd(ctx, e.Kind.GVK())
+		key := definitions.RefusalKey(ld)
+		crd, err := l.crd(ctx, root.GVK())
 		if err != nil {
 			if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-				log.V(1).Info("Cannot read the workload CRD to lint the definition", "definition", e.Name, "kind", e.Kind.String(), "error", err.Error())
+				log.V(1).Info("Cannot read the workload CRD to lint the definition", "definition", ld.Name(), "kind", root.String(), "error", err.Error())
+				if msg, ok := l.refused[key]; ok {
+					refused[key] = msg
+				}
 			}
 			continue // no CRD (yet), or a built-in kind: nothing to lint against
 		}
-		fs, err := schemalint.Lint(c.Loaded.Karta, crd)
+		fs, err := schemalint.Lint(ld.Karta, crd)
 		if err != nil {
-			log.V(1).Info("Cannot lint the definition against its CRD", "definition", e.Name, "crd", crd.Name, "error", err.Error())
+			log.V(1).Info("Cannot lint the definition against its CRD", "definition", ld.Name(), "crd", crd.Name, "error", err.Error())
 			continue
 		}
+		var msgs []string
 		for _, f := range fs {
 			if f.Unchecked {
 				continue
 			}
-			l.report(ctx, c.Loaded, crd, f)
+			msgs = append(msgs, l.report(ctx, ld, crd, f))
+		}
+		if len(msgs) > 0 && ld.Source != definitions.SourceCatalog {
+			refused[key] = fmt.Sprintf("refused: %d path(s) can never resolve on CRD %s (gangmap validate --crd says the same): %s", len(msgs), crd.Name, strings.Join(msgs, "; "))
 		}
 	}
+	l.refused = refused
+	l.Registry.Refuse(refused)
 }
 
 // crd reads the CRD of gvk (named <plural>.<group>).
@@ -145,24 +190,30 @@ func (l *Linter) crd(ctx context.Context, gvk schema.GroupVersionKind) (*apiexte
 	return crd, nil
 }
 
-// report emits one Warning Event (cluster Karta) or log line (file, catalog) per finding and
-// Karta and CRD version.
-func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) {
+// report emits one Warning Event (cluster Karta) and one error log line per finding and Karta and
+// CRD version, and returns the finding's message.
+func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) string {
 	md := ld.Karta.Metadata
+	msg := fmt.Sprintf("%s: %s: %s (CRD %s)", f.Field, f.Path, f.Message, crd.Name)
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s", ld.Origin, md.UID, md.ResourceVersion, crd.ResourceVersion, f.Field, f.Path)
-	if l.reported[key] {
-		return
+	if l.reported[key] || !l.leads() {
+		return msg
 	}
 	l.reported[key] = true
-	msg := fmt.Sprintf("%s: %s: %s (CRD %s)", f.Field, f.Path, f.Message, crd.Name)
-	ctrl.LoggerFrom(ctx).WithName("crdlint").Info("A definition path can never resolve on its workload CRD", "definition", md.Name, "origin", ld.Origin, "problem", msg)
+	log := ctrl.LoggerFrom(ctx).WithName("crdlint")
+	if ld.Source == definitions.SourceCatalog {
+		log.Info("A catalog definition path can never resolve on its workload CRD (the catalog is written across operator versions: reported, still used)", "definition", md.Name, "origin", ld.Origin, "problem", msg)
+	} else {
+		log.Error(nil, "A definition path can never resolve on its workload CRD: the definition is refused until it is fixed", "definition", md.Name, "origin", ld.Origin, "problem", msg)
+	}
 	if l.Recorder == nil || ld.Source != definitions.SourceCluster {
-		return
+		return msg
 	}
 	k := &unstructured.Unstructured{}
 	k.SetAPIVersion(definitions.APIVersion)
 	k.SetKind(definitions.Kind)
 	k.SetName(md.Name)
 	k.SetUID(types.UID(md.UID))
-	l.Recorder.Event(k, corev1.EventTypeWarning, ReasonPathCannotResolve, msg)
+	l.Recorder.Event(k, corev1.EventTypeWarning, ReasonPathCannotResolve, msg+"; the definition is refused until it is fixed")
+	return msg
 }

@@ -101,7 +101,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		}
 	})
 	linter := &crdlint.Linter{Registry: registry, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
-		Recorder: mgr.GetEventRecorderFor("gangmap-definitions")}
+		Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Elected: mgr.Elected()}
 	registry.OnChange(linter.Changed)
 	if err := mgr.Add(linter); err != nil {
 		return nil, nil, err

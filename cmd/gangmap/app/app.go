@@ -154,7 +154,7 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 		}
 		return nil
 	}
-	root.AddCommand(newPlanCommand(use), newValidateCommand(use), newDefinitionsCommand(use), newDescribeCommand(use), newGetCommand(use), newTestCommand(use), newOnboardCommand(use), newVersionCommand())
+	root.AddCommand(newPlanCommand(use), newValidateCommand(use), newDefinitionsCommand(use), newDescribeCommand(use), newGetCommand(use), newTestCommand(use), newOnboardCommand(use), newKartaCommand(use), newVersionCommand())
 	return root
 }
 

@@ -55,6 +55,10 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	w, err := c.Resolve(ctx, content)
 	if err == nil {
 		v.misses = w.Misses
+		v.defaults = hiddenDefaults(c.Loaded.Karta, content)
+		for _, h := range v.defaults {
+			v.Notes = append(v.Notes, h.String())
+		}
 		if v.plan, err = gang.Build(ctx, c, obj); err == nil {
 			fitToRelease(v.plan)
 			// The plan's status: the same evaluation the grouper's metrics and the
@@ -165,6 +169,10 @@ func placePodView(ctx context.Context, c *definitions.Compiled, plan *gang.Plan,
 		return
 	}
 	pl, err := c.PlacePod(ctx, podMap)
+	if errors.Is(err, definitions.ErrNoComponent) {
+		pv.Reason = err.Error() + ": " + selectorMismatch(ctx, c, podMap)
+		return
+	}
 	if err != nil {
 		pv.Reason = err.Error()
 		return

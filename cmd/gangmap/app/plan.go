@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/manifest"
 )
@@ -134,6 +135,11 @@ var supportingKinds = map[schema.GroupKind]bool{
 	{Group: "trainer.kubeflow.org", Kind: "ClusterTrainingRuntime"}:   true,
 	{Group: "trainer.kubeflow.org", Kind: "TrainingRuntime"}:          true,
 	{Group: "serving.kserve.io", Kind: "LLMInferenceServiceConfig"}:   true,
+	// DRA objects a workload's pods claim devices through (issue 31 point 10: a
+	// ResourceClaimTemplate beside a JobSet made plan exit 1).
+	{Group: "resource.k8s.io", Kind: "ResourceClaimTemplate"}: true,
+	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:         true,
+	{Group: "resource.k8s.io", Kind: "DeviceClass"}:           true,
 }
 
 // workloadsOnly keeps the objects that are workloads: top-level objects (no owner references)
@@ -221,6 +227,11 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 		return planEntry{Workload: ref, Definition: def, label: label, Error: fmt.Sprintf("%s: definition %q (%s): %v", label, c.Name(), c.Loaded.Origin, err)}
 	}
 	fitToRelease(p)
+	// A `//` default that stood in for a path the workload lacks is said: a misspelt path read
+	// through it plans a wrong gang that otherwise looks fine (issue 31 point 1).
+	for _, h := range hiddenDefaults(c.Loaded.Karta, expr.Normalize(u.UnstructuredContent()).(map[string]any)) {
+		p.Notes = append(p.Notes, h.String())
+	}
 	return planEntry{Plan: p, label: label}
 }
 

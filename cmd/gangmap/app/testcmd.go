@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -73,11 +71,21 @@ case; its name is its path under DIR):
     notes: ["substring of some plan note"]
     misses:                    # definition paths allowed to resolve to nothing on this workload
       - spec.structureDefinition.childComponents[0].scaleDefinition.minReplicasPath
+    defaults:                  # definition fields whose // default may stand in for a path
+      - spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath
+    allPodsPlaced: false       # default true: every pod of manifest.yaml must be placed
     error: "substring"         # the plan must fail with this error
 
 A path of the definition that resolves to nothing on the workload (a misspelt field, a field the
 framework renamed) fails the case unless expect.yaml lists it under misses, and a listed miss that
-does not happen fails it too: the output names each such path with its expression.
+does not happen fails it too: the output names each such path with its expression. The same holds
+for a path hidden behind a // default (.spec.workr.replicas // 1 resolves, to 1): the field fails
+the case unless listed under defaults, and the output names the missing key and the key the
+workload has instead.
+
+Every Pod document of manifest.yaml must be placed (claimed by a role, in a planned PodGroup)
+unless placements lists it (e.g. unclaimed: true) or allPodsPlaced is false: a selector that
+matches no pod fails the case, showing each selector and what the pod has there.
 
 Output: "ok  <case>" or "--- FAIL: <case>" with a diff (-want +got) per failed check, then a
 summary line. Exit codes: 0 every case passed; 1 some case failed; 2 unusable input (no case
@@ -210,7 +218,13 @@ type testExpect struct {
 	Placements []expectPlacement `json:"placements,omitempty"`
 	Notes      []string          `json:"notes,omitempty"`
 	Misses     []string          `json:"misses,omitempty"`
-	Error      *string           `json:"error,omitempty"`
+	// Defaults lists the definition fields whose `//` default may stand in for a path that
+	// resolved to nothing (hiddenDefaults); any other such default fails the case.
+	Defaults []string `json:"defaults,omitempty"`
+	// AllPodsPlaced (default true): every Pod document of the manifest not in Placements must be
+	// claimed by a role and in a planned PodGroup.
+	AllPodsPlaced *bool   `json:"allPodsPlaced,omitempty"`
+	Error         *string `json:"error,omitempty"`
 }
 
 // expectPodGroup is one expected PodGroup; MinMember, MinSubGroup and SubGroups are always
@@ -307,54 +321,12 @@ func (o *testOptions) runCase(ctx context.Context, c testCase, shared *definitio
 		problems = append(problems, "plan failed: "+v.Error)
 	}
 	problems = append(problems, checkMisses(v, want.Misses)...)
+	problems = append(problems, checkDefaults(v, want.Defaults)...)
 	if v.Error == "" {
 		problems = append(problems, comparePlan(v, &want)...)
+		problems = append(problems, checkAllPlaced(v, &want)...)
 	}
 	return problems, v.Notes
-}
-
-// checkMisses fails on every path that resolved to nothing and is not listed in allowed, and on
-// every listed path that did resolve.
-func checkMisses(v *workloadView, allowed []string) []string {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, m := range v.misses {
-		seen[m.Path] = true
-		if !ok[m.Path] {
-			out = append(out, fmt.Sprintf("path resolved to nothing on the workload: %s (%s)\n  (a misspelt or renamed field? if expected, list it under misses in %s)", m.Path, m.Expression, testExpectFile))
-		}
-	}
-	for _, a := range allowed {
-		if !seen[a] && v.compiled != nil {
-			out = append(out, fmt.Sprintf("expected path %s to resolve to nothing (misses in %s), but it resolved", a, testExpectFile))
-		}
-	}
-	return out
-}
-
-// yamlDiff is a unified diff of want and got written as YAML (the language of expect.yaml), or ""
-// when they are equal.
-func yamlDiff(want, got any) string {
-	w, werr := yaml.Marshal(want)
-	g, gerr := yaml.Marshal(got)
-	if werr != nil || gerr != nil {
-		return fmt.Sprintf("  want %v\n  got  %v\n", want, got)
-	}
-	if bytes.Equal(w, g) {
-		return ""
-	}
-	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(strings.TrimSuffix(string(w), "\n")), B: difflib.SplitLines(strings.TrimSuffix(string(g), "\n")),
-		FromFile: "want", ToFile: "got", Context: 3,
-	})
-	if err != nil {
-		return fmt.Sprintf("  want %s\n  got  %s\n", w, g)
-	}
-	return "  " + indentLines(strings.TrimRight(d, "\n"), "  ")
 }
 
 // comparePlan compares what expect.yaml gives with the workload's view; one failure per
@@ -504,39 +476,4 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		}
 	}
 	return out
-}
-
-// podsByName indexes every pod of the view by name, placed in the tree or unclaimed, and says
-// which are unclaimed.
-func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
-	out := map[string]*podView{}
-	var walk func(*componentNode)
-	walk = func(n *componentNode) {
-		if n == nil {
-			return
-		}
-		for _, in := range n.Instances {
-			for _, p := range in.Pods {
-				out[p.Name] = p
-			}
-		}
-		for _, ch := range n.Children {
-			walk(ch)
-		}
-	}
-	walk(v.Tree)
-	unclaimed := map[*podView]bool{}
-	for _, p := range v.Unclaimed {
-		out[p.Name] = p
-		unclaimed[p] = true
-	}
-	return out, unclaimed
-}
-
-// plural picks the singular or plural word for n.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -44,8 +44,10 @@ definitions written for a newer gangmap.
 
 With --crd, each definition's jq paths are also checked against the openAPIV3Schema of the
 workload CRD for its root kind: a path that can never resolve (a typo such as
-.spec.replicatedJob[], a renamed field) is a warning naming the definition field and the closest
-field the schema has (an error with --strict).
+.spec.replicatedJob[], a renamed field) is an error naming the definition field and the closest
+field the schema has: read through a // default, it would size the gang wrong without a word, and
+the grouper refuses such a definition when the CRD is in the cluster. Fields the schema leaves
+undescribed (x-kubernetes-preserve-unknown-fields) are a note.
 
 A FILE may be a directory (its *.yaml, *.yml and *.json files). Two valid definitions for the same
 kind among the files given are both invalid: loaded together, neither would be used.
@@ -54,7 +56,7 @@ Exit codes: 0 every definition valid; 1 some definition invalid; 2 some file unr
 or not valid YAML).`,
 		Example: examples(use,
 			"gangmap validate my-karta.yaml",
-			"# Also treat paths the workload CRD's schema cannot hold as errors",
+			"# Every warning an error, and every path checked against the workload CRD's schema",
 			"gangmap validate --strict --crd jobset-crd.yaml kartas/*.yaml",
 			"# A definition written for a newer gangmap: unknown fields as warnings",
 			"gangmap validate --allow-unknown-fields newer-karta.yaml",
@@ -67,7 +69,7 @@ or not valid YAML).`,
 			return o.run(args, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: paths the --crd schema cannot hold, an empty specDefinition, unknown fields even with --allow-unknown-fields")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: a gang no pod can be placed in by elimination, an empty specDefinition, unknown fields even with --allow-unknown-fields")
 	cmd.Flags().BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "report unknown fields as warnings instead of errors (definitions newer than this gangmap; the grouper's --strict-definitions=false)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringArrayVar(&o.crds, "crd", nil, "workload CRD file(s) whose schema the definitions' paths are checked against (repeatable)")
@@ -138,13 +140,13 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 	}
 	markConflicts(doc.Results)
 	if o.strict {
-		// With --strict, a path the workload's CRD schema says can never resolve is an error, and
-		// so is a gang naming components no pod can be placed in.
+		// With --strict, a gang naming components no pod can be placed in is an error too (a path
+		// the workload's CRD schema says can never resolve always is).
 		for i := range doc.Results {
 			r := &doc.Results[i]
 			var keep []fieldMessage
 			for _, w := range r.Warnings {
-				if w.Field != "" && (strings.Contains(w.Message, "never resolves") || strings.Contains(w.Message, "never places a pod by elimination")) {
+				if w.Field != "" && strings.Contains(w.Message, "never places a pod by elimination") {
 					r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
 					r.Valid = false
 					continue
@@ -243,13 +245,18 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 	}
 	r.Valid = len(r.Errors) == 0
 	if r.Valid && len(crds) > 0 {
-		r.Warnings = append(r.Warnings, lintAgainstCRDs(l.Karta, crds)...)
+		errs, notes := lintAgainstCRDs(l.Karta, crds)
+		r.Errors = append(r.Errors, errs...)
+		r.Warnings = append(r.Warnings, notes...)
+		r.Valid = len(r.Errors) == 0
 	}
 	return r
 }
 
-// lintAgainstCRDs checks k's paths against the CRD of its root kind, if one was given.
-func lintAgainstCRDs(k *definitions.Karta, crds []*apiextensionsv1.CustomResourceDefinition) []fieldMessage {
+// lintAgainstCRDs checks k's paths against the CRD of its root kind, if one was given. A path the
+// schema says can never resolve is an error (the grouper refuses such a definition too:
+// podgrouper/crdlint); what the schema leaves undescribed, and a kind with no --crd, are notes.
+func lintAgainstCRDs(k *definitions.Karta, crds []*apiextensionsv1.CustomResourceDefinition) (errs, notes []fieldMessage) {
 	root := k.Spec.StructureDefinition.RootComponent.Kind
 	for _, crd := range crds {
 		if root == nil || crd.Spec.Group != root.Group || crd.Spec.Names.Kind != root.Kind {
@@ -257,16 +264,19 @@ func lintAgainstCRDs(k *definitions.Karta, crds []*apiextensionsv1.CustomResourc
 		}
 		findings, err := schemalint.Lint(k, crd)
 		if err != nil {
-			return []fieldMessage{{Message: err.Error()}}
+			return []fieldMessage{{Message: err.Error()}}, nil
 		}
-		out := []fieldMessage{}
 		for _, f := range findings {
-			out = append(out, fieldMessage{Field: f.Field, Message: f.Path + ": " + f.Message})
+			m := fieldMessage{Field: f.Field, Message: f.Path + ": " + f.Message}
+			if f.Unchecked {
+				notes = append(notes, m)
+			} else {
+				errs = append(errs, m)
+			}
 		}
-		// Unchecked notes come last (Lint orders them so): a reader sees the findings first.
-		return out
+		return errs, notes
 	}
-	return []fieldMessage{{Message: fmt.Sprintf("no --crd given for %s: its paths were not checked against a schema", root)}}
+	return nil, []fieldMessage{{Message: fmt.Sprintf("no --crd given for %s: its paths were not checked against a schema", root)}}
 }
 
 // loadCRDs reads CustomResourceDefinitions from YAML files and directories of them.

@@ -141,8 +141,9 @@ func TestValidateEachDocumentOnItsOwn(t *testing.T) {
 	assert.Equal(t, "team-jobset", doc.Results[1].Definition)
 }
 
-// With --crd, a path the workload CRD's schema says can never resolve is a warning naming the
-// definition field and the field the schema has.
+// With --crd, a path the workload CRD's schema says can never resolve is an error (exit 1) naming
+// the definition field and the field the schema has (issue 31 point 1: it was a warning, exit 0);
+// what the schema leaves open is a note.
 func TestValidateAgainstCRDSchema(t *testing.T) {
 	crd := "testdata/definitions/jobset-crd.yaml"
 	doc := validateJSON(t, ExitOK, "--crd", crd, "../../../definitions/catalog/jobset-x-k8s-io-jobset-v1alpha2.yaml")
@@ -154,11 +155,13 @@ func TestValidateAgainstCRDSchema(t *testing.T) {
 	assert.Empty(t, doc.Results[0].Warnings[0].Field)
 	assert.Contains(t, doc.Results[0].Warnings[0].Message, conditionsNote)
 
-	doc = validateJSON(t, ExitOK, "--crd", crd, "testdata/definitions/jobset-typo.yaml")
+	doc = validateJSON(t, ExitProblems, "--crd", crd, "testdata/definitions/jobset-typo.yaml")
 	require.Len(t, doc.Results, 1)
-	require.Len(t, doc.Results[0].Warnings, 2, "the finding, then the note")
-	assert.Contains(t, doc.Results[0].Warnings[1].Message, conditionsNote)
-	w := doc.Results[0].Warnings[0]
+	assert.False(t, doc.Results[0].Valid)
+	require.Len(t, doc.Results[0].Errors, 1, "the finding")
+	require.Len(t, doc.Results[0].Warnings, 1, "the note")
+	assert.Contains(t, doc.Results[0].Warnings[0].Message, conditionsNote)
+	w := doc.Results[0].Errors[0]
 	assert.Equal(t, "spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath", w.Field)
 	assert.Contains(t, w.Message, `.spec.replicatedJob: the CRD schema has no field "replicatedJob" under .spec`)
 	assert.Contains(t, w.Message, `did you mean "replicatedJobs"?`)
@@ -201,7 +204,7 @@ func TestValidateConflictsAndDirectories(t *testing.T) {
 	doc = validateJSON(t, ExitOK, dir+"/a.yaml", dir+"/a.yaml", dir+"/./a.yaml")
 	require.Len(t, doc.Results, 1, "a file named three times is checked once")
 
-	// With --strict a path the CRD schema says never resolves is an error.
+	// With --strict too, a path the CRD schema says never resolves is an error.
 	doc = validateJSON(t, ExitProblems, "--strict", "--crd", "testdata/definitions/jobset-crd.yaml", "testdata/definitions/jobset-typo.yaml")
 	require.Len(t, doc.Results[0].Errors, 1)
 	assert.Contains(t, doc.Results[0].Errors[0].Message, "never resolves")
@@ -226,4 +229,24 @@ func TestValidateDuplicateKeyRefused(t *testing.T) {
 		require.Len(t, res.Errors, 1)
 		assert.Equal(t, `testdata/definitions/duplicate-key.yaml#0: duplicate key (each key may appear once in a mapping; the last would silently win): line 25: key "replicasPath"`, res.Errors[0].Message)
 	}
+}
+
+// TestValidateMisspeltPathIsAnError: the example CustomJob definition with the workers' count read
+// from a misspelt path behind the `//` default the catalog recommends (.spec.workr.replicas // 1:
+// valid jq, so plain validate says OK) fails `validate --crd` with exit 1, naming the field, the
+// path and the field the CRD has (issue 31 point 1).
+func TestValidateMisspeltPathIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	typo := strings.Replace(readFile(t, "../../../examples/definitions/customjob-karta.yaml"),
+		"replicasPath: .spec.worker.replicas}", "replicasPath: .spec.workr.replicas // 1}", 1)
+	writeFile(t, dir+"/typo.yaml", typo)
+	validateJSON(t, ExitOK, dir+"/typo.yaml")
+	r := gangmap(t, "validate", "--crd", "../../../examples/crds/example.com_customjobs.yaml", dir+"/typo.yaml")
+	assert.Equal(t, ExitProblems, r.code, r.stdout)
+	assert.Contains(t, r.stdout, "INVALID")
+	assert.Contains(t, r.stdout, `error: spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.workr: the CRD schema has no field "workr" under .spec, so this path never resolves; did you mean "worker"?`)
+	assert.Contains(t, r.stdout, "0 valid, 1 invalid, 0 unreadable")
+	// The example as shipped is valid against its CRD, with no note: its schema is closed.
+	doc := validateJSON(t, ExitOK, "--crd", "../../../examples/crds/example.com_customjobs.yaml", "../../../examples/definitions/customjob-karta.yaml")
+	assert.Empty(t, doc.Results[0].Warnings)
 }

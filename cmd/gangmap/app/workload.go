@@ -51,6 +51,8 @@ type workloadView struct {
 	plan     *gang.Plan
 	compiled *definitions.Compiled
 	misses   []definitions.PathMiss
+	// defaults are the `//` defaults that stood in for paths that resolved to nothing.
+	defaults []hiddenDefault
 }
 
 // podCounts counts pods.

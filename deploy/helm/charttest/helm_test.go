@@ -33,6 +33,7 @@ var valuesFiles = []string{
 	"testdata/dryrun-custom-kinds-definitions.yaml",
 	"testdata/webhook-disabled.yaml",
 	"testdata/onboarding.yaml",
+	"testdata/extra-workload-kinds.yaml",
 	// The values `make e2e-kind` installs the chart with.
 	"../../../e2e/kind/testdata/gangmap-values.yaml",
 }
@@ -147,10 +148,12 @@ type chartValues struct {
 		GangUnsatisfiableGrace string `json:"gangUnsatisfiableGrace"`
 		EventInterval          string `json:"eventInterval"`
 	} `json:"findings"`
-	WorkloadKinds   []kindRule `json:"workloadKinds"`
-	OwnerKinds      []kindRule `json:"ownerKinds"`
-	InstallKartaCRD bool       `json:"installKartaCRD"`
-	LeaderElection  struct {
+	WorkloadKinds []kindRule `json:"workloadKinds"`
+	// ExtraWorkloadKinds are added to WorkloadKinds (the chart's gangmap.workloadKinds).
+	ExtraWorkloadKinds []kindRule `json:"extraWorkloadKinds"`
+	OwnerKinds         []kindRule `json:"ownerKinds"`
+	InstallKartaCRD    bool       `json:"installKartaCRD"`
+	LeaderElection     struct {
 		Enabled   bool   `json:"enabled"`
 		LeaseName string `json:"leaseName"`
 	} `json:"leaderElection"`

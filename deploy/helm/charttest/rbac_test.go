@@ -419,7 +419,7 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	// Workload kinds: read in full through the cache and watched, and what ownerskip.Marker does
 	// when the grouper marks workloads; intermediate owners: metadata Get.
 	marks := marksWorkloads(t, r)
-	for _, k := range v.WorkloadKinds {
+	for _, k := range append(append([]kindRule{}, v.WorkloadKinds...), v.ExtraWorkloadKinds...) {
 		for _, res := range k.Resources {
 			want.add(k.APIGroup, res, "get", "list", "watch")
 			if marks {

@@ -212,11 +212,18 @@ func TestNotes(t *testing.T) {
 		`grep -m1 "Starting gangmap-grouper"`,
 		"--set dryRun=true",
 		"gangmap plan -f my-workload.yaml --definitions my-karta.yaml",
+		"gangmap validate --crd my-crd.yaml my-karta.yaml",
+		// kubectl apply -f of a definition with spec.gangmap fails strict decoding (issue 31 point 4).
+		"gangmap karta my-karta.yaml | kubectl apply -f -",
+		"extraWorkloadKinds",
 		`gangmap\.io/status`,
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)
 		}
+	}
+	if strings.Contains(notes, "kubectl apply -f my-karta.yaml\n") {
+		t.Errorf("NOTES apply a definition file as it is (refused for spec.gangmap):\n%s", notes)
 	}
 	if strings.Contains(notes, "older than v0.15") {
 		t.Errorf("NOTES for v0.17 mention an older release:\n%s", notes)

@@ -140,6 +140,7 @@ dry-run, and a kaiVersion whose pod-grouper honours it (v0.15+; kairelease). */}
 
 {{/* Checks on values that would otherwise fail at runtime. */}}
 {{- define "gangmap.validate" -}}
+{{- include "gangmap.checkDefinitionRBAC" . -}}
 {{- if and .Values.onboarding.enabled (not .Values.webhook.enabled) -}}
 {{- fail "onboarding.enabled needs webhook.enabled: pods are onboarded at creation by the webhook" -}}
 {{- end -}}
@@ -180,13 +181,71 @@ others are left to the grouper's own bound (30s). */ -}}
 {{- if and .Values.webhook.enabled (not .Values.webhook.certManager.enabled) .Values.webhook.tls.secretName (not .Values.webhook.tls.caBundle) -}}
 {{- fail "webhook.tls.caBundle (base64 PEM of the CA) is required with webhook.tls.secretName" -}}
 {{- end -}}
-{{- range $k := concat .Values.workloadKinds .Values.ownerKinds -}}
+{{- range $k := concat (include "gangmap.workloadKinds" . | fromJsonArray) .Values.ownerKinds -}}
 {{- if or (not (hasKey $k "apiGroup")) (not $k.resources) -}}
-{{- fail (printf "workloadKinds and ownerKinds entries need apiGroup and resources: %v" $k) -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds entries need apiGroup and resources: %v" $k) -}}
 {{- end -}}
 {{- range $r := $k.resources -}}
 {{- if or (contains "*" $r) (contains "*" $k.apiGroup) -}}
-{{- fail (printf "workloadKinds and ownerKinds take no wildcards: %s/%s" $k.apiGroup $r) -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds take no wildcards: %s/%s" $k.apiGroup $r) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The workload kinds the grouper may read: workloadKinds (the defaults, replaced when set) followed
+by extraWorkloadKinds (added to them), as a JSON list of {apiGroup, resources}.
+*/}}
+{{- define "gangmap.workloadKinds" -}}
+{{- concat (.Values.workloadKinds | default list) (.Values.extraWorkloadKinds | default list) | toJson -}}
+{{- end -}}
+
+{{/*
+gangmap.pluralOf is Kubernetes' default plural of a Kind, as controller-gen and kubebuilder derive
+it (k8s.io/gengo namer.NewAllLowercasePluralNamer): lower case, then "es" after s, x, z, ch and
+sh, "ies" for a consonant followed by y, else "s".
+*/}}
+{{- define "gangmap.pluralOf" -}}
+{{- $k := lower . -}}
+{{- if or (hasSuffix "s" $k) (hasSuffix "x" $k) (hasSuffix "z" $k) (hasSuffix "ch" $k) (hasSuffix "sh" $k) -}}
+{{- printf "%ses" $k -}}
+{{- else if and (hasSuffix "y" $k) (not (regexMatch "[aeiou]y$" $k)) -}}
+{{- printf "%sies" (trimSuffix "y" $k) -}}
+{{- else -}}
+{{- printf "%ss" $k -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+gangmap.checkDefinitionRBAC refuses to render when an inline definition's root kind is not among
+the workload kinds the grouper may read: the grouper would group none of its pods (Event
+GangmapRBACMissing) while the release looked fine. The resource is the kind's default plural
+(gangmap.pluralOf); a CRD with another plural lists it and sets checkDefinitionRBAC: false.
+*/}}
+{{- define "gangmap.checkDefinitionRBAC" -}}
+{{- if and .Values.definitions (ne (toString .Values.checkDefinitionRBAC) "false") -}}
+{{- $granted := dict -}}
+{{- range $k := include "gangmap.workloadKinds" . | fromJsonArray -}}
+{{- range $r := $k.resources -}}
+{{- $_ := set $granted (printf "%s/%s" $k.apiGroup $r) true -}}
+{{- end -}}
+{{- end -}}
+{{- range $name, $def := .Values.definitions -}}
+{{- $obj := $def -}}
+{{- if kindIs "string" $def -}}
+{{- $obj = fromYaml $def -}}
+{{- if hasKey $obj "Error" -}}
+{{- fail (printf "definitions.%s is not YAML: %s" $name (index $obj "Error")) -}}
+{{- end -}}
+{{- end -}}
+{{- $root := dig "spec" "structureDefinition" "rootComponent" "kind" dict $obj -}}
+{{- if and (kindIs "map" $root) (hasKey $root "kind") -}}
+{{- $group := $root.group | default "" -}}
+{{- $res := include "gangmap.pluralOf" $root.kind -}}
+{{- if not (hasKey $granted (printf "%s/%s" $group $res)) -}}
+{{- fail (printf "definitions.%s is for %s %s (resource %s.%s), which the grouper may not read: add {apiGroup: %q, resources: [%s]} to extraWorkloadKinds (workloadKinds replaces the default kinds; extraWorkloadKinds adds to them). A CRD whose plural is not %q: list its plural and set checkDefinitionRBAC: false" $name $group $root.kind $res $group $group $res $res) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

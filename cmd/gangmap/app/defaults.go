@@ -1,0 +1,173 @@
+package app
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/schemalint"
+)
+
+// hiddenDefault is a `//` alternative of a definition expression whose left side, a plain path
+// from the workload's root, resolved to nothing on the workload, so that what follows it stood
+// in: `.spec.workr.replicas // 1` reads 1 whatever the workload says. The expression is valid and
+// resolves, so it is no miss; said nowhere, a misspelt path read this way sizes the gang wrong
+// without a word (issue 31 point 1).
+type hiddenDefault struct {
+	// Field is the definition field holding the expression.
+	Field string `json:"field"`
+	// Path is the alternative that resolved to nothing, e.g. .spec.workr.replicas.
+	Path string `json:"path"`
+	// Missing is the first step of Path the workload lacks (.spec.workr), Present the keys the
+	// object at its parent has, Suggest one of them within edit distance 2 of the missing key ("").
+	Missing string   `json:"missing"`
+	Present []string `json:"-"`
+	Suggest string   `json:"suggest,omitempty"`
+	// Default is the expression that stood in (the rest of the alternation).
+	Default string `json:"default"`
+}
+
+// String says it as a plan note.
+func (h hiddenDefault) String() string {
+	s := fmt.Sprintf("%s: %s resolved to nothing on the workload (%s is absent), so the default %s stood in", h.Field, h.Path, h.Missing, h.Default)
+	if h.Suggest != "" {
+		return s + fmt.Sprintf("; did you mean %q? (`gangmap validate --crd` checks the path against the kind's CRD)", h.Suggest)
+	}
+	return s
+}
+
+// hiddenDefaults finds, in every object-side jq expression of k (definitions.ObjectExpressions),
+// the top-level alternatives `A // B [// C]...` whose A (and each following alternative that is
+// a plain path) is a path of object keys that is absent or null on obj; it stops at the first
+// alternative that resolves. Paths under iterations or pipes are not followed: only what reads
+// from the root is known here. Sorted by field.
+func hiddenDefaults(k *definitions.Karta, obj map[string]any) []hiddenDefault {
+	var out []hiddenDefault
+	for _, e := range definitions.ObjectExpressions(k) {
+		if e.Expr.JQ == "" {
+			continue
+		}
+		q, err := gojq.Parse(e.Expr.JQ)
+		if err != nil || q.Op != gojq.OpAlt {
+			continue
+		}
+		alts := alternatives(q)
+		for i, a := range alts[:len(alts)-1] {
+			keys, ok := plainPath(a)
+			if !ok {
+				break
+			}
+			missing, parent, found := lookup(obj, keys)
+			if found {
+				break
+			}
+			h := hiddenDefault{Field: e.Field, Path: a.String(), Missing: "." + strings.Join(keys[:missing+1], "."), Default: joinAlternatives(alts[i+1:])}
+			for key := range parent {
+				h.Present = append(h.Present, key)
+			}
+			sort.Strings(h.Present)
+			h.Suggest = nearKey(keys[missing], h.Present)
+			out = append(out, h)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+// alternatives flattens a // b // c (right-associative in gojq) into [a, b, c].
+func alternatives(q *gojq.Query) []*gojq.Query {
+	if q.Op != gojq.OpAlt {
+		return []*gojq.Query{q}
+	}
+	return append(alternatives(q.Left), alternatives(q.Right)...)
+}
+
+func joinAlternatives(qs []*gojq.Query) string {
+	parts := make([]string, len(qs))
+	for i, q := range qs {
+		parts[i] = q.String()
+	}
+	return strings.Join(parts, " // ")
+}
+
+// plainPath is q's keys when q is .a.b["c"]... (no iteration, no function), else false.
+func plainPath(q *gojq.Query) ([]string, bool) {
+	if q.Op != 0 || q.Term == nil || q.Term.Type != gojq.TermTypeIndex || q.Term.Index == nil {
+		return nil, false
+	}
+	first, ok := indexKey(q.Term.Index)
+	if !ok {
+		return nil, false
+	}
+	keys := []string{first}
+	for _, s := range q.Term.SuffixList {
+		if s.Index == nil {
+			return nil, false
+		}
+		k, ok := indexKey(s.Index)
+		if !ok {
+			return nil, false
+		}
+		keys = append(keys, k)
+	}
+	return keys, true
+}
+
+func indexKey(idx *gojq.Index) (string, bool) {
+	if idx.Name != "" {
+		return idx.Name, true
+	}
+	if idx.Str != nil && len(idx.Str.Queries) == 0 {
+		return idx.Str.Str, true
+	}
+	if s := literalString(idx.Start); s != "" && !idx.IsSlice && idx.End == nil {
+		return s, true
+	}
+	return "", false
+}
+
+// literalString is q's value when q is a string literal with no interpolation, else "".
+func literalString(q *gojq.Query) string {
+	if q == nil || q.Term == nil || q.Term.Type != gojq.TermTypeString || q.Term.Str == nil ||
+		len(q.Term.Str.Queries) > 0 || len(q.Term.SuffixList) > 0 {
+		return ""
+	}
+	return q.Term.Str.Str
+}
+
+// lookup follows keys from obj. found: the value exists and is neither null nor false (what jq's
+// // keeps). Else missing is the index of the first key absent (or null) and parent the object
+// that lacks it (nil when a step is not an object).
+func lookup(obj map[string]any, keys []string) (missing int, parent map[string]any, found bool) {
+	cur := obj
+	for i, k := range keys {
+		v, ok := cur[k]
+		if !ok || v == nil {
+			return i, cur, false
+		}
+		if i == len(keys)-1 {
+			b, isBool := v.(bool)
+			return i, cur, !isBool || b
+		}
+		next, isMap := v.(map[string]any)
+		if !isMap {
+			return i + 1, nil, false
+		}
+		cur = next
+	}
+	return len(keys) - 1, cur, false
+}
+
+// nearKey is the key of present (other than name) within edit distance 2 of name, if any.
+func nearKey(name string, present []string) string {
+	others := make([]string, 0, len(present))
+	for _, p := range present {
+		if p != name {
+			others = append(others, p)
+		}
+	}
+	return schemalint.Closest(name, others)
+}

@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/expr"
+)
+
+// selectorMismatch says, for a pod no component claims (definitions.ErrNoComponent), what each
+// pod-bearing component's componentTypeSelector asks and what the pod has there, side by side:
+// `component worker: keyPath .metadata.labels["example.com/role"] wants "worker", the pod has
+// "workers"`; matchLabels entries likewise; then the pod's labels. So a selector that misses
+// (issue 31 point 2) shows the value to fix.
+func selectorMismatch(ctx context.Context, c *definitions.Compiled, pod map[string]any) string {
+	in := expr.Input{Pod: pod}
+	var parts []string
+	for _, comp := range append(append([]*definitions.Component{}, c.ScaledRoles...), c.PodBearing...) {
+		if !comp.HasTypeSelector() {
+			parts = append(parts, fmt.Sprintf("component %s: no componentTypeSelector (matches nothing)", comp.Name))
+			continue
+		}
+		var why []string
+		labels := podLabelMap(pod)
+		keys := make([]string, 0, len(comp.MatchLabels))
+		for k := range comp.MatchLabels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			got, ok := labels[k]
+			if !ok {
+				why = append(why, fmt.Sprintf("matchLabels %s wants %q, the pod has no such label", k, comp.MatchLabels[k]))
+			} else if got != comp.MatchLabels[k] {
+				why = append(why, fmt.Sprintf("matchLabels %s wants %q, the pod has %q", k, comp.MatchLabels[k], got))
+			}
+		}
+		if comp.TypeKey != nil {
+			want := "a value"
+			if comp.TypeValue != nil {
+				want = fmt.Sprintf("%q", *comp.TypeValue)
+			}
+			res, err := comp.TypeKey.Eval(ctx, in)
+			var got []string
+			for _, r := range res {
+				if r != nil {
+					got = append(got, fmt.Sprintf("%q", fmt.Sprint(r)))
+				}
+			}
+			switch {
+			case err != nil:
+				why = append(why, fmt.Sprintf("keyPath %s fails on the pod: %v", comp.TypeKey.Source(), err))
+			case len(got) == 0:
+				why = append(why, fmt.Sprintf("keyPath %s wants %s, the pod has nothing there", comp.TypeKey.Source(), want))
+			default:
+				why = append(why, fmt.Sprintf("keyPath %s wants %s, the pod has %s", comp.TypeKey.Source(), want, strings.Join(got, ", ")))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("component %s: %s", comp.Name, strings.Join(why, "; ")))
+	}
+	return strings.Join(parts, "; ") + podLabelsText(podLabelMap(pod))
+}
+
+// podLabelMap is the pod's metadata.labels as text.
+func podLabelMap(pod map[string]any) map[string]string {
+	md, _ := pod["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// podLabelsText is "; pod labels: k=v, ..." (sorted), or "; the pod has no labels".
+func podLabelsText(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "; the pod has no labels"
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return "; pod labels: " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"sigs.k8s.io/yaml"
+)
+
+// checkMisses fails on every path that resolved to nothing and is not listed in allowed, and on
+// every listed path that did resolve.
+func checkMisses(v *workloadView, allowed []string) []string {
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range v.misses {
+		seen[m.Path] = true
+		if !ok[m.Path] {
+			out = append(out, fmt.Sprintf("path resolved to nothing on the workload: %s (%s)\n  (a misspelt or renamed field? if expected, list it under misses in %s)", m.Path, m.Expression, testExpectFile))
+		}
+	}
+	for _, a := range allowed {
+		if !seen[a] && v.compiled != nil {
+			out = append(out, fmt.Sprintf("expected path %s to resolve to nothing (misses in %s), but it resolved", a, testExpectFile))
+		}
+	}
+	return out
+}
+
+// yamlDiff is a unified diff of want and got written as YAML (the language of expect.yaml), or ""
+// when they are equal.
+func yamlDiff(want, got any) string {
+	w, werr := yaml.Marshal(want)
+	g, gerr := yaml.Marshal(got)
+	if werr != nil || gerr != nil {
+		return fmt.Sprintf("  want %v\n  got  %v\n", want, got)
+	}
+	if bytes.Equal(w, g) {
+		return ""
+	}
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(strings.TrimSuffix(string(w), "\n")), B: difflib.SplitLines(strings.TrimSuffix(string(g), "\n")),
+		FromFile: "want", ToFile: "got", Context: 3,
+	})
+	if err != nil {
+		return fmt.Sprintf("  want %s\n  got  %s\n", w, g)
+	}
+	return "  " + indentLines(strings.TrimRight(d, "\n"), "  ")
+}
+
+// checkDefaults fails on every `//` default that stood in for a path that resolved to nothing
+// (v.defaults, hiddenDefaults) whose field is not listed in allowed, and on every listed field
+// where no default stood in: a misspelt path behind a default is a miss that resolves (issue 31
+// point 1), so it fails the case as a miss does.
+func checkDefaults(v *workloadView, allowed []string) []string {
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range v.defaults {
+		seen[h.Field] = true
+		if !ok[h.Field] {
+			out = append(out, fmt.Sprintf("a default stood in for a path that resolved to nothing: %s\n  (a misspelt or renamed field? if the workload omits it on purpose, list %s under defaults in %s)", h, h.Field, testExpectFile))
+		}
+	}
+	for _, a := range allowed {
+		if !seen[a] && v.compiled != nil {
+			out = append(out, fmt.Sprintf("expected a default to stand in at %s (defaults in %s), but its path resolved", a, testExpectFile))
+		}
+	}
+	return out
+}
+
+// checkAllPlaced fails on every pod of the manifest that expect.yaml does not list under
+// placements and that no role claims or that is in no planned PodGroup, unless allPodsPlaced is
+// false: a selector that matches no pod (issue 31 point 2) passed every case that did not list
+// the pod. Each failure names the pod, its labels and why it is not placed.
+func checkAllPlaced(v *workloadView, want *testExpect) []string {
+	if want.AllPodsPlaced != nil && !*want.AllPodsPlaced {
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, p := range want.Placements {
+		listed[p.Pod] = true
+	}
+	pods, unclaimed := podsByName(v)
+	names := make([]string, 0, len(pods))
+	for n := range pods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		p := pods[n]
+		switch {
+		case listed[n]:
+		case unclaimed[p]:
+			out = append(out, fmt.Sprintf("pod %s is not placed: no component claims it (%s)\n  (list it under placements with unclaimed: true if expected, or set allPodsPlaced: false in %s)", n, dash(p.Reason), testExpectFile))
+		case p.PodGroup == "":
+			out = append(out, fmt.Sprintf("pod %s is claimed but in no PodGroup (%s)\n  (list it under placements if expected, or set allPodsPlaced: false in %s)", n, dash(p.Reason), testExpectFile))
+		}
+	}
+	return out
+}
+
+// podsByName indexes every pod of the view by name, placed in the tree or unclaimed, and says
+// which are unclaimed.
+func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
+	out := map[string]*podView{}
+	var walk func(*componentNode)
+	walk = func(n *componentNode) {
+		if n == nil {
+			return
+		}
+		for _, in := range n.Instances {
+			for _, p := range in.Pods {
+				out[p.Name] = p
+			}
+		}
+		for _, ch := range n.Children {
+			walk(ch)
+		}
+	}
+	walk(v.Tree)
+	unclaimed := map[*podView]bool{}
+	for _, p := range v.Unclaimed {
+		out[p.Name] = p
+		unclaimed[p] = true
+	}
+	return out, unclaimed
+}
+
+// plural picks the singular or plural word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
