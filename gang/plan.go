@@ -10,8 +10,14 @@
 //   - A gang's minMember is the sum over all of its roles; a per-replica gang (LWS group) takes
 //     each role's share of one replica.
 //   - Sub-groups are DNS labels; every pod lands in exactly one leaf sub-group; minSubGroup counts
-//     the sub-groups that require pods; minMember and minSubGroup are never both set (KAI's
+//     every top-level sub-group written to the PodGroup (one of minMember 0 is satisfied by no
+//     pod, so left out of the count it would stand in for a required one: KAI subgroupset.go
+//     GetNumActiveAllocatedDirectSubGroups); minMember and minSubGroup are never both set (KAI's
 //     PodGroup webhook rejects it).
+//   - Start order (startup.go): a role whose pods have all finished keeps a sub-group of minimum
+//     0; a role whose pods the operator creates later is Deferred: its sub-group is planned (its
+//     pods are labelled with it) but not written until its pods exist, so KAI, which takes the
+//     first minSubGroup sub-groups by name, never waits for it (podgrouper/kaiadmission).
 package gang
 
 import (
@@ -122,6 +128,11 @@ type Role struct {
 	// minimum, which its sub-group keeps, so its pods still start as one unit once they exist.
 	StartupHold string `json:"startupHold,omitempty"`
 	HeldPods    int64  `json:"heldPods,omitempty"`
+	// StartupFinished says the start rule holds the role because its pods have all finished:
+	// its sub-group asks for 0 pods (KAI counts no finished pod towards a minimum, pod_status.go
+	// activeAllocatedStatuses). A held role that has not finished is not created yet: its
+	// sub-groups are Deferred.
+	StartupFinished bool `json:"startupFinished,omitempty"`
 	// GPUsPerPod counts whole devices plus fractions, in devices; GangGPUs and GPUs multiply it by
 	// GangPods and Pods.
 	GPUsPerPod GPUs    `json:"gpusPerPod"`
@@ -175,6 +186,12 @@ type SubGroup struct {
 	// Segment is the index of the segment this sub-group is (kai.scheduler/segment-size), nil
 	// when it is no segment.
 	Segment *int32 `json:"segment,omitempty"`
+	// Deferred says the start rule holds the sub-group's role until the operator creates its
+	// pods: the sub-group is not written to the PodGroup (nor counted in its minSubGroup) until
+	// a pod of it exists; its pods carry its name meanwhile, and KAI leaves a pod whose
+	// sub-group the PodGroup lacks unscheduled (job_info.go AddTaskInfo). MinMember is the
+	// minimum it is written with then.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // Override is a min-member annotation found on the top owner.

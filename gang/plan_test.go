@@ -352,11 +352,11 @@ func TestFlatten(t *testing.T) {
 	obj = load(t, "lws-replicas2-size4-8gpu-limits.yaml")
 	require.NoError(t, unstructured.SetNestedField(obj.Object, "LeaderReady", "spec", "startupPolicy"))
 	p = plan(t, r, obj)
-	p.Flatten("x")
+	p.Flatten("flattened for the test")
 	for _, pg := range p.PodGroups {
 		assert.Equal(t, ptr.To[int32](1), pg.MinMember)
 	}
-	assert.Equal(t, 1, strings.Count(strings.Join(p.Notes, "\n"), "x"))
+	assert.Equal(t, 1, strings.Count(strings.Join(p.Notes, "\n"), "flattened for the test"))
 }
 
 // The min-member annotations on a PodGroup with sub-groups (JobSet: leader 1 pod, workers 2):

@@ -76,13 +76,15 @@ func (pg *PodGroup) buildSubGroups(mappings []definitions.SubGroupMapping, c *de
 }
 
 // finish sets the counts. With sub-groups: each leaf's minMember is its role's minimum (the
-// gang pods, or the held pods of a role the start rule holds), and minSubGroup counts the
-// top-level sub-groups that require pods and are not held (at least 1). Without: minMember is
-// the sum of the gang pods over all members, and at least 1, because minMember 0 would mean
-// "no gang" for pods that exist.
+// gang pods; the held pods of a role the start rule defers, whose sub-groups are Deferred; 0 for
+// a role whose pods have all finished), and minSubGroup counts the top-level sub-groups written
+// now, that is all but the Deferred ones (at least 1): KAI takes the first minSubGroup of them
+// in its order, ties by name (allocation_info.go collectTasksFromSubGroupSet), so the count is
+// "all of them" and no name order can leave a required one out or let one of minimum 0 stand in
+// for it. Without: minMember is the sum of the gang pods over all members, and at least 1,
+// because minMember 0 would mean "no gang" for pods that exist.
 func (pg *PodGroup) finish() error {
 	var gangPods int64
-	held := map[*SubGroup]bool{}
 	for _, m := range pg.members {
 		pg.Pods += m.pods
 		pg.GPUs = pg.GPUs.Plus(m.role.GPUsPerPod.Times(m.pods))
@@ -91,41 +93,54 @@ func (pg *PodGroup) finish() error {
 			m.seg.finish(m, m.gangPods) // a held role is never segmented (segmentPodGroup)
 			continue
 		}
-		if sg := m.subGroup; sg != nil {
-			sg.Pods = m.pods
-			sg.GPUsPerPod = m.role.GPUsPerPod
-			sg.GPUs = m.role.GPUsPerPod.Times(m.pods)
-			roleMin := m.gangPods
-			if m.role.StartupHold != "" {
-				roleMin, held[sg] = m.heldPods, true
-			}
-			if len(m.replicaLeaves) == 0 {
-				sg.MinMember = ptr.To(int32(roleMin))
-				continue
-			}
-			ppr := m.role.PodsPerReplica
-			sg.MinSubGroup = ptr.To(int32(roleMin / ppr))
-			for _, leaf := range m.replicaLeaves {
-				leaf.MinMember, leaf.Pods = ptr.To(int32(ppr)), ppr
-				leaf.GPUsPerPod, leaf.GPUs = m.role.GPUsPerPod, m.role.GPUsPerPod.Times(ppr)
-			}
+		if m.subGroup != nil {
+			m.finishSubGroups()
 		}
 	}
 	if pg.Pods > math.MaxInt32 {
 		return fmt.Errorf("PodGroup %s: %d pods do not fit a PodGroup's int32 counts", pg.Name, pg.Pods)
 	}
 	if len(pg.SubGroups) > 0 {
-		required := int32(0)
+		written := int32(0)
 		for _, sg := range pg.SubGroups {
-			if sg.Parent == nil && !held[sg] && (sg.MinMember != nil && *sg.MinMember > 0 || sg.MinSubGroup != nil && *sg.MinSubGroup > 0) {
-				required++
+			if sg.Parent == nil && !sg.Deferred {
+				written++
 			}
 		}
-		pg.MinSubGroup = ptr.To(max(required, 1))
+		pg.MinSubGroup = ptr.To(max(written, 1))
 		return nil
 	}
 	pg.MinMember = ptr.To(int32(max(gangPods, 1)))
 	return nil
+}
+
+// finishSubGroups sets the member's sub-group (and per-replica leaves): pods, GPUs, minimums and
+// whether the start rule defers them.
+func (m *member) finishSubGroups() {
+	sg := m.subGroup
+	sg.Pods = m.pods
+	sg.GPUsPerPod = m.role.GPUsPerPod
+	sg.GPUs = m.role.GPUsPerPod.Times(m.pods)
+	roleMin, leafMin, deferred := m.gangPods, m.role.PodsPerReplica, false
+	if m.role.StartupHold != "" {
+		if m.role.StartupFinished {
+			roleMin, leafMin = 0, 0
+		} else {
+			roleMin, deferred = m.heldPods, true
+		}
+	}
+	sg.Deferred = deferred
+	if len(m.replicaLeaves) == 0 {
+		sg.MinMember = ptr.To(int32(roleMin))
+		return
+	}
+	ppr := m.role.PodsPerReplica
+	sg.MinSubGroup = ptr.To(int32(roleMin / ppr))
+	for _, leaf := range m.replicaLeaves {
+		leaf.MinMember, leaf.Pods = ptr.To(int32(leafMin)), ppr
+		leaf.GPUsPerPod, leaf.GPUs = m.role.GPUsPerPod, m.role.GPUsPerPod.Times(ppr)
+		leaf.Deferred = deferred
+	}
 }
 
 // applyOverrides applies the first min-member annotation present on the top owner

@@ -13,14 +13,17 @@ import (
 
 // applyStartup applies the definition's start rule (spec.gangmap.gang.startup): every role the
 // operator creates later, or whose pods have all finished, is held out of the gang minimum. A
-// held role's GangPods becomes 0 and HeldPods keeps its own minimum for its sub-group; the reason
-// is in StartupHold and in the notes.
+// held role's GangPods becomes 0 and HeldPods keeps its own minimum; the reason is in
+// StartupHold and in the notes, and StartupFinished says the role has finished.
 //
-// Why a held role keeps its sub-group minimum instead of 0: KAI counts a PodGroup's satisfied
-// direct sub-groups against minSubGroup, and a sub-group asking for 0 pods is satisfied by no
-// pods at all, so it could stand in for a required one; with its own minimum it is satisfied
-// only by its own pods, all of them together (the same shape as KAI's JobSet plugin, whose
-// InOrder PodGroup keeps every replicated job's full leaf minimum under minSubGroup 1).
+// What the PodGroup then asks of KAI (finish): a finished role keeps a sub-group of minimum 0,
+// satisfied by no pod, so its finished pods stay in the PodGroup and it never blocks; a role
+// not created yet is Deferred: its sub-group is left out of the PodGroup until its pods exist,
+// and is written then with its own minimum, so they start together. Keeping it in the PodGroup
+// meanwhile with its minimum deadlocks on KAI, which takes the first minSubGroup sub-groups by
+// name (allocation_info.go collectTasksFromSubGroupSet, real-kai.md), and makes KAI's
+// stalegangeviction evict the running roles (job_info.go IsStale: a sub-group below its
+// minimum while others run); keeping it with minimum 0 lets KAI bind its pods one at a time.
 func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, vars map[string]any) error {
 	st := c.Startup
 	if st == nil {
@@ -48,24 +51,36 @@ func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, v
 	static := len(st.First) > 0 || st.FirstInstances != nil
 	firstNames := append(sets.List(sets.KeySet(st.First)), sets.List(firstInstances)...)
 	for _, r := range p.Roles {
-		reason := holdReason(holds, r)
-		if reason == "" && static && !startsFirst(r.component, st.First) && !(r.Instance != "" && firstInstances.Has(r.Instance)) {
-			reason = fmt.Sprintf("its pods are created only after those of %s start", strings.Join(firstNames, ", "))
+		h := holdOf(holds, r)
+		if h.reason == "" && static && !startsFirst(r.component, st.First) && !(r.Instance != "" && firstInstances.Has(r.Instance)) {
+			h.reason = fmt.Sprintf("its pods are created only after those of %s start", strings.Join(firstNames, ", "))
 		}
-		if reason == "" || r.GangPods == 0 {
+		if h.reason == "" || r.GangPods == 0 {
 			continue
 		}
-		r.StartupHold, r.HeldPods, r.GangPods = reason, r.GangPods, 0
-		p.Notes = append(p.Notes, fmt.Sprintf("start order: role %s is kept out of the gang minimum (%s); its pods join the PodGroup in their own sub-group, which still starts them together", roleLabel(r), reason))
+		r.StartupHold, r.StartupFinished, r.HeldPods, r.GangPods = h.reason, h.finished, r.GangPods, 0
+		if h.finished {
+			p.Notes = append(p.Notes, fmt.Sprintf("start order: role %s is kept out of the gang minimum (%s); its sub-group asks for 0 pods", roleLabel(r), h.reason))
+			continue
+		}
+		p.Notes = append(p.Notes, fmt.Sprintf("start order: role %s is kept out of the gang minimum (%s); its sub-group is written to the PodGroup, with its own minimum, once its pods exist, so they start together", roleLabel(r), h.reason))
 	}
 	return nil
 }
 
+// hold is one role's entry of startup.holds: why it is held, and whether because its pods have
+// all finished.
+type hold struct {
+	reason   string
+	finished bool
+}
+
 // evalHolds evaluates startup.holds: an object mapping a role key (instance id or component
-// name) to a reason, or a list of {role, reason} objects (the shape CEL builds); null, an empty
-// reason or false holds nothing.
-func evalHolds(ctx context.Context, prog expr.Program, in expr.Input) (map[string]string, error) {
-	out := map[string]string{}
+// name) to a reason, or a list of {role, reason} objects (the shape CEL builds); a reason is a
+// text, true, or {reason, finished} where finished: true says the role's pods have all finished
+// (not that they are yet to be created); null, an empty reason or false holds nothing.
+func evalHolds(ctx context.Context, prog expr.Program, in expr.Input) (map[string]hold, error) {
+	out := map[string]hold{}
 	if prog == nil {
 		return out, nil
 	}
@@ -81,7 +96,7 @@ func evalHolds(ctx context.Context, prog expr.Program, in expr.Input) (map[strin
 	return out, nil
 }
 
-func addHolds(out map[string]string, v any) error {
+func addHolds(out map[string]hold, v any) error {
 	switch t := v.(type) {
 	case nil:
 		return nil
@@ -92,7 +107,11 @@ func addHolds(out map[string]string, v any) error {
 			if !ok || !rok {
 				return fmt.Errorf("expected {role, reason} entries, got %v (%T)", e, e)
 			}
-			if err := addHold(out, role, m["reason"]); err != nil {
+			reason := m["reason"]
+			if f, ok := m["finished"]; ok {
+				reason = map[string]any{"reason": m["reason"], "finished": f}
+			}
+			if err := addHold(out, role, reason); err != nil {
 				return err
 			}
 		}
@@ -109,19 +128,31 @@ func addHolds(out map[string]string, v any) error {
 	}
 }
 
-func addHold(out map[string]string, role string, reason any) error {
+func addHold(out map[string]hold, role string, reason any) error {
 	switch t := reason.(type) {
 	case nil:
 	case string:
 		if t != "" {
-			out[role] = t
+			out[role] = hold{reason: t}
 		}
 	case bool:
 		if t {
-			out[role] = "held by the definition's start rule"
+			out[role] = hold{reason: "held by the definition's start rule"}
+		}
+	case map[string]any:
+		finished, ok := t["finished"].(bool)
+		if _, has := t["finished"]; has && !ok {
+			return fmt.Errorf("[%q].finished: expected true or false, got %v (%T)", role, t["finished"], t["finished"])
+		}
+		if err := addHold(out, role, t["reason"]); err != nil {
+			return err
+		}
+		if h, held := out[role]; held {
+			h.finished = finished
+			out[role] = h
 		}
 	default:
-		return fmt.Errorf("[%q]: expected a reason (text), got %v (%T)", role, reason, reason)
+		return fmt.Errorf("[%q]: expected a reason (text, true, or {reason, finished}), got %v (%T)", role, reason, reason)
 	}
 	return nil
 }
@@ -147,11 +178,11 @@ func evalFirstInstances(ctx context.Context, prog expr.Program, in expr.Input) (
 	return out, nil
 }
 
-// holdReason is the reason holds gives for r: by instance id first, then by component name.
-func holdReason(holds map[string]string, r *Role) string {
+// holdOf is the hold holds gives for r: by instance id first, then by component name.
+func holdOf(holds map[string]hold, r *Role) hold {
 	if r.Instance != "" {
-		if s := holds[r.Instance]; s != "" {
-			return s
+		if h := holds[r.Instance]; h.reason != "" {
+			return h
 		}
 	}
 	return holds[r.Component]

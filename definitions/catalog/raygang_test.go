@@ -189,7 +189,12 @@ func TestRayWorkerGangRuleKAIParityAndDesired(t *testing.T) {
 		c.workers = []rayWorkerWant{{"small-group", 3, 3, 3, 3}}
 		checkRayCase(t, reg, c)
 		c = scaledCluster
-		c.minSubGroup = 2 // headgroup and large-cpu-group; accelerator-group's 2 pods are optional
+		// headgroup and large-cpu-group required; accelerator-group's 2 pods are optional (its
+		// sub-group asks for 0), and still counted: a sub-group of minimum 0 is satisfied by no
+		// pod (KAI subgroupset.go GetNumActiveAllocatedDirectSubGroups), so minSubGroup 2 would
+		// let it stand in for large-cpu-group (KAI admits the head alone: kaiadmission
+		// TestZeroMinimumLeaf).
+		c.minSubGroup = 3
 		c.workers = []rayWorkerWant{{"large-cpu-group", 1, 1, 1, 1}, {"accelerator-group", 2, 0, 2, 0}, {"spot-group", 0, 0, 0, 0}}
 		checkRayCase(t, reg, c)
 		checkRayCase(t, reg, suspended)

@@ -18,10 +18,13 @@ import (
 type startStep struct {
 	name   string
 	status []any // status.replicatedJobsStatus
-	// minSubGroup counts the sub-groups the PodGroup requires; held names the roles the start
-	// rule keeps out of it (their sub-groups keep their own minimum).
+	// minSubGroup counts the sub-groups written to the PodGroup (all required; a finished
+	// role's asks for 0 pods); held names the roles the start rule keeps out of the gang
+	// minimum; deferred those of them not created yet, whose sub-groups (with their own
+	// minimum) are written only once their pods exist.
 	minSubGroup int32
 	held        []string
+	deferred    []string
 	subGroups   []subGroupWant
 }
 
@@ -56,7 +59,7 @@ func checkSteps(t *testing.T, file string, steps []startStep) {
 				got = append(got, subGroupWant{sg.Name, *sg.MinMember, sg.Pods})
 			}
 			assert.Equal(t, s.subGroups, got)
-			var held []string
+			var held, deferred []string
 			for _, r := range p.Roles {
 				if r.StartupHold != "" {
 					held = append(held, r.Name)
@@ -64,7 +67,13 @@ func checkSteps(t *testing.T, file string, steps []startStep) {
 					assert.Positive(t, r.HeldPods, "a held role keeps its own minimum")
 				}
 			}
+			for _, sg := range pg.SubGroups {
+				if sg.Deferred {
+					deferred = append(deferred, sg.Name)
+				}
+			}
 			assert.Equal(t, s.held, held)
+			assert.Equal(t, s.deferred, deferred)
 		})
 	}
 }
@@ -76,27 +85,33 @@ func rjStatus(name string, ready, succeeded int64) map[string]any {
 // JobSet dependsOn (jobset pkg/controllers depends_on.go dependencyReachedStatus, called from
 // createJobs): the launcher is created when the initializer is Complete (succeeded Jobs ==
 // replicas, 1), the worker when the launcher is Ready (ready + failed + succeeded == 1). At every
-// step the PodGroup requires only sub-groups whose pods exist or are being created, and the
-// initializer, once all its Jobs succeeded, is no longer required (its pods have finished).
+// step the PodGroup writes only the sub-groups whose pods exist or are being created (the others
+// are deferred), all of them required, and a role whose Jobs all succeeded asks for 0 pods. That
+// KAI admits each of these PodGroups once the step's pods exist is
+// podgrouper/workloadmap TestStartPhasesAdmittedByKAI.
 func TestJobSetDependsOnStartSequence(t *testing.T) {
-	all := []subGroupWant{{"initializer", 1, 1}, {"launcher", 1, 1}, {"worker", 4, 4}}
+	sgs := func(init, launcher int32) []subGroupWant {
+		return []subGroupWant{{"initializer", init, 1}, {"launcher", launcher, 1}, {"worker", 4, 4}}
+	}
 	checkSteps(t, "jobset-depends-on-initializer-launcher-worker.yaml", []startStep{
-		{name: "created", minSubGroup: 1, held: []string{"launcher", "worker"}, subGroups: all},
-		{name: "initializer running", status: []any{rjStatus("initializer", 1, 0)}, minSubGroup: 1, held: []string{"launcher", "worker"}, subGroups: all},
-		{name: "initializer complete", status: []any{rjStatus("initializer", 0, 1), rjStatus("launcher", 0, 0)}, minSubGroup: 1, held: []string{"initializer", "worker"}, subGroups: all},
-		{name: "launcher ready", status: []any{rjStatus("initializer", 0, 1), rjStatus("launcher", 1, 0), rjStatus("worker", 0, 0)}, minSubGroup: 2, held: []string{"initializer"}, subGroups: all},
-		{name: "launcher done, workers running", status: []any{rjStatus("initializer", 0, 1), rjStatus("launcher", 0, 1), rjStatus("worker", 1, 0)}, minSubGroup: 1, held: []string{"initializer", "launcher"}, subGroups: all},
+		{name: "created", minSubGroup: 1, held: []string{"launcher", "worker"}, deferred: []string{"launcher", "worker"}, subGroups: sgs(1, 1)},
+		{name: "initializer running", status: []any{rjStatus("initializer", 1, 0)}, minSubGroup: 1, held: []string{"launcher", "worker"}, deferred: []string{"launcher", "worker"}, subGroups: sgs(1, 1)},
+		{name: "initializer complete", status: []any{rjStatus("initializer", 0, 1), rjStatus("launcher", 0, 0)}, minSubGroup: 2, held: []string{"initializer", "worker"}, deferred: []string{"worker"}, subGroups: sgs(0, 1)},
+		{name: "launcher ready", status: []any{rjStatus("initializer", 0, 1), rjStatus("launcher", 1, 0), rjStatus("worker", 0, 0)}, minSubGroup: 3, held: []string{"initializer"}, subGroups: sgs(0, 1)},
+		{name: "launcher done, workers running", status: []any{rjStatus("initializer", 0, 1), rjStatus("launcher", 0, 1), rjStatus("worker", 1, 0)}, minSubGroup: 3, held: []string{"initializer", "launcher"}, subGroups: sgs(0, 0)},
 	})
 }
 
 // Several dependencies: the worker waits for both initializers to be Complete (the controller
 // checks every dependsOn entry since JobSet v0.8).
 func TestJobSetMultipleDependsOn(t *testing.T) {
-	all := []subGroupWant{{"dataset-initializer", 1, 1}, {"model-initializer", 1, 1}, {"worker", 4, 4}}
+	sgs := func(dataset, model int32) []subGroupWant {
+		return []subGroupWant{{"dataset-initializer", dataset, 1}, {"model-initializer", model, 1}, {"worker", 4, 4}}
+	}
 	checkSteps(t, "jobset-multiple-depends-on-two-initializers.yaml", []startStep{
-		{name: "created", minSubGroup: 2, held: []string{"worker"}, subGroups: all},
-		{name: "one initializer complete", status: []any{rjStatus("dataset-initializer", 0, 1), rjStatus("model-initializer", 1, 0)}, minSubGroup: 1, held: []string{"dataset-initializer", "worker"}, subGroups: all},
-		{name: "both complete", status: []any{rjStatus("dataset-initializer", 0, 1), rjStatus("model-initializer", 0, 1)}, minSubGroup: 1, held: []string{"dataset-initializer", "model-initializer"}, subGroups: all},
+		{name: "created", minSubGroup: 2, held: []string{"worker"}, deferred: []string{"worker"}, subGroups: sgs(1, 1)},
+		{name: "one initializer complete", status: []any{rjStatus("dataset-initializer", 0, 1), rjStatus("model-initializer", 1, 0)}, minSubGroup: 2, held: []string{"dataset-initializer", "worker"}, deferred: []string{"worker"}, subGroups: sgs(0, 1)},
+		{name: "both complete", status: []any{rjStatus("dataset-initializer", 0, 1), rjStatus("model-initializer", 0, 1)}, minSubGroup: 3, held: []string{"dataset-initializer", "model-initializer"}, subGroups: sgs(0, 0)},
 	})
 	p := planWithStatus(t, "jobset-multiple-depends-on-two-initializers.yaml", []any{rjStatus("dataset-initializer", 0, 1)})
 	assert.Equal(t, "dependsOn: the JobSet controller creates it only when model-initializer is Complete", p.Roles[2].StartupHold,

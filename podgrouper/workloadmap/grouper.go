@@ -132,6 +132,7 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
 	if plan.HasStartRule {
 		m.startHeld = startHeld(pg)
 	}
+	deferred := deferredRoles(pg)
 	// One array holds every sub-group's metadata (no object each), the slice points into it.
 	all := make([]podgroup.SubGroupMetadata, len(pg.SubGroups))
 	if len(all) > 0 {
@@ -140,6 +141,12 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
 	for i, sg := range pg.SubGroups {
 		smd := &all[i]
 		*smd = podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
+		if sg.Deferred {
+			smd.Deferred = deferred[sg.Name]
+			if sg.Parent != nil && smd.Deferred == "" {
+				smd.Deferred = deferred[*sg.Parent]
+			}
+		}
 		if sg.MinMember != nil {
 			smd.MinAvailable = *sg.MinMember
 		}
@@ -384,6 +391,7 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 	}
 	ownerskip.StripMark(md.Annotations)
 	fillGang(md, cp.metaOf(a.PodGroup), a, pod.Name)
+	releaseDeferred(md, a, pod)
 	podgroup.FitRelease(md, g.Release)
 	return md, seen, nil
 }

@@ -35,7 +35,7 @@ func TestStartHeldAnnotation(t *testing.T) {
 	md, err = g.GetPodGroupMetadata(context.Background(), js, w)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"initializer":"all 1 of its Jobs succeeded (status.replicatedJobsStatus): its pods have finished"}`, md.Annotations[kaikeys.StartHeld])
-	assert.Equal(t, int32(2), *md.MinSubGroup, "launcher and worker required")
+	assert.Equal(t, int32(3), *md.MinSubGroup, "launcher and worker required, the finished initializer (minimum 0) counted")
 	assert.Equal(t, int32(4), md.FindSubGroupForPod("bench", "worker-0").MinAvailable)
 
 	// A definition with a start rule that holds nothing now (LWS without LeaderReady) writes {},
