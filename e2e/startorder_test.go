@@ -33,7 +33,9 @@ func TestJobSetDependsOnStartSequence(t *testing.T) {
 	require.NoError(t, err)
 	js := objs[0]
 	pgName := fmt.Sprintf("pg-%s-jobset", js.GetUID())
-	sg := func(name string, min int32) v2alpha2.SubGroup { return v2alpha2.SubGroup{Name: name, MinMember: ptr.To(min)} }
+	sg := func(name string, min int32) v2alpha2.SubGroup {
+		return v2alpha2.SubGroup{Name: name, MinMember: ptr.To(min)}
+	}
 
 	step := func(name string, wantHeld []string, want []v2alpha2.SubGroup) *v2alpha2.PodGroup {
 		t.Helper()
