@@ -79,9 +79,10 @@ case; its name is its path under DIR):
 A path of the definition that resolves to nothing on the workload (a misspelt field, a field the
 framework renamed) fails the case unless expect.yaml lists it under misses, and a listed miss that
 does not happen fails it too: the output names each such path with its expression. The same holds
-for a path hidden behind a // default (.spec.workr.replicas // 1 resolves, to 1): the field fails
-the case unless listed under defaults, and the output names the missing key and the key the
-workload has instead.
+for a path hidden behind a // default when the workload has a key close to the missing one
+(.spec.workr.replicas // 1 resolves, to 1, beside .spec.worker): the field fails the case unless
+listed under defaults, and the output names the missing key and the key the workload has. A
+default for a field the workload omits (no close key) is a note.
 
 Every Pod document of manifest.yaml must be placed (claimed by a role, in a planned PodGroup)
 unless placements lists it (e.g. unclaimed: true) or allPodsPlaced is false: a selector that
