@@ -189,6 +189,30 @@ others are left to the grouper's own bound (30s). */ -}}
 {{- if or (contains "*" $r) (contains "*" $k.apiGroup) -}}
 {{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds take no wildcards: %s/%s" $k.apiGroup $r) -}}
 {{- end -}}
+{{- $res := lower (first (splitList "/" $r)) -}}
+{{- if and (eq $k.apiGroup "") (has $res (list "secrets" "configmaps")) -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name core %s: the grouper would get cluster-wide get/list/watch (and patch with markWorkloads) on every %s, which hold credentials and configuration; no workload is one" $res $res) -}}
+{{- end -}}
+{{- if has $k.apiGroup (list "rbac.authorization.k8s.io" "admissionregistration.k8s.io" "certificates.k8s.io" "authentication.k8s.io" "authorization.k8s.io") -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name %s/%s: read and patch rights on RBAC, admission or certificate objects would let the grouper (and whoever holds its token) grant itself more; no workload is one" $k.apiGroup $r) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- include "gangmap.validateExtraArgs" . -}}
+{{- end -}}
+
+{{/*
+gangmap.validateExtraArgs refuses extraArgs that set a flag the chart sets for security from a
+value: pflag keeps the last occurrence, so an extra --enable-http2=true would undo enableHTTP2's
+default (HTTP/2 rapid reset, CVE-2023-44487) without the value saying so.
+*/}}
+{{- define "gangmap.validateExtraArgs" -}}
+{{- $value := dict "--enable-http2" "enableHTTP2" "--metrics-secure" "metrics.secure" "--tls-min-version" "tlsMinVersion" "--metrics-cert-dir" "metrics.certSecret" "--webhook-cert-dir" "webhook.tls or webhook.certManager" "--webhook-self-signed" "webhook.tls or webhook.certManager" "--metrics-bind-address" "metrics.port" "--leader-elect" "leaderElection" -}}
+{{- $why := dict "--enable-http2" "HTTP/2 is off against rapid-reset floods, CVE-2023-44487" "--metrics-secure" "the metrics endpoint's authentication and TLS" "--tls-min-version" "the webhook and metrics servers' TLS floor" "--metrics-cert-dir" "the metrics server's certificate" "--webhook-cert-dir" "the webhook's certificate" "--webhook-self-signed" "the webhook's certificate" "--metrics-bind-address" "the NetworkPolicy and Service follow the metrics port" "--leader-elect" "two leaders would both write PodGroups" -}}
+{{- range $a := .Values.extraArgs -}}
+{{- $flag := first (splitList "=" (toString $a)) -}}
+{{- if hasKey $value $flag -}}
+{{- fail (printf "extraArgs may not set %s: it would override the chart's own %s flag, a security setting (%s); set %s instead" (toString $a) $flag (get $why $flag) (get $value $flag)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
