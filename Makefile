@@ -61,9 +61,10 @@ fmt-check: ## Fail, listing them, if any Go file needs gofmt.
 	if [[ -n $$files ]]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi; \
 	echo "gofmt: ok"
 
-vet: ## go vet, with and without the e2e build tag.
+vet: ## go vet, with and without the e2e build tags.
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
+	$(GO) vet -tags e2e_kai ./e2e/realkai/...
 
 # KEEP=1: the demo keeps its control plane and grouper running, prints the kubeconfig, stops on Ctrl-C.
 KEEP ?=
@@ -132,7 +133,14 @@ bench-scale: ## Scale benchmark (not in CI): SCALE_PODS pods (20,000) of 10-pod 
 clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cache/gangmap is kept).
 	rm -rf $(BIN) .e2e dist
 
-.PHONY: chart helm image e2e-kind
+.PHONY: chart helm image e2e-kind e2e-kai
+
+# The real KAI Scheduler for e2e-kai, never fetched by this repository: KAI_BIN is a directory with
+# KAI's scheduler, binder and podgrouper binaries, KAI_SRC a KAI source checkout (its CRDs are
+# installed from deployments/kai-scheduler/crds). E2E_KAI_RUN selects tests (go test -run).
+KAI_BIN ?=
+KAI_SRC ?=
+E2E_KAI_RUN ?= .
 
 chart: ## Chart checks only: helm lint and template, values schema, NOTES, dashboard, RBAC vs the code (also part of unit).
 	bash hack/helm.sh --path >/dev/null
@@ -148,3 +156,10 @@ image: ## Build the container image gangmap:dev (Dockerfile; needs Docker; fails
 
 e2e-kind: ## kind + KAI Scheduler + this chart, gangs admitted all-or-nothing (needs Docker; fails fast without).
 	bash hack/e2e-kind.sh
+
+e2e-kai: ## e2e on the real KAI Scheduler (KAI_BIN=<dir of scheduler, binder, podgrouper> KAI_SRC=<KAI checkout>); not part of test.
+	@[[ -n "$(KAI_BIN)" ]] || { echo "make e2e-kai: KAI_BIN is not set: give the directory of KAI's scheduler, binder and podgrouper binaries (in a KAI checkout: CGO_ENABLED=0 go build -o <dir>/ ./cmd/scheduler ./cmd/binder ./cmd/podgrouper)" >&2; exit 1; }
+	@[[ -n "$(KAI_SRC)" ]] || { echo "make e2e-kai: KAI_SRC is not set: give a KAI source checkout (its deployments/kai-scheduler/crds are installed)" >&2; exit 1; }
+	assets=$$(bash hack/control-plane.sh); \
+	KAI_BIN=$(abspath $(KAI_BIN)) KAI_SRC=$(abspath $(KAI_SRC)) KUBEBUILDER_ASSETS=$$assets \
+	  $(GO) test -tags e2e_kai -count=1 -timeout 30m -v -run '$(E2E_KAI_RUN)' ./e2e/realkai/

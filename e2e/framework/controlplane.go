@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -56,6 +57,9 @@ type Options struct {
 	// into a URL on its local serving host and port and generates a CA and serving certificate
 	// (see ServeWebhook).
 	MutatingWebhooks []*admissionregistrationv1.MutatingWebhookConfiguration
+	// OmitCRDs are names of gangmap's embedded CRDs (deploy/crds) not to install, e.g.
+	// crds.PodGroupName when CRDs brings KAI's own PodGroup CRD (the real-KAI e2e).
+	OmitCRDs []string
 }
 
 // StartWith starts the control plane as Start does, with the options' CRDs and webhooks.
@@ -70,7 +74,7 @@ func StartWith(o Options) (*ControlPlane, error) {
 			return nil, fmt.Errorf("%w: %v", ErrNoControlPlane, err)
 		}
 	}
-	all, err := crds.All()
+	all, err := embeddedCRDs(o.OmitCRDs)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +205,21 @@ func (cp *ControlPlane) RunGrouper(ctx context.Context, o *app.Options, cfg *res
 		}
 	}
 	return &Grouper{Manager: mgr, Registry: registry, Done: done}, nil
+}
+
+// embeddedCRDs is crds.All without the CRDs named in omit.
+func embeddedCRDs(omit []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	all, err := crds.All()
+	if err != nil {
+		return nil, err
+	}
+	kept := all[:0]
+	for _, c := range all {
+		if !slices.Contains(omit, c.Name) {
+			kept = append(kept, c)
+		}
+	}
+	return kept, nil
 }
 
 func readCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {

@@ -17,7 +17,11 @@ import (
 //   - it creates every replicated job not created yet whose dependsOn entries are reached
 //     (depends_on.go dependencyReachedStatus: Complete = succeeded Jobs == the dependency's
 //     replicas; Ready = ready + failed + succeeded == replicas), writing the status first, as the
-//     controller's status update precedes the Job controller creating the new pods.
+//     controller's status update precedes the Job controller creating the new pods;
+//   - under startupPolicyOrder InOrder it goes through the replicated jobs in spec order and
+//     stops at the first one not started yet (jobset_controller.go reconcileReplicatedJobs with
+//     startup_policy.go allReplicasStarted: ready + failed + succeeded == replicas), creating it
+//     when it does not exist: each is created only once every one before it has started.
 //
 // It returns the pods it created. The Job controller is not running, so pods are created here and
 // their phase is set by the test (SetPodPhase).
@@ -47,20 +51,37 @@ func (cp *ControlPlane) StepJobSet(ctx context.Context, namespace, name string) 
 	if err := cp.Client.Status().Update(ctx, js); err != nil {
 		return nil, fmt.Errorf("JobSet %s/%s status: %w", namespace, name, err)
 	}
+	inOrder, _, _ := unstructured.NestedString(js.Object, "spec", "startupPolicy", "startupPolicyOrder")
 	var created []*corev1.Pod
 	for _, item := range rjs {
 		rj, _ := item.(map[string]any)
 		n, _ := rj["name"].(string)
-		if _, exists := statuses[n]; exists || !dependenciesReached(rj, statuses, replicas) {
+		if !dependenciesReached(rj, statuses, replicas) {
 			continue
 		}
-		p, err := cp.runReplicatedJob(ctx, js, rj)
-		if err != nil {
-			return nil, err
+		st, exists := statuses[n]
+		if inOrder == "InOrder" && exists && started(st, replicas[n]) {
+			continue
 		}
-		created = append(created, p...)
+		if !exists {
+			p, err := cp.runReplicatedJob(ctx, js, rj)
+			if err != nil {
+				return nil, err
+			}
+			created = append(created, p...)
+		}
+		// InOrder: the controller waits for this replicated job to start before the next one.
+		if inOrder == "InOrder" {
+			break
+		}
 	}
 	return created, nil
+}
+
+// started is jobset's allReplicasStarted (startup_policy.go): ready + failed + succeeded Jobs ==
+// the replicated job's replicas.
+func started(st map[string]any, replicas int64) bool {
+	return st["ready"].(int64)+st["failed"].(int64)+st["succeeded"].(int64) == replicas
 }
 
 // replicatedJobStatuses counts, per replicated job with pods, its Jobs by state (see StepJobSet),

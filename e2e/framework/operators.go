@@ -97,53 +97,29 @@ const (
 // that group's leader pod with size-1 worker pods. A missing leaderTemplate means the leader uses
 // the worker template.
 func (cp *ControlPlane) RunLeaderWorkerSet(ctx context.Context, lws *unstructured.Unstructured) ([]*corev1.Pod, error) {
-	replicas, found, _ := unstructured.NestedInt64(lws.Object, "spec", "replicas")
-	if !found {
-		replicas = 1
-	}
-	size, found, _ := unstructured.NestedInt64(lws.Object, "spec", "leaderWorkerTemplate", "size")
-	if !found {
-		size = 1
-	}
-	worker, err := template(lws, "spec", "leaderWorkerTemplate", "workerTemplate")
+	s, err := readLWSShape(lws)
 	if err != nil {
 		return nil, err
 	}
-	leader, err := template(lws, "spec", "leaderWorkerTemplate", "leaderTemplate")
-	if err != nil {
-		return nil, err
-	}
-	if leader == nil {
-		leader = worker
-	}
-	name, ns := lws.GetName(), lws.GetNamespace()
-	leaderSts := statefulSet(name, ns, leader, int32(replicas), UnstructuredOwnerRef(lws))
+	leaderSts := statefulSet(s.name, s.namespace, s.leader, int32(s.replicas), UnstructuredOwnerRef(lws))
 	if err := cp.Client.Create(ctx, leaderSts); err != nil {
 		return nil, fmt.Errorf("leader statefulset: %w", err)
 	}
 	var pods []*corev1.Pod
-	for g := int64(0); g < replicas; g++ {
-		labels := map[string]string{LabelLWSName: name, LabelGroupIndex: fmt.Sprint(g), LabelWorkerIndex: "0"}
-		lp := PodFromTemplate(leader, ns, fmt.Sprintf("%s-%d", name, g), labels, OwnerRef(leaderSts, "apps/v1", "StatefulSet"))
+	for g := int64(0); g < s.replicas; g++ {
+		lp := s.leaderPod(g, leaderSts)
 		if err := cp.Client.Create(ctx, lp); err != nil {
 			return nil, fmt.Errorf("leader pod: %w", err)
 		}
 		pods = append(pods, lp)
-		if size < 2 {
+		if s.size < 2 {
 			continue
 		}
-		ws := statefulSet(fmt.Sprintf("%s-%d", name, g), ns, worker, int32(size-1), OwnerRef(lp, "v1", "Pod"))
-		if err := cp.Client.Create(ctx, ws); err != nil {
-			return nil, fmt.Errorf("worker statefulset: %w", err)
+		workers, err := cp.createWorkers(ctx, s, g, lp)
+		if err != nil {
+			return nil, err
 		}
-		for w := int64(1); w < size; w++ {
-			wl := map[string]string{LabelLWSName: name, LabelGroupIndex: fmt.Sprint(g), LabelWorkerIndex: fmt.Sprint(w)}
-			wp := PodFromTemplate(worker, ns, fmt.Sprintf("%s-%d-%d", name, g, w), wl, OwnerRef(ws, "apps/v1", "StatefulSet"))
-			if err := cp.Client.Create(ctx, wp); err != nil {
-				return nil, fmt.Errorf("worker pod: %w", err)
-			}
-			pods = append(pods, wp)
-		}
+		pods = append(pods, workers...)
 	}
 	return pods, nil
 }

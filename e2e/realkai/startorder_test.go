@@ -1,0 +1,191 @@
+//go:build e2e_kai
+
+package realkai_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gangmap/gangmap/e2e/framework"
+)
+
+// Start order on the real KAI scheduler (issue 27): the operator creates a role's pods only when
+// its start rule allows, and KAI must admit each phase's pods as soon as they exist, whole, for
+// either name order of the roles. KAI takes the first minSubGroup children of a PodGroup by name
+// among unsatisfied ones (pkg/scheduler/api/podgroup_info/allocation_info.go
+// collectTasksFromSubGroupSet; framework/session_plugins.go, the subgrouporder tie-break), so a
+// sub-group with no pending pod among them blocks the gang; both name orders are run.
+
+// rjob is one replicated job of a test JobSet: replicas Jobs of pods pods each, gpus GPUs per pod.
+type rjob struct {
+	name      string
+	pods, gpu int
+	dependsOn map[string]string // replicated job -> "Complete" or "Ready"
+}
+
+// jobSet is a JobSet of the replicated jobs in spec order, startupPolicyOrder order ("" for none).
+func jobSet(name, order string, rjs ...rjob) *unstructured.Unstructured {
+	var list []any
+	for _, r := range rjs {
+		spec := map[string]any{"parallelism": int64(r.pods), "completions": int64(r.pods), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": r.name, "image": "registry.example/" + r.name + ":1",
+				"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": int64(r.gpu)}}}},
+		}}}
+		rj := map[string]any{"name": r.name, "replicas": int64(1), "template": map[string]any{"spec": spec}}
+		var deps []any
+		for d, st := range r.dependsOn {
+			deps = append(deps, map[string]any{"name": d, "status": st})
+		}
+		if deps != nil {
+			rj["dependsOn"] = deps
+		}
+		list = append(list, rj)
+	}
+	spec := map[string]any{"replicatedJobs": list}
+	if order != "" {
+		spec["startupPolicy"] = map[string]any{"startupPolicyOrder": order}
+	}
+	js := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": spec}}
+	js.SetName(name)
+	return js
+}
+
+// runJobSetController plays the JobSet controller (framework.StepJobSet, every 300 ms) until the
+// test ends.
+func runJobSetController(t *testing.T, namespace, name string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if _, err := kai.StepJobSet(ctx, namespace, name); err != nil && ctx.Err() == nil {
+				t.Logf("JobSet controller step: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func rjSelector(jobset, rj string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{framework.LabelJobSetName: jobset, framework.LabelReplicatedJobName: rj})
+}
+
+// TestJobSetDependsOnComplete: workers (3 pods, 2 GPUs each) dependsOn an initializer (1 pod, 1
+// GPU) reaching Complete, on one 8-GPU node. The JobSet controller creates the workers' Job only
+// when the initializer's Jobs all succeeded (jobset pkg/controllers/jobset_controller.go
+// reconcileReplicatedJobs, depends_on.go: Complete = succeeded Jobs == replicas). So KAI must
+// admit the initializer alone, and once it completed, all 3 workers together. The initializer is
+// named to sort before ("aa-init") and after ("zz-init") the workers.
+func TestJobSetDependsOnComplete(t *testing.T) {
+	for _, initName := range []string{"aa-init", "zz-init"} {
+		t.Run("initializer="+initName, func(t *testing.T) {
+			ctx := context.Background()
+			b := newBed(t, "depends-on-"+initName, 1, 8)
+			js := jobSet("train", "",
+				rjob{name: initName, pods: 1, gpu: 1},
+				rjob{name: "workers", pods: 3, gpu: 2, dependsOn: map[string]string{initName: "Complete"}})
+			b.pin(js)
+			require.NoError(t, kai.Client.Create(ctx, js))
+			runJobSetController(t, b.ns, js.GetName())
+
+			p, err := kai.WaitAllBound(ctx, b.ns, rjSelector("train", initName), 1, admitTimeout)
+			require.NoError(t, err, "KAI admits the initializer, the only pod the JobSet controller created")
+			w, err := kai.Place(ctx, b.ns, rjSelector("train", "workers"))
+			require.NoError(t, err)
+			assert.Empty(t, append(w.Bound, w.Pending...), "no worker exists before the initializer completes")
+
+			// The initializer's container exits 0: its Job succeeds and the controller creates the workers.
+			require.NoError(t, kai.FinishPod(ctx, b.ns, p.Bound[0].Name))
+			_, err = kai.WaitAllBound(ctx, b.ns, rjSelector("train", "workers"), 3, admitTimeout)
+			require.NoError(t, err, "KAI admits the 3 workers together once the initializer completed")
+		})
+	}
+}
+
+// TestJobSetInOrder: startupPolicyOrder InOrder with a leader (1 pod, 1 GPU) before the workers
+// (3 pods, 2 GPUs each) in spec order, on one 8-GPU node. The JobSet controller goes through the
+// replicated jobs in spec order and creates the first one not started yet, then waits until it has
+// started (jobset_controller.go reconcileReplicatedJobs returns after createJobs under InOrder;
+// startup_policy.go allReplicasStarted: ready + failed + succeeded == replicas). So KAI must admit
+// the leader alone, and once it is Ready (kwok marks a bound pod Ready), the 3 workers together,
+// with the leader still running. The leader is named to sort before ("aa-leader") and after
+// ("zz-leader") the workers.
+func TestJobSetInOrder(t *testing.T) {
+	for _, leader := range []string{"aa-leader", "zz-leader"} {
+		t.Run("leader="+leader, func(t *testing.T) {
+			ctx := context.Background()
+			b := newBed(t, "in-order-"+leader, 1, 8)
+			js := jobSet("serve", "InOrder", rjob{name: leader, pods: 1, gpu: 1}, rjob{name: "workers", pods: 3, gpu: 2})
+			b.pin(js)
+			require.NoError(t, kai.Client.Create(ctx, js))
+			runJobSetController(t, b.ns, js.GetName())
+
+			_, err := kai.WaitAllBound(ctx, b.ns, rjSelector("serve", leader), 1, admitTimeout)
+			require.NoError(t, err, "KAI admits the leader, the first replicated job, created alone")
+			_, err = kai.WaitAllBound(ctx, b.ns, rjSelector("serve", "workers"), 3, admitTimeout)
+			require.NoError(t, err, "KAI admits the 3 workers together once the leader is Ready")
+			l, err := kai.Place(ctx, b.ns, rjSelector("serve", leader))
+			require.NoError(t, err)
+			require.Len(t, l.Bound, 1)
+			assert.Equal(t, corev1.PodRunning, l.Bound[0].Status.Phase, "the leader still runs")
+		})
+	}
+}
+
+// TestLeaderWorkerSetLeaderReady: a LeaderWorkerSet with startupPolicy LeaderReady, 2 groups of
+// size 3 (leader and workers 2 GPUs each), on two 8-GPU nodes. The LWS controller creates a
+// group's worker StatefulSet only once its leader pod is Ready (lws pkg/controllers/pod_controller.go
+// Reconcile: "defer the creation of the worker statefulset because leader pod is not ready"). So
+// KAI must admit each leader alone, and once it is Ready, its group's workers together.
+func TestLeaderWorkerSetLeaderReady(t *testing.T) {
+	ctx := context.Background()
+	b := newBed(t, "lws-leader-ready", 2, 8)
+	tpl := func(name string) map[string]any {
+		return map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": name, "image": "registry.example/sglang:1",
+			"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": int64(2)}}}}}}
+	}
+	lws := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"spec": map[string]any{"replicas": int64(2), "startupPolicy": "LeaderReady", "leaderWorkerTemplate": map[string]any{
+			"size": int64(3), "leaderTemplate": tpl("leader"), "workerTemplate": tpl("worker")}}}}
+	lws.SetName("sglang")
+	b.pin(lws)
+	require.NoError(t, kai.Client.Create(ctx, lws))
+	stop := make(chan struct{})
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		for {
+			if _, err := kai.StepLeaderWorkerSet(ctx, b.ns, "sglang"); err != nil {
+				t.Logf("LWS controller step: %v", err)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stepped })
+
+	for g := 0; g < 2; g++ {
+		group := labels.Set{framework.LabelLWSName: "sglang", framework.LabelGroupIndex: fmt.Sprint(g)}
+		leaderSel := labels.SelectorFromSet(labels.Merge(group, labels.Set{framework.LabelWorkerIndex: "0"}))
+		_, err := kai.WaitAllBound(ctx, b.ns, leaderSel, 1, admitTimeout)
+		require.NoError(t, err, "KAI admits group %d's leader, created before its workers", g)
+		_, err = kai.WaitAllBound(ctx, b.ns, labels.SelectorFromSet(group), 3, admitTimeout)
+		require.NoError(t, err, "KAI admits group %d's 2 workers together once the leader is Ready", g)
+	}
+}
