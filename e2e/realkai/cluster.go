@@ -38,10 +38,11 @@ type Options struct {
 // Start starts the control plane with KAI's CRDs (instead of gangmap's PodGroup CRD), the Karta
 // CRD and cfg.WorkloadCRDs, then kwok, KAI's binder and KAI's scheduler, each a process logging
 // into cfg.LogDir. Whatever started is stopped again when a later step fails.
-func Start(ctx context.Context, cfg Config, o Options) (c *Cluster, err error) {
+func Start(ctx context.Context, cfg Config, o Options) (*Cluster, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	var err error
 	if cfg.LogDir == "" {
 		if cfg.LogDir, err = os.MkdirTemp("", "gangmap-e2e-kai-"); err != nil {
 			return nil, err
@@ -59,11 +60,11 @@ func Start(ctx context.Context, cfg Config, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{ControlPlane: cp, Config: cfg, LogDir: cfg.LogDir}
+	c := &Cluster{ControlPlane: cp, Config: cfg, LogDir: cfg.LogDir}
+	started := false
 	defer func() {
-		if err != nil {
+		if !started {
 			c.Stop()
-			c = nil
 		}
 	}()
 	for _, ns := range []string{SchedulerNamespace, ReservationNamespace, ScaleAdjustNamespace} {
@@ -80,6 +81,7 @@ func Start(ctx context.Context, cfg Config, o Options) (c *Cluster, err error) {
 	if c.Scheduler, err = c.startScheduler(ctx); err != nil {
 		return nil, err
 	}
+	started = true
 	return c, nil
 }
 
@@ -148,7 +150,7 @@ func (c *Cluster) startBinder(ctx context.Context) (*Process, error) {
 		"--resource-reservation-namespace=" + ReservationNamespace, "--resource-reservation-service-account=" + ReservationAccount,
 		"--resource-reservation-app-label=" + ReservationAppLabel, "--scale-adjust-namespace=" + ScaleAdjustNamespace,
 		"--fake-gpu-nodes", "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
-	}, "/healthz", probe)
+	}, "/metrics", metrics) // the binder registers no health check: its probe server answers 404
 	return p, p.Start(ctx)
 }
 
@@ -207,10 +209,10 @@ func (c *Cluster) StopPodGrouper() error {
 	return c.PodGrouper.Stop()
 }
 
-// Processes are the KAI processes that run (scheduler, binder, and the pod-grouper once started).
+// Processes are the KAI processes that run: scheduler, binder, and the pod-grouper while it runs.
 func (c *Cluster) Processes() []*Process {
 	out := []*Process{c.Scheduler, c.Binder}
-	if c.PodGrouper != nil {
+	if c.PodGrouper != nil && (c.PodGrouper.Running() || c.PodGrouper.Exited()) {
 		out = append(out, c.PodGrouper)
 	}
 	return out

@@ -34,7 +34,7 @@ func TestCustomJobAllOrNothing(t *testing.T) {
 	require.Len(t, pgs, 1, "the CustomJob's 3 pods are in one PodGroup")
 	for _, pg := range pgs {
 		assert.Equal(t, queue, pg.Spec.Queue, "the PodGroup is in the workload's queue")
-		t.Logf("PodGroup %s: minMember %v, minSubGroup %v, sub-groups %v", pg.Name, pg.Spec.MinMember, pg.Spec.MinSubGroup, pg.Spec.SubGroups)
+		t.Logf("PodGroup %s: %s", pg.Name, describe(pg))
 	}
 
 	p, err := kai.AssertNoneBound(ctx, b.ns, labels.Everything(), holdPeriod)

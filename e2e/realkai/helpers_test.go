@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/e2e/realkai"
@@ -108,4 +109,21 @@ func waitGrouped(t *testing.T, ctx context.Context, pods []*corev1.Pod) map[stri
 		}
 	}
 	return out
+}
+
+// describe is a PodGroup's gang in one line: "minMember 3" or "minSubGroup 2 of [coordinator:1
+// worker:2]" (a child sub-group as parent/name).
+func describe(pg *v2alpha2.PodGroup) string {
+	if len(pg.Spec.SubGroups) == 0 {
+		return fmt.Sprintf("minMember %d", ptr.Deref(pg.Spec.MinMember, -1))
+	}
+	var sgs []string
+	for _, sg := range pg.Spec.SubGroups {
+		name := sg.Name
+		if sg.Parent != nil {
+			name = *sg.Parent + "/" + name
+		}
+		sgs = append(sgs, fmt.Sprintf("%s:%d", name, ptr.Deref(sg.MinMember, -1)))
+	}
+	return fmt.Sprintf("minSubGroup %d of %v", ptr.Deref(pg.Spec.MinSubGroup, -1), sgs)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +38,9 @@ type Process struct {
 	cmd  *exec.Cmd
 	done chan error
 }
+
+// ansi matches the terminal colour codes KAI's logger writes even into a file.
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // startTimeout bounds the wait for a started process's ReadyURL (KAI's scheduler syncs its
 // informers before it serves; on a loaded 2-core machine that takes seconds).
@@ -164,7 +168,7 @@ func (p *Process) Tail(n int) string {
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(ansi.ReplaceAllString(string(b), ""), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -182,7 +186,7 @@ func (p *Process) Grep(max int, substrs ...string) []string {
 	s := bufio.NewScanner(bytes.NewReader(b))
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
-		line := s.Text()
+		line := ansi.ReplaceAllString(s.Text(), "")
 		all := true
 		for _, sub := range substrs {
 			if !strings.Contains(line, sub) {
