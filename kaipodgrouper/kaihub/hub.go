@@ -1,0 +1,93 @@
+// Package kaihub binds gangmap's plugin hub (github.com/gangmap/gangmap/podgrouper/kaiplugin) to
+// KAI Scheduler's pod-grouper types, release v0.17.0: PluginsHub is a
+// pkg/podgrouper/podgrouper/hub PluginsHub, Grouper a plugins/grouper Grouper, and ToKAI turns
+// gangmap's metadata into KAI's pkg/podgrouper/podgroup Metadata. Every decision is made in the
+// main module (kaiplugin.Hub.Choose, kaiplugin.Grouper.Metadata); this package only maps it.
+package kaihub
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	kaipodgroup "github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgroup"
+	pluginshub "github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgrouper/hub"
+	"github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgrouper/plugins/grouper"
+
+	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
+)
+
+// KAINatives is what PluginsHub needs of KAI's own hub: its native plugins, their table and its
+// default grouper. *pluginshub.DefaultPluginsHub satisfies it.
+type KAINatives interface {
+	pluginshub.PluginsHub
+	kaiplugin.NativePlugins
+	GetDefaultPlugin() grouper.Grouper
+}
+
+var _ KAINatives = (*pluginshub.DefaultPluginsHub)(nil)
+
+// PluginsHub is KAI's plugin hub with gangmap as the fallback for kinds KAI has no plugin for.
+type PluginsHub struct {
+	// KAI is KAI's own hub (app.App.DefaultPluginsHub), built with --generic-karta-fallback=false.
+	KAI KAINatives
+	// Hub decides per kind; its Native is KAI.
+	Hub *kaiplugin.Hub
+	// Grouper is gangmap's grouper for the kinds Hub gives to gangmap.
+	Grouper *Grouper
+}
+
+var _ pluginshub.PluginsHub = (*PluginsHub)(nil)
+
+// New returns the hub: KAI's native plugins first, gangmap's grouper for kinds with an active
+// definition, KAI's default grouper otherwise (kaiplugin.Hub.Choose).
+func New(kai KAINatives, hub *kaiplugin.Hub, g *kaiplugin.Grouper) *PluginsHub {
+	return &PluginsHub{KAI: kai, Hub: hub, Grouper: &Grouper{Gangmap: g}}
+}
+
+// GetPodGrouperPlugin implements pluginshub.PluginsHub. It never returns nil: KAI's pod
+// controller calls Name on the result before anything else (podgrouper.go GetPGMetadata), and a
+// nil pointer in a non-nil interface (KAI v0.17's Karta hub bug) is never returned either.
+func (h *PluginsHub) GetPodGrouperPlugin(gvk metav1.GroupVersionKind) grouper.Grouper {
+	switch h.Hub.Choose(gvk) {
+	case kaiplugin.Native:
+		return h.KAI.GetPodGrouperPlugin(gvk)
+	case kaiplugin.Gangmap:
+		return h.Grouper
+	case kaiplugin.Waiting:
+		return waiting{}
+	default:
+		return h.KAI.GetDefaultPlugin()
+	}
+}
+
+// Grouper is gangmap's grouper as a KAI grouper.Grouper.
+type Grouper struct {
+	Gangmap *kaiplugin.Grouper
+}
+
+var _ grouper.Grouper = (*Grouper)(nil)
+
+// Name implements grouper.Grouper.
+func (g *Grouper) Name() string { return "gangmap" }
+
+// GetPodGroupMetadata implements grouper.Grouper: gangmap's decision (bounded by its timeout),
+// in KAI's type. A nil result without an error leaves the pod alone, as KAI's contract says.
+func (g *Grouper) GetPodGroupMetadata(topOwner *unstructured.Unstructured, pod *v1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*kaipodgroup.Metadata, error) {
+	md, err := g.Gangmap.Metadata(topOwner, pod, otherOwners...)
+	if err != nil || md == nil {
+		return nil, err
+	}
+	return ToKAI(md), nil
+}
+
+// waiting is the grouper of a kind chosen Waiting: every pod fails with
+// kaiplugin.ErrDefinitionsLoading, so KAI's pod controller records a PodGrouperWarning Event and
+// retries the pod with backoff instead of grouping it by its default grouper.
+type waiting struct{}
+
+func (waiting) Name() string { return "gangmap-waiting-for-definitions" }
+
+func (waiting) GetPodGroupMetadata(*unstructured.Unstructured, *v1.Pod, ...*metav1.PartialObjectMetadata) (*kaipodgroup.Metadata, error) {
+	return nil, kaiplugin.ErrDefinitionsLoading
+}
