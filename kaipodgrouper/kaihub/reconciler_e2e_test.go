@@ -85,8 +85,21 @@ func TestKAIPodReconcilerSameGangs(t *testing.T) {
 			continue
 		}
 		sc := sampleCase{Sample: s, inside: fmt.Sprintf("k-%d", i), standalone: fmt.Sprintf("s-%d", i)}
-		sc.insideUID = createSample(ctx, t, c, s, sc.inside, kaiScheduler)
-		sc.standaloneUID = createSample(ctx, t, c, s, sc.standalone, standaloneScheduler)
+		sc.insideUID = createWorkload(ctx, t, c, s, sc.inside, kaiScheduler)
+		sc.standaloneUID = createWorkload(ctx, t, c, s, sc.standalone, standaloneScheduler)
+		// In the operator's order: where a start rule holds roles, the pods of the others first
+		// (created bound, kaisamples.StartedNode), grouped on both sides before the held roles'
+		// pods exist.
+		first, rest := splitStarted(s.Pods)
+		if len(first) > 0 && len(rest) > 0 {
+			createPods(ctx, t, c, first, sc.inside, kaiScheduler, sc.insideUID)
+			createPods(ctx, t, c, first, sc.standalone, standaloneScheduler, sc.standaloneUID)
+			waitGrouped(ctx, t, c, sc.inside, len(first))
+			waitGrouped(ctx, t, c, sc.standalone, len(first))
+			first = nil
+		}
+		createPods(ctx, t, c, append(first, rest...), sc.inside, kaiScheduler, sc.insideUID)
+		createPods(ctx, t, c, append(first, rest...), sc.standalone, standaloneScheduler, sc.standaloneUID)
 		cases = append(cases, sc)
 	}
 	require.GreaterOrEqual(t, len(cases), 30, "the catalog's non-native samples and the CustomJob")
@@ -226,6 +239,7 @@ func startKAIPodGrouper(ctx context.Context, t *testing.T, cfg *rest.Config) *ka
 	hub, g, err := kaiplugin.Setup(mgr, kaiplugin.DefaultOptions(),
 		kaiplugin.KAIConfig{SchedulerName: kaiScheduler, QueueLabelKey: queueLabelKey, NodePoolLabelKey: nodePoolLabelKey}, kai)
 	require.NoError(t, err)
+	g.PodGroups = kaihub.PodGroupReader(mgr.GetClient())
 	configs := controllers.Configs{SchedulerName: kaiScheduler, SchedulingQueueLabelKey: queueLabelKey, NodePoolLabelKey: nodePoolLabelKey,
 		MaxConcurrentReconciles: 10, SearchForLegacyPodGroups: true, KnativeGangSchedule: true}
 	require.NoError(t, (&controllers.PodReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}).SetupWithManager(mgr, configs, kaihub.New(kai, hub, g)))
@@ -245,9 +259,8 @@ func startStandalone(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	go func() { _ = mgr.Start(ctx) }()
 }
 
-// createSample creates the sample's namespace, workload and pods (owned by the created
-// workload, of the given scheduler) and returns the workload's UID.
-func createSample(ctx context.Context, t *testing.T, c client.Client, s kaisamples.Sample, ns, scheduler string) types.UID {
+// createWorkload creates the sample's namespace and workload and returns the workload's UID.
+func createWorkload(ctx context.Context, t *testing.T, c client.Client, s kaisamples.Sample, ns, scheduler string) types.UID {
 	t.Helper()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	w := s.Workload.DeepCopy()
@@ -267,13 +280,36 @@ func createSample(ctx context.Context, t *testing.T, c client.Client, s kaisampl
 		w.SetAnnotations(ann)
 	}
 	require.NoError(t, c.Create(ctx, w), "%s", s.Name)
-	for _, p := range s.Pods {
+	return w.GetUID()
+}
+
+// createPods creates pods in ns, of the given scheduler, owned by the workload of UID uid.
+func createPods(ctx context.Context, t *testing.T, c client.Client, pods []*corev1.Pod, ns, scheduler string, uid types.UID) {
+	t.Helper()
+	for _, p := range pods {
 		p = p.DeepCopy()
 		p.Namespace, p.UID, p.Spec.SchedulerName = ns, "", scheduler
-		p.OwnerReferences[0].UID = w.GetUID()
-		require.NoError(t, c.Create(ctx, p), "%s pod %s", s.Name, p.Name)
+		p.OwnerReferences[0].UID = uid
+		status := p.Status
+		require.NoError(t, c.Create(ctx, p), "pod %s/%s", ns, p.Name)
+		if status.Phase != "" {
+			p.Status = status
+			require.NoError(t, c.Status().Update(ctx, p), "pod %s/%s status", ns, p.Name)
+		}
 	}
-	return w.GetUID()
+}
+
+// splitStarted splits pods into those created bound (the roles a start rule does not hold) and
+// the others.
+func splitStarted(pods []*corev1.Pod) (started, others []*corev1.Pod) {
+	for _, p := range pods {
+		if p.Spec.NodeName == kaisamples.StartedNode {
+			started = append(started, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	return started, others
 }
 
 // waitGrouped waits until every pod of the namespace names its PodGroup and returns, per pod,

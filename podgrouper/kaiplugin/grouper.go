@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/grouper"
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
@@ -34,6 +35,9 @@ type Grouper struct {
 	// Grouper is gangmap's workload grouper (a *workloadmap.Grouper with KAIPlugin set, so a pod
 	// the definition places in no gang gets KAI's default PodGroup rather than none).
 	Grouper grouper.Grouper
+	// PodGroups reads the existing PodGroup of a pod whose metadata has deferred sub-groups
+	// (KAIMetadata needs it for the start order); nil: none is read (as if none existed).
+	PodGroups PodGroupReader
 	// Timeout bounds one call (zero: DefaultTimeout).
 	Timeout time.Duration
 	// Log is the logger (the discard logger when unset).
@@ -68,10 +72,22 @@ func (g *Grouper) Metadata(topOwner *unstructured.Unstructured, pod *corev1.Pod,
 		log.V(1).Info("gangmap places the pod in no PodGroup")
 		return nil, nil
 	}
+	var existing *v2alpha2.PodGroup
+	if g.PodGroups != nil && hasDeferred(dec.Metadata) && !dec.Metadata.DropDeferred {
+		if existing, err = g.PodGroups(ctx, dec.Metadata.Namespace, dec.Metadata.Name); err != nil {
+			decisions.WithLabelValues(resultError).Inc()
+			return nil, fmt.Errorf("gangmap: pod %s/%s: reading PodGroup %s: %w", pod.Namespace, pod.Name, dec.Metadata.Name, err)
+		}
+	}
 	decisions.WithLabelValues(resultGrouped).Inc()
 	log.V(1).Info("Grouped by gangmap", "podGroup", dec.Metadata.Name, "subGroup", dec.SubGroup)
-	return KAIMetadata(dec.Metadata), nil
+	return KAIMetadata(dec.Metadata, existing), nil
 }
+
+// PodGroupReader returns the PodGroup namespace/name as the cluster has it now, in gangmap's copy
+// of the type, or nil without an error when there is none. The nested module reads KAI's typed
+// PodGroup through KAI's manager cache (the informer KAI's handler reads too).
+type PodGroupReader func(ctx context.Context, namespace, name string) (*v2alpha2.PodGroup, error)
 
 // Results of Grouper.Metadata, the result label of gangmap_kai_plugin_decisions_total.
 const (

@@ -3,6 +3,7 @@ package kaiplugin
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,18 +29,22 @@ var kaiFields = map[string][]string{
 	"TopologyConstraintMetadata": {"PreferredTopologyLevel string", "RequiredTopologyLevel string", "Topology string"},
 }
 
+// fieldsOf lists a gangmap type's fields but its gangmap-only ones (GangmapOnlyFields).
 func fieldsOf(t reflect.Type) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		out = append(out, f.Name+" "+f.Type.String())
+		if !slices.Contains(GangmapOnlyFields[t.Name()], f.Name) {
+			out = append(out, f.Name+" "+f.Type.String())
+		}
 	}
 	return out
 }
 
 // TestGangmapTypesAreKAIShaped: gangmap's copies of KAI's metadata types have exactly KAI
-// v0.17.0's fields, names, types and order, so KAIMetadata's result binds to KAI's types field
-// for field (the nested module checks the same against KAI's own types).
+// v0.17.0's fields, names, types and order, besides the gangmap-only start-order fields
+// KAIMetadata resolves, so KAIMetadata's result binds to KAI's types field for field (the nested
+// module checks the same against KAI's own types).
 func TestGangmapTypesAreKAIShaped(t *testing.T) {
 	assert.Equal(t, kaiFields["Metadata"], fieldsOf(reflect.TypeOf(podgroup.Metadata{})))
 	assert.Equal(t, kaiFields["SubGroupMetadata"], fieldsOf(reflect.TypeOf(podgroup.SubGroupMetadata{})))
@@ -80,7 +85,7 @@ func nonZero(t *testing.T, path string, v reflect.Value) {
 			return
 		}
 		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
+			if f := v.Type().Field(i); f.IsExported() && !slices.Contains(GangmapOnlyFields[v.Type().Name()], f.Name) {
 				nonZero(t, path+"."+v.Type().Field(i).Name, v.Field(i))
 			}
 		}
@@ -102,7 +107,7 @@ func nonZero(t *testing.T, path string, v reflect.Value) {
 func TestKAIMetadataFieldForField(t *testing.T) {
 	md := fullMetadata()
 	nonZero(t, "Metadata", reflect.ValueOf(md))
-	got := KAIMetadata(md)
+	got := KAIMetadata(md, nil)
 	require.NotNil(t, got)
 	assert.Equal(t, md, got)
 	nonZero(t, "KAIMetadata", reflect.ValueOf(got))
@@ -111,12 +116,12 @@ func TestKAIMetadataFieldForField(t *testing.T) {
 	// The flat form (no minSubGroup, no sub-groups) stays flat: KAI writes minMember from
 	// MinAvailable only when MinSubGroup is nil (handler.go createPodGroupForMetadata).
 	flat := &podgroup.Metadata{Name: "pg-flat", Namespace: "ns", MinAvailable: 4, Labels: map[string]string{}}
-	gotFlat := KAIMetadata(flat)
+	gotFlat := KAIMetadata(flat, nil)
 	assert.Equal(t, flat, gotFlat)
 	assert.Nil(t, gotFlat.MinSubGroup)
 	assert.Nil(t, gotFlat.SubGroups)
 	assert.Equal(t, ptr.To[int32](4), podgroup.Build(gotFlat).Spec.MinMember)
-	assert.Nil(t, KAIMetadata(nil))
+	assert.Nil(t, KAIMetadata(nil, nil))
 }
 
 // TestKAIMetadataSharesNothing: KAI's pod controller writes into the value it gets
@@ -126,7 +131,7 @@ func TestKAIMetadataFieldForField(t *testing.T) {
 func TestKAIMetadataSharesNothing(t *testing.T) {
 	md := fullMetadata()
 	want := fullMetadata()
-	got := KAIMetadata(md)
+	got := KAIMetadata(md, nil)
 	got.Labels["kai.scheduler/node-pool"] = "pool-a"
 	got.Annotations["a"] = "changed"
 	got.PreemptionDelay.Duration = time.Hour
@@ -145,4 +150,58 @@ func TestKAIMetadataSharesNothing(t *testing.T) {
 	}
 	got.SubGroups[0] = nil
 	assert.Equal(t, want, md)
+}
+
+// TestKAIMetadataStartOrder: KAI's handler writes every sub-group it gets, so the KAI-shaped
+// value carries exactly the sub-groups and minSubGroup gangmap's Applier writes
+// (podgroup.Desired): a deferred role's sub-groups (its own and its per-replica leaves) only once
+// released, by a pod of the role (Deferred cleared by the grouper) or because the existing
+// PodGroup has them, and not when DropDeferred says the workload starts over; each written
+// top-level one counts in minSubGroup.
+func TestKAIMetadataStartOrder(t *testing.T) {
+	md := func(drop bool) *podgroup.Metadata {
+		return &podgroup.Metadata{Name: "pg", Namespace: "ns", MinSubGroup: ptr.To[int32](1), DropDeferred: drop,
+			SubGroups: []*podgroup.SubGroupMetadata{
+				{Name: "initializer", MinAvailable: 1},
+				{Name: "workers", MinSubGroup: ptr.To[int32](2), Deferred: "workers"},
+				{Name: "workers-0", MinAvailable: 2, Parent: ptr.To("workers"), Deferred: "workers"},
+				{Name: "workers-1", MinAvailable: 2, Parent: ptr.To("workers"), Deferred: "workers"},
+				nil,
+			}}
+	}
+	names := func(m *podgroup.Metadata) []string {
+		var out []string
+		for _, sg := range m.SubGroups {
+			out = append(out, sg.Name)
+			assert.Empty(t, sg.Deferred, "KAI has no such field")
+		}
+		return out
+	}
+	// Not released, no PodGroup yet: the initializer alone, minSubGroup 1.
+	got := KAIMetadata(md(false), nil)
+	assert.Equal(t, []string{"initializer"}, names(got))
+	assert.Equal(t, ptr.To[int32](1), got.MinSubGroup)
+	assert.Equal(t, podgroup.Desired(md(false), nil), podgroup.Build(got))
+
+	// The existing PodGroup has the workers (a worker pod released them): kept, minSubGroup 2.
+	existing := podgroup.BuildReleased(md(false), map[string]bool{"workers": true})
+	got = KAIMetadata(md(false), existing)
+	assert.Equal(t, []string{"initializer", "workers", "workers-0", "workers-1"}, names(got))
+	assert.Equal(t, ptr.To[int32](2), got.MinSubGroup)
+	assert.Equal(t, podgroup.Desired(md(false), existing), podgroup.Build(got))
+
+	// The workload starts over (an initializer pod pending): dropped again.
+	got = KAIMetadata(md(true), existing)
+	assert.Equal(t, []string{"initializer"}, names(got))
+	assert.Equal(t, podgroup.Desired(md(true), existing), podgroup.Build(got))
+
+	// Released by a worker pod: the grouper cleared Deferred and counted them.
+	released := md(false)
+	for _, sg := range released.SubGroups[1:4] {
+		sg.Deferred = ""
+	}
+	released.MinSubGroup = ptr.To[int32](2)
+	got = KAIMetadata(released, nil)
+	assert.Equal(t, []string{"initializer", "workers", "workers-0", "workers-1"}, names(got))
+	assert.Equal(t, podgroup.Desired(released, nil), podgroup.Build(got))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/manifest"
+	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/hub"
@@ -110,12 +111,12 @@ type tally struct{ samples, pods, native, gangPods, defaultPods int }
 
 // TestSameGangsEitherWay: for every catalog sample (the 67 real manifests of a workload kind in
 // definitions/catalog/testdata; its other 3 files are two ClusterTrainingRuntimes and a ConfigMap,
-// which no definition plans) and the e2e CustomJob, and
-// every pod made for it, gangmap inside KAI's pod-grouper gives the PodGroup the standalone
-// grouper writes (podgroup.Build of each side's metadata: what KAI's handler.go
-// createPodGroupForMetadata writes, in gangmap's copy) and the same sub-group label; on KAI
-// v0.17's native table both leave native kinds to KAI, and with no native table both group every
-// sample by its definition.
+// which no definition plans) and the e2e CustomJob, pod after pod, gangmap inside KAI's
+// pod-grouper makes KAI write the PodGroup the standalone grouper writes: KAI's handler.go
+// createPodGroupForMetadata of the plugin's metadata (gangmap's copy, podgroup.Build) equals the
+// standalone Applier's podgroup.Desired over the PodGroup as the earlier pods left it (the start
+// order's deferred sub-groups included), and the pod gets the same sub-group label. On KAI v0.17's
+// native table both leave native kinds to KAI; with no native table both group every sample.
 func TestSameGangsEitherWay(t *testing.T) {
 	reg := sampleRegistry(t)
 	all := samples(t, reg)
@@ -151,6 +152,12 @@ func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table,
 	ctx := context.Background()
 	d := standalone(t, reg, table, s)
 	h, g := embedded(t, reg, table, s)
+	// The PodGroups each path has written so far, as the next pod's decision finds them: the
+	// standalone Applier writes podgroup.Desired over the existing one; KAI's handler writes what
+	// the plugin's metadata says (gangmap's copy: podgroup.Build), and the plugin reads the
+	// existing one for the start order.
+	alone, inside := map[string]*v2alpha2.PodGroup{}, map[string]*v2alpha2.PodGroup{}
+	g.PodGroups = func(_ context.Context, _, name string) (*v2alpha2.PodGroup, error) { return inside[name], nil }
 	gvk := metav1.GroupVersionKind(s.Workload.GroupVersionKind())
 	for _, pod := range s.Pods {
 		n.pods++
@@ -172,7 +179,9 @@ func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table,
 		}
 		require.NotNil(t, want, "%s %s: the standalone grouper groups every pod of a marked workload", s.Name, pod.Name)
 		require.NotNil(t, got, "%s %s", s.Name, pod.Name)
-		assert.Equal(t, podgroup.Build(want.Metadata), podgroup.Build(got), "%s %s: the PodGroup", s.Name, pod.Name)
+		alone[got.Name] = podgroup.Desired(want.Metadata, alone[want.Metadata.Name])
+		inside[got.Name] = podgroup.Build(got)
+		assert.Equal(t, alone[want.Metadata.Name], inside[got.Name], "%s %s: the PodGroup", s.Name, pod.Name)
 		sub := ""
 		if sg := got.FindSubGroupForPod(pod.Namespace, pod.Name); sg != nil {
 			sub = sg.Name

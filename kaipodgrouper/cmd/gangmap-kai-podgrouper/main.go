@@ -56,6 +56,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	g.PodGroups = kaihub.PodGroupReader(a.Mgr.GetClient())
 	if err := a.Mgr.AddReadyzCheck("gangmap-definitions", func(*http.Request) error {
 		if !hub.Ready() {
 			return errors.New("gangmap's definition sources have not loaded yet")

@@ -11,7 +11,10 @@
 // plain label lookups (componentTypeSelector, componentInstanceSelector, replicaSelector; the
 // per-replica key set to the PodGroup's replica). A selector of another form gets no label, so
 // such a pod may be placed in no gang: both paths must then agree on that too (KAI's default
-// PodGroup). Which pods an operator really creates is checked per kind by the catalog's own
+// PodGroup). Where the definition's start rule holds roles (gang.Role.StartupHold: the operator
+// creates them only once the others started), the pods of the roles it does not hold are
+// running (spec.nodeName StartedNode, status.phase Running), as they are by the time the held
+// roles' pods exist. Which pods an operator really creates is checked per kind by the catalog's own
 // tests (definitions/catalog/operatorpods_test.go and the kind tests).
 package kaisamples
 
@@ -39,6 +42,10 @@ const MaxPodsPerRole = 4
 
 // SchedulerName is the pods' spec.schedulerName (KAI's default).
 const SchedulerName = "kai-scheduler"
+
+// StartedNode is the spec.nodeName of the pods of the roles a start rule does not hold (their
+// status.phase is Running).
+const StartedNode = "node-started"
 
 // Sample is one workload and its pods.
 type Sample struct {
@@ -108,26 +115,31 @@ func LoadFile(ctx context.Context, path, namespace string, registry *definitions
 // that no PodGroup holds (a role in no gang: its pod gets KAI's default PodGroup).
 func pods(c *definitions.Compiled, resolved *definitions.Workload, plan *gang.Plan, w *unstructured.Unstructured) []*corev1.Pod {
 	var out []*corev1.Pod
+	held := false
+	for _, r := range plan.Roles {
+		held = held || r.StartupHold != ""
+	}
 	inGang := map[*gang.Role]bool{}
 	for pgIndex, pg := range plan.PodGroups {
 		for _, m := range pg.Members() {
 			inGang[m.Role] = true
 			n := min(m.Pods, MaxPodsPerRole)
 			for i := int64(0); i < n; i++ {
-				out = append(out, pod(c, resolved, m.Role, pg.Replica, pgIndex, i, w))
+				out = append(out, pod(c, resolved, m.Role, pg.Replica, pgIndex, i, w, held))
 			}
 		}
 	}
 	for _, r := range plan.Roles {
 		if !inGang[r] && r.Pods > 0 {
-			out = append(out, pod(c, resolved, r, "", len(plan.PodGroups), 0, w))
+			out = append(out, pod(c, resolved, r, "", len(plan.PodGroups), 0, w, held))
 		}
 	}
 	return out
 }
 
-// pod makes pod i of role r in the PodGroup of replica key replica.
-func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, replica string, pgIndex int, i int64, w *unstructured.Unstructured) *corev1.Pod {
+// pod makes pod i of role r in the PodGroup of replica key replica; held says the plan's start
+// rule holds some role (then the pods of the roles it does not hold are bound).
+func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, replica string, pgIndex int, i int64, w *unstructured.Unstructured, held bool) *corev1.Pod {
 	labels := map[string]string{}
 	comp := c.Component(r.Component)
 	if rc := resolved.Component(r.Component); rc != nil {
@@ -160,6 +172,10 @@ func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, 
 		}
 	}
 	name := fmt.Sprintf("%s-%s-%d-%d", w.GetName(), r.Name, pgIndex, i)
+	node, phase := "", corev1.PodPhase("")
+	if held && r.StartupHold == "" {
+		node, phase = StartedNode, corev1.PodRunning
+	}
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -167,6 +183,7 @@ func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, 
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: w.GetAPIVersion(), Kind: w.GetKind(), Name: w.GetName(), UID: w.GetUID(),
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
-		Spec: corev1.PodSpec{SchedulerName: SchedulerName, Containers: []corev1.Container{{Name: "main", Image: "registry.example/main:1"}}},
+		Spec:   corev1.PodSpec{SchedulerName: SchedulerName, NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.example/main:1"}}},
+		Status: corev1.PodStatus{Phase: phase},
 	}
 }
