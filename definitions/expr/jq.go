@@ -209,3 +209,10 @@ func checkInputSize(lang Language, src string, l Limits, doc, vars any) error {
 	}
 	return nil
 }
+
+// SizeOf returns the size of v (a JSON-shaped value: a workload object) in size units, about
+// bytes of JSON, measured up to limit: a value larger than limit gives a number above it, at a
+// cost of O(limit). Callers bound what holding v costs (the plan gate's share of a build).
+func SizeOf(v any, limit int64) int64 {
+	return valueSize(v, limit)
+}

@@ -63,11 +63,18 @@ type Grouper struct {
 	// read at the first use. Past it the least recently used plan is dropped and built again
 	// when its workload is next read (PlanCacheLookupsTotal counts hits and misses).
 	PlanCacheSize int
+	// PlanMemory bounds, in bytes, the memory the plan builds running at once may hold (each
+	// its expression budget and three times its object's size; zero: DefaultPlanMemory), and
+	// PlanWait how long a build waits for its share before it is refused (zero:
+	// DefaultPlanWait); see plangate.go.
+	PlanMemory int64
+	PlanWait   time.Duration
 
-	plans  planCache
-	flight singleflight.Group
-	builds buildCounter
-	drift  driftReporter
+	plans     planCache
+	plansGate planGate
+	flight    singleflight.Group
+	builds    buildCounter
+	drift     driftReporter
 }
 
 var (

@@ -74,6 +74,13 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	release, err := g.gate().acquire(ctx, topOwner)
+	if err != nil {
+		// Not cached: the next read of the plan builds it again.
+		g.refused(topOwner, err)
+		return &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}
+	}
+	defer release()
 	g.builds.Add(1)
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {

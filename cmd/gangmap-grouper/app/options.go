@@ -47,6 +47,10 @@ type Options struct {
 	OwnerCacheSize int
 	// PlanCacheSize bounds the cached gang plans, one per workload (workloadmap.Grouper.PlanCacheSize).
 	PlanCacheSize int
+	// PlanBuildMemory bounds the memory of the plan builds running at once (a quantity;
+	// workloadmap.Grouper.PlanMemory), PlanBuildWait how long a build waits for its share.
+	PlanBuildMemory string
+	PlanBuildWait   time.Duration
 	// PprofAddr serves net/http/pprof (host:port) when not "0" or empty.
 	PprofAddr string
 	// MemoryLimit is the Go runtime's soft memory limit (a quantity; "" for the default, see
@@ -130,6 +134,8 @@ func DefaultOptions() *Options {
 		MaxWorkloadMetrics:      workloadmetrics.DefaultMaxWorkloads,
 		OwnerCacheSize:          owners.DefaultCacheSize,
 		PlanCacheSize:           workloadmap.DefaultPlanCacheSize,
+		PlanBuildMemory:         "192Mi",
+		PlanBuildWait:           workloadmap.DefaultPlanWait,
 		QPS:                     50,
 		Burst:                   300,
 		MetricsAddr:             ":8443",
@@ -181,6 +187,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the webhook and metrics servers negotiate HTTP/2. Off, they speak HTTP/1.1 only, out of reach of the HTTP/2 Rapid Reset and stream attacks (CVE-2023-44487, CVE-2023-39325). (default false)")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3 (the API server and Prometheus speak 1.3).")
 	fs.BoolVar(&o.ReleaseStartupPages, "release-startup-pages", o.ReleaseStartupPages, "45s after the caches' sync, tell the kernel the grouper no longer needs the pages of its own executable that its start touched (madvise MADV_DONTNEED on the binary's read-only mappings; Linux only): about 17 MiB less resident set; pages still in use are mapped again on their next touch from the page cache.")
+	fs.StringVar(&o.PlanBuildMemory, "plan-build-memory", o.PlanBuildMemory, "Most memory the gang plan builds running at once may hold (a quantity): each build's share is its expressions' budget (32 MiB produced per evaluation) plus three times its workload object's size, so any number of workloads built at once, hostile ones included, hold at most this; a build that waits longer than --plan-build-wait for its share is refused (a PlanBuildRefused Event on the workload; its pods are grouped at the next try). gangmap_plan_build_memory_bytes shows what is held. At least 64Mi.")
+	fs.DurationVar(&o.PlanBuildWait, "plan-build-wait", o.PlanBuildWait, "How long a plan build waits for its share of --plan-build-memory before it is refused (gangmap_plan_builds_refused_total counts them); below the webhook's decision timeout.")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "Soft limit of the grouper's Go memory (a quantity such as 176Mi; 0: none): the garbage collector runs more often near it instead of letting the resident set grow to twice the live heap. (default: $GOMEMLIMIT if set, else the container's memory limit read from its cgroup less 80Mi for the binary's mapped pages, which Go's limit does not count, and the soft limit's overshoot (at least half of it), else none)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address (host:port) serving Go's net/http/pprof profiles (heap, CPU), unauthenticated: bind it to localhost or leave it off. (default none: off)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Health (/healthz) and readiness (/readyz) probe address (host:port); 0 disables.")

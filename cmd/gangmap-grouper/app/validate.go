@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -69,6 +70,12 @@ func (o *Options) Validate() error {
 	}
 	if o.PlanCacheSize < 1 {
 		add("--plan-cache-size: must be at least 1, got %d", o.PlanCacheSize)
+	}
+	if q, err := resource.ParseQuantity(o.PlanBuildMemory); err != nil || q.Value() < 64<<20 {
+		add("--plan-build-memory: must be a quantity of at least 64Mi (two builds of the 32 MiB expression budget), got %q", o.PlanBuildMemory)
+	}
+	if o.PlanBuildWait <= 0 {
+		add("--plan-build-wait: must be a positive duration such as 2s, got %v", o.PlanBuildWait)
 	}
 	if o.MaxWorkloadMetrics < 0 {
 		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)
@@ -253,4 +260,14 @@ func checkBindAddress(addr string) error {
 		return fmt.Errorf("want host:port (e.g. :8080) or 0 to disable, got %q", addr)
 	}
 	return nil
+}
+
+// planBuildMemory is --plan-build-memory in bytes (validated: 0 only when it does not parse,
+// and then the grouper's default applies).
+func (o *Options) planBuildMemory() int64 {
+	q, err := resource.ParseQuantity(o.PlanBuildMemory)
+	if err != nil {
+		return 0
+	}
+	return q.Value()
 }
