@@ -70,6 +70,7 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 	// The root's flags set the native table for this run only.
 	defer func() {
 		kaiNativeTable, kaiRelease = native.DefaultTable(), kairelease.MustParse(native.DefaultRelease)
+		nativeFlagsGiven = false
 	}()
 	// What a workload's author wrote reaches the terminal only as text (controlEscaper).
 	out, errOut := escapeControls(stdout), escapeControls(stderr)
@@ -144,6 +145,7 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 	nf := &nativeFlags{kaiVersion: native.DefaultRelease}
 	nf.addFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		nativeFlagsGiven = c.Flags().Changed("kai-version") || c.Flags().Changed("native-kinds-add") || c.Flags().Changed("native-kinds-remove")
 		t, err := nf.table()
 		if err != nil {
 			return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())

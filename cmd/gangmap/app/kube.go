@@ -248,7 +248,8 @@ func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns s
 }
 
 // liveRegistry is the offline registry (catalog and --definitions) with the cluster's Karta
-// objects on top, as the grouper in the cluster sees them. The cluster source is best effort: a
+// objects on top, and the definition files and native table of the grouper installed in the
+// cluster (adoptGrouper), as that grouper sees them. The cluster source is best effort: a
 // cluster without the Karta CRD adds nothing, any other failure is a warning.
 func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.Writer) (*definitions.Registry, error) {
 	reg, err := newOfflineRegistry(paths, definitions.DecodeOptions{})
@@ -263,5 +264,6 @@ func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.
 	default:
 		reg.SetSource(definitions.SourceCluster, loaded)
 	}
+	c.adoptGrouper(ctx, reg, warn)
 	return reg, nil
 }
