@@ -72,7 +72,7 @@ func (cc *compileCtx) matchAdvisories(byName map[string]*Component) []CompiledAd
 // nothing: it is advice, never a reason to fail a plan.
 func (c *Compiled) AdvisoryNotes(ctx context.Context, obj map[string]any) []string {
 	var out []string
-	for _, a := range c.Advisories {
+	for _, a := range append(c.Advisories[:len(c.Advisories):len(c.Advisories)], c.Notes...) {
 		res, err := a.When.Eval(ctx, expr.Input{Object: obj, Normalized: true})
 		if err == nil && expr.Truthy(res) {
 			out = append(out, a.Note)

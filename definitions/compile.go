@@ -59,6 +59,8 @@ type Compiled struct {
 	// Advisories are the known under- or overcounts of upstream catalog definitions that match
 	// this one (advisories.yaml); AdvisoryNotes evaluates them.
 	Advisories []CompiledAdvisory
+	// Notes are the definition's own plan notes (spec.gangmap.notes), with their conditions.
+	Notes []CompiledAdvisory
 	// limits are the bounds the expressions were compiled under; Resolve and PlacePod check
 	// their input's size against them once (expr.CheckInput).
 	limits expr.Limits
@@ -231,6 +233,9 @@ func Compile(l *Loaded, compiler *expr.Compiler) (*Compiled, error) {
 				comp.SegmentLeader = out.byName[sl.Component]
 				comp.SegmentPolicy = cc.compile(sl.PolicyPath, expr.Object, cp.Child("segmentLeader", "policyPath"))
 			}
+		}
+		for i, n := range ext.Notes {
+			out.Notes = append(out.Notes, CompiledAdvisory{When: cc.compile(n.When, expr.Object, gangmapPath.Child("notes").Index(i).Child("when")), Note: n.Note})
 		}
 		if o := ext.OwnsNoPods; o != nil {
 			out.OwnsNoPods = &CompiledOwnsNoPods{When: cc.compile(o.When, expr.Object, gangmapPath.Child("ownsNoPods", "when")), Reason: o.Reason}

@@ -19,6 +19,18 @@ type Extensions struct {
 	// plan is then empty by design, the paths that resolve to nothing on it are not drift, and
 	// the plan gives Reason.
 	OwnsNoPods *OwnsNoPods `json:"ownsNoPods,omitempty"`
+	// Notes are what the plan says when a workload uses a field of its kind gangmap does not
+	// follow (JobSet spec.scheduling.replicatedJobPolicies), and what it does instead.
+	Notes []DefinitionNote `json:"notes,omitempty"`
+}
+
+// DefinitionNote is a plan note the definition gives when When holds on the workload.
+type DefinitionNote struct {
+	// When is an object-side boolean expression. Required.
+	When Expr `json:"when"`
+	// Note says what the workload asks for, what gangmap does instead and why (citing what the
+	// native KAI plugin does for the same manifest). Required.
+	Note string `json:"note"`
 }
 
 // OwnsNoPods is a condition under which the workload creates no pods of its own, and why.

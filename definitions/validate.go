@@ -318,6 +318,14 @@ func validateExtensions(k *Karta, names map[string]*field.Path) field.ErrorList 
 			}
 		}
 	}
+	for i, n := range ext.Notes {
+		if n.When.IsZero() {
+			errs = append(errs, field.Required(gangmapPath.Child("notes").Index(i).Child("when"), "an object-side condition under which the plan gives the note"))
+		}
+		if n.Note == "" {
+			errs = append(errs, field.Required(gangmapPath.Child("notes").Index(i).Child("note"), "the note's text"))
+		}
+	}
 	if o := ext.OwnsNoPods; o != nil {
 		if o.When.IsZero() {
 			errs = append(errs, field.Required(gangmapPath.Child("ownsNoPods", "when"), "an object-side condition under which the workload creates no pods of its own"))

@@ -279,3 +279,190 @@ func TestSegmentsKAIDocsLeaderWorkerSet(t *testing.T) {
 		})
 	}
 }
+
+// segmentAnnotations are the docs' rack segment annotations, as the body of a pod template's
+// metadata indented by indent spaces.
+func segmentAnnotations(indent int) string {
+	pad := strings.Repeat(" ", indent)
+	return "\n" + pad + "annotations:\n" + pad + "  kai.scheduler/topology: cluster-topology\n" +
+		pad + "  kai.scheduler/segment-size: \"4\"\n" + pad + "  kai.scheduler/segment-topology-required-placement: cloud.provider.com/topology-rack"
+}
+
+var segmentedJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: train
+spec:
+  replicatedJobs:
+  - name: launcher
+    replicas: 1
+    template:
+      spec:
+        template:
+          spec:
+            containers: [{name: main, image: x}]
+  - name: workers
+    replicas: REPLICAS
+    template:
+      spec:
+        parallelism: PARALLELISM
+        completions: PARALLELISM
+        template:
+          metadata:` + segmentAnnotations(12) + `
+          spec:
+            containers: [{name: main, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]
+`
+
+// TestSegmentsJobSet: a JobSet has no native segments in KAI (its jobset plugin reads no segment
+// key); the catalog places a JobSet pod by its Job's completion index (the Job controller's
+// batch.kubernetes.io/job-completion-index; JobSet defaults completionMode to Indexed, jobset
+// api jobset_webhook.go Default) offset by jobset.sigs.k8s.io/job-index × parallelism. 16 pods
+// as 1 Job of 16 or 16 Jobs of 1 give the role sub-group "workers" (minSubGroup 4) over
+// workers-0 … workers-3 of 4 pods each with the rack constraint; 4 Jobs of 4 are already one
+// sub-group per Job (workers-<job-index>), which then carry the constraint.
+func TestSegmentsJobSet(t *testing.T) {
+	rack := "cluster-topology/cloud.provider.com/topology-rack/"
+	segs := []sgWant{{name: "launcher", minMember: 1, minSubG: -1}, {name: "workers", minMember: -1, minSubG: 4}}
+	for i := range 4 {
+		segs = append(segs, sgWant{name: fmt.Sprintf("workers-%d", i), parent: "workers", minMember: 4, minSubG: -1, topology: rack})
+	}
+	cases := []struct {
+		name, replicas, parallelism string
+		pods                        [][3]string // job-index, completion index, sub-group
+	}{
+		{"one Job of 16", "1", "16", [][3]string{{"0", "0", "workers-0"}, {"0", "7", "workers-1"}, {"0", "15", "workers-3"}}},
+		{"16 Jobs of 1", "16", "1", [][3]string{{"0", "0", "workers-0"}, {"9", "0", "workers-2"}, {"15", "0", "workers-3"}}},
+		{"4 Jobs of 4", "4", "4", [][3]string{{"0", "3", "workers-0"}, {"2", "1", "workers-2"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := strings.ReplaceAll(strings.ReplaceAll(segmentedJobSet, "REPLICAS", c.replicas), "PARALLELISM", c.parallelism)
+			p, obj := planManifest(t, m)
+			require.Len(t, p.PodGroups, 1)
+			assert.Empty(t, p.TopologyIssues)
+			want := segs
+			if c.name == "4 Jobs of 4" {
+				want = []sgWant{{name: "launcher", minMember: 1, minSubG: -1}, {name: "workers", minMember: -1, minSubG: 4}}
+				for i := range 4 {
+					want = append(want, sgWant{name: fmt.Sprintf("workers-%d", i), parent: "workers", minMember: 4, minSubG: -1, topology: rack})
+				}
+			}
+			assert.Equal(t, want, subGroupsOf(p.PodGroups[0]))
+			for _, pod := range c.pods {
+				got := subGroupOfPod(t, p, obj, map[string]string{
+					"jobset.sigs.k8s.io/replicatedjob-name": "workers", "jobset.sigs.k8s.io/job-index": pod[0],
+					"batch.kubernetes.io/job-completion-index": pod[1]}, nil)
+				assert.Equal(t, pod[2], got, "job %s index %s", pod[0], pod[1])
+			}
+		})
+	}
+}
+
+// TestSegmentsVolcanoJob: a Volcano Job's definition gives a flat PodGroup; segment annotations
+// on a task's template make it one sub-group per task (master, worker) with the worker's
+// segments under it, placed by volcano.sh/task-index (volcano job_controller_util.go
+// createJobPod writes it as an annotation).
+func TestSegmentsVolcanoJob(t *testing.T) {
+	m := `
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: mpi
+spec:
+  tasks:
+  - name: master
+    replicas: 1
+    template:
+      spec:
+        containers: [{name: main, image: x}]
+  - name: worker
+    replicas: 8
+    template:
+      metadata:` + segmentAnnotations(8) + `
+      spec:
+        containers: [{name: main, image: x}]
+`
+	p, obj := planManifest(t, m)
+	require.Len(t, p.PodGroups, 1)
+	assert.Empty(t, p.TopologyIssues)
+	rack := "cluster-topology/cloud.provider.com/topology-rack/"
+	assert.Equal(t, []sgWant{
+		{name: "master", minMember: 1, minSubG: -1},
+		{name: "worker", minMember: -1, minSubG: 2},
+		{name: "worker-0", parent: "worker", minMember: 4, minSubG: -1, topology: rack},
+		{name: "worker-1", parent: "worker", minMember: 4, minSubG: -1, topology: rack},
+	}, subGroupsOf(p.PodGroups[0]))
+	require.NotNil(t, p.PodGroups[0].MinSubGroup)
+	assert.Equal(t, int32(2), *p.PodGroups[0].MinSubGroup)
+	for idx, want := range map[string]string{"0": "worker-0", "3": "worker-0", "4": "worker-1", "7": "worker-1"} {
+		got := subGroupOfPod(t, p, obj, map[string]string{"volcano.sh/task-spec": "worker"}, map[string]string{"volcano.sh/task-index": idx})
+		assert.Equal(t, want, got, "task-index %s", idx)
+	}
+	assert.Equal(t, "master", subGroupOfPod(t, p, obj, map[string]string{"volcano.sh/task-spec": "master"}, map[string]string{"volcano.sh/task-index": "0"}))
+}
+
+// TestSegmentsDynamoMultiNode: a multi-node Dynamo component (v1beta1) runs replicas × nodeCount
+// pods, as Grove PodCliqueScalingGroup replicas; the catalog places a pod by its replica
+// (grove.io/podcliquescalinggroup-replica-index) × nodeCount + its index in the replica
+// (grove.io/podcliquescalinggroup-pod-index). 2 replicas of 4 nodes with segment-size 4 give
+// decode-0 and decode-1 of 4 pods each, one per replica; the gang requires minAvailable replicas
+// (default 1, the definition's minReplicasPath), so decode-1 is elastic (minMember 0), as KAI
+// makes the segments past a role's minimum.
+func TestSegmentsDynamoMultiNode(t *testing.T) {
+	m := `
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: disagg
+spec:
+  components:
+  - name: Frontend
+    replicas: 1
+    podTemplate:
+      spec:
+        containers: [{name: main, image: x}]
+  - name: decode
+    replicas: 2
+    multinode:
+      nodeCount: 4
+    podTemplate:
+      metadata:` + segmentAnnotations(8) + `
+      spec:
+        containers: [{name: main, image: x, resources: {limits: {nvidia.com/gpu: "4"}}}]
+`
+	p, obj := planManifest(t, m)
+	require.Len(t, p.PodGroups, 1)
+	assert.Empty(t, p.TopologyIssues)
+	rack := "cluster-topology/cloud.provider.com/topology-rack/"
+	assert.Equal(t, []sgWant{
+		{name: "frontend", minMember: 1, minSubG: -1},
+		{name: "decode", minMember: -1, minSubG: 2},
+		{name: "decode-0", parent: "decode", minMember: 4, minSubG: -1, topology: rack},
+		{name: "decode-1", parent: "decode", minMember: 0, minSubG: -1, topology: rack},
+	}, subGroupsOf(p.PodGroups[0]))
+	for _, c := range [][3]string{{"0", "0", "decode-0"}, {"0", "3", "decode-0"}, {"1", "0", "decode-1"}, {"1", "3", "decode-1"}} {
+		got := subGroupOfPod(t, p, obj, map[string]string{"nvidia.com/dynamo-component": "decode",
+			"grove.io/podcliquescalinggroup-replica-index": c[0], "grove.io/podcliquescalinggroup-pod-index": c[1]}, nil)
+		assert.Equal(t, c[2], got, "replica %s pod %s", c[0], c[1])
+	}
+}
+
+// TestJobSetReplicatedJobPoliciesSaysWhyNot: a JobSet with spec.scheduling.replicatedJobPolicies
+// keeps one PodGroup (as KAI's native JobSet plugin, which reads no spec.scheduling) and the plan
+// says so; without the field, no such note.
+func TestJobSetReplicatedJobPoliciesSaysWhyNot(t *testing.T) {
+	m := strings.ReplaceAll(strings.ReplaceAll(segmentedJobSet, "REPLICAS", "1"), "PARALLELISM", "4")
+	p, _ := planManifest(t, m)
+	for _, n := range p.Notes {
+		assert.NotContains(t, n, "replicatedJobPolicies")
+	}
+	m = strings.Replace(m, "spec:\n  replicatedJobs:", "spec:\n  scheduling:\n    replicatedJobPolicies:\n    - targetReplicatedJob: launcher\n      policy: {basic: {}}\n  replicatedJobs:", 1)
+	p, _ = planManifest(t, m)
+	require.Len(t, p.PodGroups, 1)
+	var found bool
+	for _, n := range p.Notes {
+		found = found || strings.Contains(n, "spec.scheduling.replicatedJobPolicies asks JobSet's controller for an independent gang")
+	}
+	assert.True(t, found, "%v", p.Notes)
+}
