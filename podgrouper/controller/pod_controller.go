@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/findings"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/kairelease"
@@ -186,7 +185,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
 	// when it already matches).
 	r.markOwner(ctx, d)
-	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), r.withStartOrder(ctx, md, d.Seen.Deferral), owner); requeue || err != nil {
+	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner); requeue || err != nil {
 		if err != nil {
 			return r.fail(ctx, pod, owner, "PodGroupWrite", err)
 		}
@@ -201,21 +200,6 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	r.track(ctx, pod, d)
 	r.collectStrays(d)
 	return ctrl.Result{}, nil
-}
-
-// withStartOrder is md with the deferred roles the existing PodGroup has released kept
-// (podgroup.WithStartOrder); md itself when the PodGroup defers no role or cannot be read (the
-// write then decides from md alone, and a later reconcile of the released role's pods restores
-// it).
-func (r *PodReconciler) withStartOrder(ctx context.Context, md *podgroup.Metadata, d *podgroup.Deferral) *podgroup.Metadata {
-	if d == nil {
-		return md
-	}
-	existing := &v2alpha2.PodGroup{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: md.Namespace, Name: md.Name}, existing, client.UnsafeDisableDeepCopy); err != nil {
-		return podgroup.WithStartOrder(md, d, nil)
-	}
-	return podgroup.WithStartOrder(md, d, existing)
 }
 
 // writePodGroup writes the PodGroup (nothing when it already matches) and says so with an Event on

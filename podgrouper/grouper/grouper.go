@@ -48,10 +48,6 @@ type Seen struct {
 	// definition never names the instance. The grouper then treats the pod as it treats a pod in no
 	// gang (KAI's default PodGroup when KAI's pod-grouper skips the workload, else nil).
 	NotInPlan error
-	// Deferral is the start order of the pod's PodGroup (the roles a start rule defers, which
-	// the Metadata leaves out until released: podgroup.WithStartOrder), nil when none is
-	// deferred.
-	Deferral *podgroup.Deferral
 }
 
 // Planner is a Grouper that can name every PodGroup its plan for a top owner uses (those may

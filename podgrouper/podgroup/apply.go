@@ -47,7 +47,8 @@ type Applier struct {
 // Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster
 // (pkg/podgrouper/podgroup/handler.go) does:
 //
-//  1. Build the desired PodGroup and Get the existing one; NotFound ⇒ Create it (Created). Creates
+//  1. Build the desired PodGroup and Get the existing one (the deferred subgroups of a role the
+//     existing PodGroup has written are kept: keptReleased, gangmap's start order); NotFound ⇒ Create it (Created). Creates
 //     are single-flight per PodGroup (createFlights): a caller that finds another's create of
 //     the same PodGroup in flight (or, with CacheEvents wired, done but not in the cache yet)
 //     sends none and returns Unchanged when that create wrote what it would, else AlreadyExists.
@@ -104,6 +105,12 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 	}
 	a.flights.seen(client.ObjectKeyFromObject(desired))
 
+	if released := keptReleased(md, existing); len(released) > 0 {
+		desired = Desired(md, existing)
+		if errs := Validate(desired); len(errs) > 0 {
+			return "", apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), desired.Name, errs)
+		}
+	}
 	desired = a.keepOwnedFields(existing, desired)
 	if podGroupsEqual(existing, desired) {
 		return Unchanged, nil
@@ -117,6 +124,41 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 		return "", fmt.Errorf("updating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	return Updated, nil
+}
+
+// Desired is the PodGroup Apply writes for md over existing (nil: none exists yet), before the
+// fields other controllers own are kept: Build, with the deferred subgroups of the roles
+// existing has written kept (keptReleased).
+func Desired(md *Metadata, existing *v2alpha2.PodGroup) *v2alpha2.PodGroup {
+	if existing == nil {
+		return Build(md)
+	}
+	return BuildReleased(md, keptReleased(md, existing))
+}
+
+// keptReleased lists the deferred roles of md (SubGroupMetadata.Deferred) whose subgroups the
+// existing PodGroup has already written: a pod of the role released them, and they stay written
+// (a pod of another role must not take them back) until md.DropDeferred.
+func keptReleased(md *Metadata, existing *v2alpha2.PodGroup) map[string]bool {
+	if md.DropDeferred {
+		return nil
+	}
+	var out map[string]bool
+	for _, sg := range md.SubGroups {
+		if sg == nil || sg.Deferred == "" || out[sg.Deferred] {
+			continue
+		}
+		for i := range existing.Spec.SubGroups {
+			if existing.Spec.SubGroups[i].Name == sg.Name {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[sg.Deferred] = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 // keepOwnedFields is KAI's handler.go ignoreFields: it returns a copy of desired that keeps the

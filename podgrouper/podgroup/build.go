@@ -26,8 +26,13 @@ import (
 // Unlike KAI, the result shares no maps or pointers with md, so either can be changed afterwards
 // without affecting the other; the object is otherwise identical. Build also sets TypeMeta
 // (scheduling.run.ai/v2alpha2, PodGroup), which KAI leaves empty and no API server stores.
-// Nil entries of md.SubGroups are skipped. md must not be nil.
-func Build(md *Metadata) *v2alpha2.PodGroup {
+// Nil entries of md.SubGroups are skipped, and so are deferred ones (SubGroupMetadata.Deferred,
+// gangmap's start order: see BuildReleased). md must not be nil.
+func Build(md *Metadata) *v2alpha2.PodGroup { return BuildReleased(md, nil) }
+
+// BuildReleased is Build with the deferred subgroups of the roles in released written too: each
+// written top-level one adds 1 to minSubGroup (Metadata.MinSubGroup counts the others).
+func BuildReleased(md *Metadata, released map[string]bool) *v2alpha2.PodGroup {
 	pg := &v2alpha2.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: v2alpha2.SchemeGroupVersion.String(), Kind: v2alpha2.Kind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -53,8 +58,11 @@ func Build(md *Metadata) *v2alpha2.PodGroup {
 	}
 
 	for _, sg := range md.SubGroups {
-		if sg == nil {
+		if sg == nil || sg.Deferred != "" && !released[sg.Deferred] {
 			continue
+		}
+		if sg.Deferred != "" && sg.Parent == nil && pg.Spec.MinSubGroup != nil {
+			*pg.Spec.MinSubGroup++
 		}
 		out := v2alpha2.SubGroup{Name: sg.Name}
 		if sg.Parent != nil {

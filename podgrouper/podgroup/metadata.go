@@ -50,6 +50,13 @@ type SubGroupMetadata struct {
 	PodsReferences []string
 	// TopologyConstraints is the subgroup's own topology constraint, or nil.
 	TopologyConstraints *TopologyConstraintMetadata
+	// Deferred, gangmap's addition, names the role whose start the subgroup waits for (a start
+	// rule holds it until the operator creates its pods); "" for a subgroup written now. Build
+	// leaves a deferred subgroup out; Applier.Apply writes it once released: by the Metadata of
+	// a pod of that role (the grouper clears Deferred then), or because the existing PodGroup
+	// has it already (kept until Metadata.DropDeferred). A written top-level subgroup counts
+	// in the PodGroup's minSubGroup, which counts those of MinSubGroup plus the released ones.
+	Deferred string
 }
 
 // Metadata is everything a grouper decided about a pod's PodGroup (KAI
@@ -81,6 +88,10 @@ type Metadata struct {
 	Owner metav1.OwnerReference
 	// SubGroups are the PodGroup's subgroups, in order.
 	SubGroups []*SubGroupMetadata
+	// DropDeferred, gangmap's addition, says the deferred subgroups the existing PodGroup has
+	// are dropped, not kept: the pod was of a role that starts first and has not started, so
+	// the deferred roles' pods cannot exist (the workload starts over).
+	DropDeferred bool
 	// PreferredTopologyLevel, RequiredTopologyLevel and Topology make the PodGroup's topology
 	// constraint. An empty Topology keeps an existing PodGroup's constraint (see Applier.Apply).
 	PreferredTopologyLevel string

@@ -12,7 +12,7 @@ import (
 //   - no preemptibility before v0.10: Preemptibility is cleared;
 //   - no preemptionDelay or stalenessGracePeriod before v0.17: both are cleared;
 //   - no minSubGroup before v0.15: a gang with sub-groups becomes flat (minMember = the sum of
-//     its leaf sub-groups' minMember, at least 1) and loses its sub-groups. The workloadmap grouper
+//     its leaf sub-groups' minMember but deferred ones, at least 1) and loses its sub-groups. The workloadmap grouper
 //     flattens the plan itself (gang.Plan.Flatten), so this is a guard for any other Metadata;
 //   - no sub-group parent or sub-group topology before v0.10: both are cleared.
 //
@@ -36,7 +36,7 @@ func FitRelease(md *Metadata, r *kairelease.Release) {
 			}
 		}
 		for _, sg := range md.SubGroups {
-			if sg != nil && !parents[sg.Name] && sg.MinSubGroup == nil {
+			if sg != nil && !parents[sg.Name] && sg.MinSubGroup == nil && sg.Deferred == "" {
 				sum += sg.MinAvailable
 			}
 		}

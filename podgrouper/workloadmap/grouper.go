@@ -127,9 +127,6 @@ type podGroupMeta struct {
 	roleGPUs   string
 	// startHeld is the StartHeld annotation's value, "" when the definition has no start rule.
 	startHeld string
-	// deferredRole names, per sub-group (in subGroups' order), the role a start rule defers it
-	// for ("" for one written now); nil when none is deferred (startOrder).
-	deferredRole []string
 }
 
 func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
@@ -152,12 +149,9 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
 		smd := &all[i]
 		*smd = podgroup.SubGroupMetadata{Name: sg.Name, Parent: sg.Parent, MinSubGroup: sg.MinSubGroup}
 		if sg.Deferred {
-			if m.deferredRole == nil {
-				m.deferredRole = make([]string, len(pg.SubGroups))
-			}
-			m.deferredRole[i] = deferred[sg.Name]
-			if sg.Parent != nil && m.deferredRole[i] == "" {
-				m.deferredRole[i] = deferred[*sg.Parent]
+			smd.Deferred = deferred[sg.Name]
+			if sg.Parent != nil && smd.Deferred == "" {
+				smd.Deferred = deferred[*sg.Parent]
 			}
 		}
 		if sg.MinMember != nil {
@@ -403,9 +397,8 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		return nil, seen, err
 	}
 	ownerskip.StripMark(md.Annotations)
-	pm := cp.metaOf(a.PodGroup)
-	fillGang(md, pm, a, pod.Name)
-	seen.Deferral = startOrder(md, pm, a, pod)
+	fillGang(md, cp.metaOf(a.PodGroup), a, pod.Name)
+	releaseDeferred(md, a, pod)
 	podgroup.FitRelease(md, g.Release)
 	return md, seen, nil
 }

@@ -20,8 +20,8 @@ import (
 )
 
 // startSim plays gangmap's pod controller on one workload: each pod is grouped (GroupPod) and
-// its PodGroup written over the one written before (podgroup.WithStartOrder and Build, what the
-// controller's reconcile writes), in the order given, as the reconciles of the pods do; then the admission model says
+// its PodGroup written over the one written before (podgroup.Desired, what Applier.Apply
+// writes), in the order given, as the reconciles of the pods do; then the admission model says
 // what KAI does with each PodGroup and the pods, labelled as the controller labels them.
 type startSim struct {
 	t       *testing.T
@@ -59,9 +59,9 @@ func (s *startSim) phase(obj *unstructured.Unstructured, pods []simPod) map[stri
 	s.t.Helper()
 	byPG := map[string][]kaiadmission.Pod{}
 	for _, p := range pods {
-		md, seen, err := s.g.GroupPod(context.Background(), obj, p.pod())
+		md, err := s.g.GetPodGroupMetadata(context.Background(), obj, p.pod())
 		require.NoError(s.t, err, p.name)
-		s.written[md.Name] = podgroup.Build(podgroup.WithStartOrder(md, seen.Deferral, s.written[md.Name]))
+		s.written[md.Name] = podgroup.Desired(md, s.written[md.Name])
 		sg := ""
 		if found := md.FindSubGroupForPod("bench", p.name); found != nil {
 			sg = found.Name
@@ -284,9 +284,7 @@ func TestEveryCatalogSampleAdmittedWhole(t *testing.T) {
 		}
 		for _, pg := range plan.PodGroups {
 			md := &podgroup.Metadata{Name: pg.Name, Annotations: map[string]string{}, Labels: map[string]string{}}
-			pm := ptrMeta(newPodGroupMeta(plan, pg))
-			fillGang(md, pm, assignmentOf(pg), "")
-			startOrder(md, pm, assignmentOf(pg), pod("first-role", nil)) // no deferred role released
+			fillGang(md, ptrMeta(newPodGroupMeta(plan, pg)), assignmentOf(pg), "")
 			written := podgroup.Build(md)
 			pods, want := podsForWritten(written)
 			if want == 0 {
@@ -359,7 +357,7 @@ func withoutOne(_ *v2alpha2.PodGroup, pods []kaiadmission.Pod) []kaiadmission.Po
 }
 
 func assignmentOf(pg *gang.PodGroup) *gang.Assignment {
-	return &gang.Assignment{PodGroup: pg, Name: pg.Name, Role: &gang.Role{}}
+	return &gang.Assignment{PodGroup: pg, Name: pg.Name}
 }
 
 func readDir(dir string) ([]string, error) {
