@@ -133,7 +133,7 @@ func TestBadInputJQDoesNotCompile(t *testing.T) {
 	_, err := badCompile(t, withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: ".spec.worker.replicas |||"}`), expr.Limits{})
 	var de *definitions.DefinitionError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "definition \"badjob\" (bad.yaml#0) is invalid:\n  "+replicasPath+
+	assert.Equal(t, "definition \"badjob\" (bad.yaml#0) is invalid: "+replicasPath+
 		`: Invalid value: ".spec.worker.replicas |||": expected a valid jq expression: parse error at offset 24 (after "c.worker.replicas ||"): unexpected token "|"`,
 		err.Error())
 
@@ -152,7 +152,7 @@ func TestBadInputJQTooLarge(t *testing.T) {
 	_, err := badCompile(t, withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: "`+long+`"}`), expr.Limits{})
 	var de *definitions.DefinitionError
 	require.ErrorAs(t, err, &de)
-	assert.Equal(t, "definition \"badjob\" (bad.yaml#0) is invalid:\n  "+replicasPath+
+	assert.Equal(t, "definition \"badjob\" (bad.yaml#0) is invalid: "+replicasPath+
 		`: Invalid value: "`+long[:200]+`... (200001 bytes)": expected a valid jq expression: the expression is 200001 bytes long; at most 16384 are compiled (expr.MaxJQSourceBytes)`,
 		err.Error())
 

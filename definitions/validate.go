@@ -376,10 +376,18 @@ type DefinitionError struct {
 	Errs   field.ErrorList
 }
 
-// Error lists every problem on its own line, prefixed with the definition's name and origin.
+// Error names the definition and its origin and gives the first problem on the same line, so
+// that a reader that shows one line (an Event's column, a log viewer) sees what is wrong (issue
+// 31 point 8: "... is invalid:" with nothing after it); further problems follow, one a line.
 func (e *DefinitionError) Error() string {
-	s := fmt.Sprintf("definition %q (%s) is invalid:", e.Name, e.Origin)
-	for _, fe := range e.Errs {
+	switch len(e.Errs) {
+	case 0:
+		return fmt.Sprintf("definition %q (%s) is invalid", e.Name, e.Origin)
+	case 1:
+		return fmt.Sprintf("definition %q (%s) is invalid: %s", e.Name, e.Origin, e.Errs[0].Error())
+	}
+	s := fmt.Sprintf("definition %q (%s) is invalid (%d problems): %s", e.Name, e.Origin, len(e.Errs), e.Errs[0].Error())
+	for _, fe := range e.Errs[1:] {
 		s += "\n  " + fe.Error()
 	}
 	return s

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -475,4 +476,26 @@ func TestCRDLintReportsPathOnKarta(t *testing.T) {
 	require.NoError(t, cp.Client.List(ctx, &list))
 	assert.Empty(t, list.Items, "no workload of the kind exists")
 	assert.Empty(t, findingsEvents(t, ctx, "", k.GetName()), "the other paths are fine")
+
+	// gangmap definitions --cluster lints as the grouper does: the Karta is listed not active,
+	// with the grouper's problem (issue 31 point 8: it was ACTIVE yes).
+	stdout, stderr, code := runCLI(t, "definitions", "--cluster", "-o", "json")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	var doc struct {
+		Definitions []struct {
+			Name     string   `json:"name"`
+			Active   bool     `json:"active"`
+			Problems []string `json:"problems"`
+		} `json:"definitions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	seen := false
+	for _, d := range doc.Definitions {
+		if d.Name == k.GetName() {
+			seen = true
+			assert.False(t, d.Active, "a definition the grouper refuses is not listed active")
+			assert.Contains(t, strings.Join(d.Problems, "\n"), "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.worker.replica")
+		}
+	}
+	assert.True(t, seen, "the Karta is listed")
 }

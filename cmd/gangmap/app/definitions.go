@@ -108,6 +108,9 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 	var drift, found map[string][]string
 	if o.cluster.enabled() && code == ExitOK {
 		if cfg, err := o.cluster.restConfig(); err == nil {
+			if err := lintAgainstClusterCRDs(ctx, cfg, reg); err != nil {
+				fmt.Fprintf(stderr, "warning: cannot check the definitions against the cluster's CRDs: %v\n", err)
+			}
 			if drift, err = clusterDrift(ctx, cfg, reg); err != nil {
 				fmt.Fprintf(stderr, "warning: cannot check the definitions against live workloads: %v\n", err)
 			}

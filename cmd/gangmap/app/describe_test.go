@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -366,6 +367,19 @@ func TestNativeTableFlags(t *testing.T) {
 	for _, n := range v.Notes {
 		assert.NotContains(t, n, "natively")
 	}
+
+	// A workload gangmap marked (KAI's pod-grouper skips it): pg-<name>-<uid> is gangmap's own
+	// PodGroup for pods no gang takes, not KAI's (issue 31 point 10).
+	marked := strings.Replace(readFile(t, seedCopy), "kind: JobSet\nmetadata:\n", "kind: JobSet\nmetadata:\n  annotations: {gangmap.io/skip-podgrouper: set, kai.scheduler/skip-podgrouper: \"true\"}\n", 1)
+	require.NotEqual(t, readFile(t, seedCopy), marked)
+	markedFile := filepath.Join(t.TempDir(), "marked.yaml")
+	writeFile(t, markedFile, marked)
+	r = gangmap(t, "describe", "-f", markedFile, "-o", "json", "--native-kinds-remove", "jobset.x-k8s.io/v1alpha2/JobSet")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	doc = describeJSON{}
+	decodeOne(t, r.stdout, &doc)
+	require.Len(t, doc.Workloads[0].PodGroups, 2)
+	assert.Equal(t, "gangmap, for pods no gang of the plan takes (KAI's default shape pg-<name>-<uid>; KAI's pod-grouper skips this workload, which gangmap marked)", doc.Workloads[0].PodGroups[1].Writer)
 
 	r = gangmap(t, "plan", "-f", seed, "--kai-version", "v9")
 	assert.Equal(t, ExitUnusable, r.code)

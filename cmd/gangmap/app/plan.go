@@ -236,7 +236,7 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 }
 
 // noDefinitionHint is missingDefinitionHint's answer when no source has a definition of the kind.
-const noDefinitionHint = "; add one with --definitions"
+const noDefinitionHint = "; add one with --definitions (without one, gangmap leaves the kind to KAI's default grouper: one PodGroup pg-<name>-<uid> of minMember 1 for the workload's pods, no gang)"
 
 // missingDefinitionHint says why a kind has no definition when the registry knows more: the
 // kind's definitions are invalid, in conflict, or blocked by a conflict at a source of higher

@@ -252,7 +252,8 @@ func TestPlanUnknownKindIsAnEntryAndExit1(t *testing.T) {
 	assert.Equal(t, "bar", foo.Workload.Name)
 	assert.Equal(t, "team-a", foo.Workload.Namespace)
 	assert.Equal(t, "example.com/v1", foo.Workload.APIVersion)
-	assert.Equal(t, "Foo/bar (namespace team-a): no usable Workload Map definition for kind Foo.example.com/v1; add one with --definitions", foo.Error)
+	assert.Equal(t, "Foo/bar (namespace team-a): no usable Workload Map definition for kind Foo.example.com/v1; add one with --definitions"+
+		" (without one, gangmap leaves the kind to KAI's default grouper: one PodGroup pg-<name>-<uid> of minMember 1 for the workload's pods, no gang)", foo.Error)
 	assert.Empty(t, foo.PodGroups)
 	// The other workload is still planned in the same document.
 	assert.Empty(t, js.Error)

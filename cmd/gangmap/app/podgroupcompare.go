@@ -9,6 +9,8 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/workloadmap"
 )
 
 // ownedBy reports whether pg has an owner reference to the workload (by UID; offline, without
@@ -70,12 +72,20 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 			continue
 		}
 		pv := &podGroupView{Name: name, Existing: existingShape(ex), Verdict: verdictForeign}
-		if name == fmt.Sprintf("pg-%s-%s", obj.GetName(), obj.GetUID()) {
+		defaultName := name == fmt.Sprintf("pg-%s-%s", obj.GetName(), obj.GetUID()) || name == fmt.Sprintf("pg-%s-%s%s", obj.GetName(), obj.GetUID(), workloadmap.UngroupedSuffix)
+		switch {
+		case defaultName && obj.GetAnnotations()[ownerskip.SetBy] == ownerskip.SetByValue && !v.NativeInKAI:
+			// gangmap marked the workload, so KAI's pod-grouper skips its pods: this PodGroup of
+			// KAI's default shape is gangmap's own, for pods no gang of the plan takes
+			// (workloadmap ungrouped), unless KAI wrote it before the mark (issue 31 point 10).
+			pv.Writer = "gangmap, for pods no gang of the plan takes (KAI's default shape pg-<name>-<uid>; KAI's pod-grouper skips this workload, which gangmap marked)"
+		case defaultName:
 			pv.Writer = "KAI's default grouper (pg-<name>-<uid>)"
 			if v.NativeInKAI {
 				pv.Writer = "KAI's " + obj.GetKind() + " plugin (pg-<name>-<uid>)"
 			}
-		} else if ex.Annotations[kaikeys.Definition] != "" {
+		}
+		if !defaultName && ex.Annotations[kaikeys.Definition] != "" {
 			pv.Writer = "gangmap (" + ex.Annotations[kaikeys.Definition] + "), for an older plan"
 		}
 		if len(planned) == 1 {
