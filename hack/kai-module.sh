@@ -10,8 +10,9 @@
 #
 #   KAI_SRC=/path/to/KAI-scheduler bash hack/kai-module.sh         build, vet, unit tests
 #   KAI_SRC=... KAI_MODULE_E2E=1 bash hack/kai-module.sh            also the e2e tests (real API server)
+#   KAI_SRC=... KAI_MODULE_BUILD_ONLY=1 bash hack/kai-module.sh      only the binary (e2e/realkai/inkai)
 #
-# Output: bin/gangmap-kai-podgrouper.
+# Output: bin/gangmap-kai-podgrouper, or KAI_MODULE_OUT.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,8 +45,12 @@ replace github.com/kai-scheduler/KAI-scheduler $version => $kai
 WORK
 export GOWORK=$work
 cd "$root/kaipodgrouper"
-echo "kai-module: building against KAI $version at $kai (GOWORK=$work)"
-go build -o "$root/bin/gangmap-kai-podgrouper" ./cmd/gangmap-kai-podgrouper
+out=${KAI_MODULE_OUT:-$root/bin/gangmap-kai-podgrouper}
+echo "kai-module: building against KAI $version at $kai (GOWORK=$work)" >&2
+go build -o "$out" ./cmd/gangmap-kai-podgrouper
+if [[ ${KAI_MODULE_BUILD_ONLY:-} == 1 ]]; then
+  exit 0
+fi
 go vet ./...
 go vet -tags e2e ./...
 test -z "$(gofmt -l .)" || { echo "kai-module: gofmt needed on:"; gofmt -l .; exit 1; }
@@ -54,4 +59,4 @@ if [[ ${KAI_MODULE_E2E:-} == 1 ]]; then
   assets=$(bash "$root/hack/control-plane.sh")
   KUBEBUILDER_ASSETS=$assets go test -tags e2e -count=1 -timeout 20m ./...
 fi
-echo "kai-module: ok: $root/bin/gangmap-kai-podgrouper"
+echo "kai-module: ok: $out"
