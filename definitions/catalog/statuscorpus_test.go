@@ -41,18 +41,33 @@ const (
 // ready and never completes).
 var requiredStates = []definitions.Status{definitions.StatusRunning, definitions.StatusCompleted, definitions.StatusFailed, definitions.StatusSuspended}
 
+// neverCompletes is the reason a serving kind has no completed state: its ready state (running)
+// stands for "completed or ready".
+const neverCompletes = "a service: ready (running) is its goal state, it never completes"
+
 // noSuchState says, per definition and required state, why the operator has no such state (from
 // its API and controller), so that no snapshot of it can exist.
 var noSuchState = map[string]map[definitions.Status]string{
 	"apps-nvidia-com-nimservice-v1alpha1": {
-		definitions.StatusCompleted: "a service: Ready is its goal state, it never completes",
+		definitions.StatusCompleted: neverCompletes,
 		definitions.StatusSuspended: "no suspend or stop field in NIMServiceSpec (nimservice_types.go)",
 	},
-	"serving-kserve-io-llminferenceservice-v1alpha2": {definitions.StatusCompleted: "a service: Ready is its goal state, it never completes"},
-	"serving-kserve-io-llminferenceservice-v1alpha1": {definitions.StatusCompleted: "a service: Ready is its goal state, it never completes"},
-	"serving-kserve-io-inferenceservice-v1beta1":     {definitions.StatusCompleted: "a service: Ready is its goal state, it never completes"},
+	"serving-kserve-io-llminferenceservice-v1alpha2": {definitions.StatusCompleted: neverCompletes},
+	"serving-kserve-io-llminferenceservice-v1alpha1": {definitions.StatusCompleted: neverCompletes},
+	"serving-kserve-io-inferenceservice-v1beta1":     {definitions.StatusCompleted: neverCompletes},
+	// Serving workloads kept running by their controller (replicas of long-lived pods): none has
+	// a terminal success condition or phase in its API.
+	"leaderworkerset-x-k8s-io-leaderworkerset-v1":   {definitions.StatusCompleted: neverCompletes},
+	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {definitions.StatusCompleted: neverCompletes},
+	"grove-io-podcliqueset-v1alpha1":                {definitions.StatusCompleted: neverCompletes},
+	"nvidia-com-dynamographdeployment-v1alpha1":     {definitions.StatusCompleted: neverCompletes},
+	"nvidia-com-dynamographdeployment-v1beta1":      {definitions.StatusCompleted: neverCompletes},
+	"milvus-io-milvus-v1beta1":                      {definitions.StatusCompleted: neverCompletes},
+	"ray-io-rayservice-v1":                          {definitions.StatusCompleted: neverCompletes},
+	"ray-io-rayservice-v1alpha1":                    {definitions.StatusCompleted: neverCompletes},
+	"sparkoperator-k8s-io-sparkconnect-v1alpha1":    {definitions.StatusCompleted: neverCompletes},
 	"serving-knative-dev-service-v1": {
-		definitions.StatusCompleted: "a service: Ready is its goal state, it never completes",
+		definitions.StatusCompleted: neverCompletes,
 		definitions.StatusSuspended: "no suspend: Knative scales a revision to zero, the Service stays Ready",
 	},
 }
