@@ -353,10 +353,12 @@ func present(doc map[string]any, paths []Path) []Path {
 // workload lacks, which some definitions still build) and are not checked.
 func verify(ctx context.Context, c *definitions.Compiled, loc *locator, s Settings) error {
 	var problems []string
+	written := map[string][]string{} // component name -> the template paths written
 	for _, comp := range c.PodBearing {
 		roles, ps := rolesOf(ctx, loc, comp, nil, s, nil)
 		problems = append(problems, ps...)
 		for _, r := range roles {
+			written[r.Component] = append(written[r.Component], r.Template)
 			if len(r.Changes) > 0 {
 				problems = append(problems, fmt.Sprintf("component %s at %s: written, but a second pass would change %s again", r.Component, r.Template, r.Changes[0].Path))
 			}
@@ -375,12 +377,17 @@ func verify(ctx context.Context, c *definitions.Compiled, loc *locator, s Settin
 			if inst.ID != "" {
 				id += fmt.Sprintf(" (instance %q)", inst.ID)
 			}
+			// Where it was written and where the definition reads (issue 31 point 7: the message
+			// said neither): they differ when the definition's template path has a // default or
+			// builds the template, so the operator's real place is elsewhere.
+			where := fmt.Sprintf(" (written at %s; the definition reads the role's template from %s, and another field of the workload decides the value there: a // default, or a field the operator prefers; name the operator's own fields in spec.gangmap.components[].onboard, docs/onboarding.md)",
+				orNone(written[rc.Component.Name]), readsFrom(rc.Component))
 			if s.SchedulerName != "" && inst.Template.Spec.SchedulerName != s.SchedulerName {
-				problems = append(problems, fmt.Sprintf("component %s: written, but the definition reads scheduler name %q", id, inst.Template.Spec.SchedulerName))
+				problems = append(problems, fmt.Sprintf("component %s: written, but the definition reads scheduler name %q%s", id, inst.Template.Spec.SchedulerName, where))
 			}
 			for _, k := range sortedKeys(s.Labels, s.DefaultLabels) {
 				if _, ok := inst.Template.Labels[k]; !ok {
-					problems = append(problems, fmt.Sprintf("component %s: written, but the definition reads no label %s", id, k))
+					problems = append(problems, fmt.Sprintf("component %s: written, but the definition reads no label %s%s", id, k, where))
 				}
 			}
 		}
@@ -390,6 +397,25 @@ func verify(ctx context.Context, c *definitions.Compiled, loc *locator, s Settin
 		return &Error{Definition: c.Name(), Problems: problems}
 	}
 	return nil
+}
+
+// orNone joins paths, or says "no template path" when there is none.
+func orNone(paths []string) string {
+	if len(paths) == 0 {
+		return "no template path"
+	}
+	return strings.Join(paths, ", ")
+}
+
+// readsFrom names the expression the definition reads comp's template (or pod spec) from.
+func readsFrom(comp *definitions.Component) string {
+	switch {
+	case comp.PodTemplate != nil:
+		return fmt.Sprintf("podTemplateSpecPath %q", comp.PodTemplate.Source())
+	case comp.PodSpec != nil:
+		return fmt.Sprintf("podSpecPath %q", comp.PodSpec.Source())
+	}
+	return "a fragmented pod spec"
 }
 
 // deepCopy copies a JSON-shaped tree (maps and lists; scalars are shared).

@@ -417,6 +417,10 @@ func TestWorkloadSparkBatchScheduler(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `component driver: written, but the definition reads scheduler name "volcano"`) {
 		t.Fatalf("err = %v, want the read-back to find volcano still in force", err)
 	}
+	// It says where it wrote and where the definition reads (issue 31 point 7).
+	if !strings.Contains(err.Error(), "(written at ") || !strings.Contains(err.Error(), "; the definition reads the role's template from a fragmented pod spec") {
+		t.Fatalf("err = %v, want where it was written and where the definition reads", err)
+	}
 
 	// Without batchScheduler the roles' own fields are written and read back.
 	unstructured.RemoveNestedField(u.Object, "spec", "batchScheduler")
