@@ -57,8 +57,9 @@ func TestJQBoundsPerBuiltinClass(t *testing.T) {
 		{"interpolation: a shared value", `reduce .items[] as $i ("x"; [., .]) | "\(.)" | length`, LimitSize, "tostring"},
 		{"add: a shared string", `.big as $b | [.items[] | $b] | add | length`, LimitSize, "add"},
 		{"setpath: a huge index", `setpath(["a", .n]; 1)`, LimitSize, "array index"},
-		{"steps: unbounded recursion", `def f: f; f`, LimitSteps, "steps"},
-		{"steps: a long loop", `[limit(100000000; def g: ., (. + 1 | g); 0 | g)] | length`, LimitSteps, "steps"},
+		{"budget: unbounded recursion holds a frame per level", `def f: f; f`, LimitBudget, "function call refused"},
+		{"budget: a recursive generator", `[limit(100000000; def g: ., (. + 1 | g); 0 | g)] | length`, LimitBudget, "refused"},
+		{"steps: a long loop", `0 | until(false; .)`, LimitSteps, "steps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.class, func(t *testing.T) {

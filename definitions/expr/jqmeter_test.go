@@ -117,7 +117,8 @@ func TestBudgetRefusesBeforeTheBuiltinRuns(t *testing.T) {
 		{`.big | tojson | length`, LimitBudget, "tojson refused"},
 		{`[.big | splits("x")] | length`, LimitSize, "more than 10000 matches"},
 		{`.big + .big | length`, LimitBudget, `"+" refused`},
-		{`def f: ., f; [limit(20000; .big | f)] | length`, LimitBudget, "array refused: the evaluation would produce 10001 elements"},
+		{`[(1,2,3,4,5,6,7,8,9,10) as $a | (1,2,3,4,5,6,7,8,9,10) as $b | (1,2,3,4,5,6,7,8,9,10) as $c | (1,2,3,4,5,6,7,8,9,10) | (., .)] | length`, LimitBudget, "array refused: the evaluation would produce 10001 elements"},
+		{`def f: ., f; [limit(20000; .big | f)] | length`, LimitBudget, "function call refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {

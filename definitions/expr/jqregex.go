@@ -105,7 +105,15 @@ func (g *guards) match(v any, args []any) any {
 	if strings.ContainsRune(flags, 'g') {
 		n = maxRegexMatches + 1
 	}
+	// FindAll's index slices (two ints per group, grown by doubling), checked before it runs.
+	perIndex := int64(24 + 16*(c.re.NumSubexp()+1))
+	if err := b.fits("regex", 2*int64(min(n, len(s)+1))*perIndex, 0); err != nil {
+		return err
+	}
 	xs := c.re.FindAllStringSubmatchIndex(s, n)
+	if err := b.produce("regex", 2*int64(len(xs))*perIndex, 0); err != nil {
+		return err
+	}
 	if len(xs) > maxRegexMatches {
 		return refuse(b, "regex", "more than %d matches", maxRegexMatches)
 	}

@@ -153,6 +153,11 @@ func (w *jqRewriter) funcDef(fd *gojq.FuncDef) {
 		w.defined[strings.TrimPrefix(a, "$")+"/0"] = true
 	}
 	w.query(fd.Body)
+	if w.rewrite {
+		// Each call of a function the query defines charges its frame (jqmeter.go: recursion
+		// holds one per level).
+		fd.Body = pipeTo(budgetCall("_gm_frame"), fd.Body)
+	}
 }
 
 func (w *jqRewriter) term(t *gojq.Term) {
