@@ -184,7 +184,7 @@ func TestBadInputJQExplodes(t *testing.T) {
 func TestBadInputJQLoops(t *testing.T) {
 	// until/2 is not forbidden and compiles; with a condition that never holds it loops until the
 	// evaluation timeout.
-	for _, src := range []string{"until(false; .)", "def f: f; f", "[until(false; [.])]"} {
+	for _, src := range []string{"until(false; .)", "0 | until(false; . + 0)", "[until(false; [.])]"} {
 		doc := withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: "`+src+`"}`)
 		start := time.Now()
 		err := resolveErr(t, doc, expr.Limits{Timeout: 50 * time.Millisecond}, badObject())
@@ -196,6 +196,13 @@ func TestBadInputJQLoops(t *testing.T) {
 		assert.EqualError(t, err, replicasPath+`: jq expression "`+src+`": limit exceeded: deadline exceeded (timeout 50ms)`)
 		assert.Less(t, took, 5*time.Second, "%s stopped at its timeout", src)
 	}
+	// Unbounded recursion holds a frame per level: the evaluation budget ends it first.
+	doc := withWorker(t, "replicasPath: .spec.worker.replicas}", `replicasPath: "def f: f; f"}`)
+	err := resolveErr(t, doc, expr.Limits{Timeout: time.Minute}, badObject())
+	var le *expr.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, expr.LimitBudget, le.Kind)
+	assert.Contains(t, err.Error(), replicasPath+`: jq expression "def f: f; f": limit exceeded: function call refused`)
 }
 
 func TestBadInputWrongTypes(t *testing.T) {
