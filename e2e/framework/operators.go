@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // the JobSet controller's job key is a SHA-1
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -64,18 +65,27 @@ func (cp *ControlPlane) runReplicatedJob(ctx context.Context, js *unstructured.U
 	}
 	var pods []*corev1.Pod
 	for j := int64(0); j < replicas; j++ {
-		labels := map[string]string{LabelJobSetName: js.GetName(), LabelReplicatedJobName: name, LabelJobIndex: fmt.Sprint(j)}
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", js.GetName(), name, j), Namespace: js.GetNamespace(),
-			Labels: labels, OwnerReferences: []metav1.OwnerReference{UnstructuredOwnerRef(js)}}, Spec: *jobSpec.DeepCopy()}
+		jobName := fmt.Sprintf("%s-%s-%d", js.GetName(), name, j)
+		labels := jobSetLabels(js, name, jobName, replicas, j)
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: jobName, Namespace: js.GetNamespace(),
+			Labels: labels, Annotations: mergeLabels(nil, labels), OwnerReferences: []metav1.OwnerReference{UnstructuredOwnerRef(js)}}, Spec: *jobSpec.DeepCopy()}
 		job.Spec.Template.Labels = mergeLabels(job.Spec.Template.Labels, labels)
+		job.Spec.Template.Annotations = mergeLabels(job.Spec.Template.Annotations, labels)
 		fillImages(&job.Spec.Template.Spec)
 		// The job controller is not running: suspend the Job so nothing else would act on it.
 		job.Spec.Suspend = ptr.To(true)
 		if err := cp.Client.Create(ctx, job); err != nil {
 			return nil, fmt.Errorf("job %s: %w", job.Name, err)
 		}
+		// The Job controller makes pods from the stored Job's template, which the API server gave
+		// the Job's selector labels (batch.kubernetes.io/controller-uid, job-name, ...). Its
+		// defaulting also wrote schedulerName default-scheduler into it where the JobSet said
+		// none; the template's own (none: PodFromTemplate's kai-scheduler) is kept, as the e2e's
+		// pods always had.
+		tpl := job.Spec.Template.DeepCopy()
+		tpl.Spec.SchedulerName = jobSpec.Template.Spec.SchedulerName
 		for p := int32(0); p < perJob; p++ {
-			pod := PodFromTemplate(&jobSpec.Template, js.GetNamespace(), fmt.Sprintf("%s-%d", job.Name, p), labels, OwnerRef(job, "batch/v1", "Job"))
+			pod := PodFromTemplate(tpl, js.GetNamespace(), fmt.Sprintf("%s-%d", job.Name, p), nil, OwnerRef(job, "batch/v1", "Job"))
 			if err := cp.Client.Create(ctx, pod); err != nil {
 				return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
 			}
@@ -83,6 +93,34 @@ func (cp *ControlPlane) runReplicatedJob(ctx context.Context, js *unstructured.U
 		}
 	}
 	return pods, nil
+}
+
+// jobSetLabels are the labels (and annotations) the JobSet controller puts on Job number j of the
+// replicated job rj and on its pod template (jobset pkg/controllers/jobset_controller.go
+// labelAndAnnotateObject): the JobSet and replicated job names, restart attempt 0, the replicated
+// job's and the JobSet's total replicas, the Job's index and global index (its place among every
+// replicated job's Jobs in spec order), and the job key, the SHA-1 of "<namespace>/<job name>"
+// (jobHashKey).
+func jobSetLabels(js *unstructured.Unstructured, rj, jobName string, replicas, j int64) map[string]string {
+	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	var global, before int64
+	for _, item := range rjs {
+		m, _ := item.(map[string]any)
+		r, found, _ := unstructured.NestedInt64(m, "replicas")
+		if !found {
+			r = 1
+		}
+		if m["name"] == rj {
+			before = global
+		}
+		global += r
+	}
+	return map[string]string{
+		LabelJobSetName: js.GetName(), LabelReplicatedJobName: rj, LabelJobIndex: fmt.Sprint(j),
+		"jobset.sigs.k8s.io/restart-attempt": "0", "jobset.sigs.k8s.io/replicatedjob-replicas": fmt.Sprint(replicas),
+		"jobset.sigs.k8s.io/global-replicas": fmt.Sprint(global), "jobset.sigs.k8s.io/job-global-index": fmt.Sprint(before + j),
+		"jobset.sigs.k8s.io/job-key": fmt.Sprintf("%x", sha1.Sum([]byte(js.GetNamespace()+"/"+jobName))),
+	}
 }
 
 // LeaderWorkerSet labels (leaderworkerset.x-k8s.io API docs).

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
 )
@@ -84,16 +85,18 @@ func rjSelector(jobset, rj string) labels.Selector {
 }
 
 // TestJobSetDependsOnComplete: workers (3 pods, 2 GPUs each) dependsOn an initializer (1 pod, 1
-// GPU) reaching Complete, on one 8-GPU node. The JobSet controller creates the workers' Job only
+// GPU) reaching Complete, on one 4-GPU node. The JobSet controller creates the workers' Job only
 // when the initializer's Jobs all succeeded (jobset pkg/controllers/jobset_controller.go
 // reconcileReplicatedJobs, depends_on.go: Complete = succeeded Jobs == replicas). So KAI must
-// admit the initializer alone, and once it completed, all 3 workers together. The initializer is
-// named to sort before ("aa-init") and after ("zz-init") the workers.
+// admit the initializer alone, and once it completed, the 3 workers all or none: none while only
+// 4 GPUs are there (2 of the 3 would fit), all 3 once a second 4-GPU node is added
+// (admitAllOrNothing). The initializer is named to sort before ("aa-init") and after ("zz-init")
+// the workers.
 func TestJobSetDependsOnComplete(t *testing.T) {
 	for _, initName := range []string{"aa-init", "zz-init"} {
 		t.Run("initializer="+initName, func(t *testing.T) {
 			ctx := context.Background()
-			b := newBed(t, "depends-on-"+initName, 1, 8)
+			b := newBed(t, "depends-on-"+initName, 1, 4)
 			js := jobSet("train", "",
 				rjob{name: initName, pods: 1, gpu: 1},
 				rjob{name: "workers", pods: 3, gpu: 2, dependsOn: map[string]string{initName: "Complete"}})
@@ -109,25 +112,25 @@ func TestJobSetDependsOnComplete(t *testing.T) {
 
 			// The initializer's container exits 0: its Job succeeds and the controller creates the workers.
 			require.NoError(t, kai.FinishPod(ctx, b.ns, p.Bound[0].Name))
-			_, err = kai.WaitAllBound(ctx, b.ns, rjSelector("train", "workers"), 3, admitTimeout)
-			require.NoError(t, err, "KAI admits the 3 workers together once the initializer completed")
+			admitAllOrNothing(t, b, rjSelector("train", "workers"), 3, 4)
 		})
 	}
 }
 
 // TestJobSetInOrder: startupPolicyOrder InOrder with a leader (1 pod, 1 GPU) before the workers
-// (3 pods, 2 GPUs each) in spec order, on one 8-GPU node. The JobSet controller goes through the
+// (3 pods, 2 GPUs each) in spec order, on one 4-GPU node. The JobSet controller goes through the
 // replicated jobs in spec order and creates the first one not started yet, then waits until it has
 // started (jobset_controller.go reconcileReplicatedJobs returns after createJobs under InOrder;
 // startup_policy.go allReplicasStarted: ready + failed + succeeded == replicas). So KAI must admit
-// the leader alone, and once it is Ready (kwok marks a bound pod Ready), the 3 workers together,
-// with the leader still running. The leader is named to sort before ("aa-leader") and after
+// the leader alone, and once it is Ready (kwok marks a bound pod Ready), the 3 workers all or
+// none, with the leader still running: none while 3 GPUs are free (1 worker would fit), all 3
+// once a second 4-GPU node is added. The leader is named to sort before ("aa-leader") and after
 // ("zz-leader") the workers.
 func TestJobSetInOrder(t *testing.T) {
 	for _, leader := range []string{"aa-leader", "zz-leader"} {
 		t.Run("leader="+leader, func(t *testing.T) {
 			ctx := context.Background()
-			b := newBed(t, "in-order-"+leader, 1, 8)
+			b := newBed(t, "in-order-"+leader, 1, 4)
 			js := jobSet("serve", "InOrder", rjob{name: leader, pods: 1, gpu: 1}, rjob{name: "workers", pods: 3, gpu: 2})
 			b.pin(js)
 			require.NoError(t, kai.Client.Create(ctx, js))
@@ -135,14 +138,56 @@ func TestJobSetInOrder(t *testing.T) {
 
 			_, err := kai.WaitAllBound(ctx, b.ns, rjSelector("serve", leader), 1, admitTimeout)
 			require.NoError(t, err, "KAI admits the leader, the first replicated job, created alone")
-			_, err = kai.WaitAllBound(ctx, b.ns, rjSelector("serve", "workers"), 3, admitTimeout)
-			require.NoError(t, err, "KAI admits the 3 workers together once the leader is Ready")
+			admitAllOrNothing(t, b, rjSelector("serve", "workers"), 3, 4)
 			l, err := kai.Place(ctx, b.ns, rjSelector("serve", leader))
 			require.NoError(t, err)
 			require.Len(t, l.Bound, 1)
 			assert.Equal(t, corev1.PodRunning, l.Bound[0].Status.Phase, "the leader still runs")
 		})
 	}
+}
+
+// TestJobSetDependsOnExample: JobSet's own dependsOn example (jobset
+// site/static/examples/depends-on/depends-on.yaml, e2e/testdata): the launcher dependsOn the
+// initializer Complete, the 4 workers dependsOn the launcher Ready. KAI must admit the initializer
+// alone; once it completed, the launcher alone; once the launcher is Ready (kwok), the 4 workers
+// together while the launcher keeps running (depends_on.go: Ready = ready + failed + succeeded
+// Jobs == replicas).
+func TestJobSetDependsOnExample(t *testing.T) {
+	ctx := context.Background()
+	b := newBed(t, "depends-on-example", 1, 8)
+	js := b.readWorkload(t, "../testdata/jobset-depends-on-initializer-launcher-worker.yaml")
+	require.NoError(t, kai.Client.Create(ctx, js))
+	runJobSetController(t, b.ns, js.GetName())
+	name := js.GetName()
+
+	p, err := kai.WaitAllBound(ctx, b.ns, rjSelector(name, "initializer"), 1, admitTimeout)
+	require.NoError(t, err, "KAI admits the initializer, created alone")
+	require.NoError(t, kai.FinishPod(ctx, b.ns, p.Bound[0].Name))
+	l, err := kai.WaitAllBound(ctx, b.ns, rjSelector(name, "launcher"), 1, admitTimeout)
+	require.NoError(t, err, "KAI admits the launcher once the initializer completed")
+	_, err = kai.WaitAllBound(ctx, b.ns, rjSelector(name, "worker"), 4, admitTimeout)
+	require.NoError(t, err, "KAI admits the 4 workers once the launcher is Ready")
+	require.NoError(t, kai.Client.Get(ctx, client.ObjectKeyFromObject(&l.Bound[0]), &l.Bound[0]))
+	assert.Equal(t, corev1.PodRunning, l.Bound[0].Status.Phase, "the launcher still runs")
+}
+
+// admitAllOrNothing waits until the n pods of sel exist, checks that KAI binds none of them for
+// holdPeriod (the bed's GPUs must not hold them all), adds a node of gpus GPUs and waits until KAI
+// binds all n.
+func admitAllOrNothing(t *testing.T, b *bed, sel labels.Selector, n, gpus int) {
+	t.Helper()
+	ctx := context.Background()
+	err := framework.WaitFor(ctx, admitTimeout, func(ctx context.Context) (bool, error) {
+		p, err := kai.Place(ctx, b.ns, sel)
+		return err == nil && len(p.Bound)+len(p.Pending) >= n, nil
+	})
+	require.NoError(t, err, "the operator created %d pods of %s\n%s", n, sel, kai.Report(ctx, b.ns))
+	_, err = kai.AssertNoneBound(ctx, b.ns, sel, holdPeriod)
+	require.NoError(t, err, "too few GPUs for the %d pods of %s: KAI binds none", n, sel)
+	b.addNodes(t, 1, gpus)
+	_, err = kai.WaitAllBound(ctx, b.ns, sel, n, admitTimeout)
+	require.NoError(t, err, "enough GPUs: KAI binds all %d pods of %s together", n, sel)
 }
 
 // TestLeaderWorkerSetLeaderReady: a LeaderWorkerSet with startupPolicy LeaderReady, 2 groups of
