@@ -53,6 +53,26 @@ func (c *Cluster) CreateQueues(ctx context.Context, parent, leaf string) error {
 	return nil
 }
 
+// CreateTopology creates KAI's cluster-scoped Topology (kai.scheduler/v1alpha1) named name with
+// one level per node label, from the widest to the narrowest (e.g. "topology.kubernetes.io/zone",
+// "example.com/rack", and kubernetes.io/hostname last if at all, as the CRD's validation
+// requires), for nodes labelled with NodeSpec.PerNode. KAI's topology plugin places a PodGroup
+// whose topologyConstraint names it.
+func (c *Cluster) CreateTopology(ctx context.Context, name string, nodeLabels ...string) error {
+	levels := make([]any, 0, len(nodeLabels))
+	for _, l := range nodeLabels {
+		levels = append(levels, map[string]any{"nodeLabel": l})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology",
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"levels": levels},
+	}}
+	if err := c.Client.Create(ctx, u); err != nil {
+		return fmt.Errorf("topology %s: %w", name, err)
+	}
+	return nil
+}
+
 // NodeSpec describes fake GPU nodes to create.
 type NodeSpec struct {
 	// Names of the nodes.

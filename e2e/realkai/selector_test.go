@@ -7,10 +7,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 )
 
 // TestSelectorMissesRole: a new user's Karta for TypoJob (the CustomJob definition with the worker
@@ -22,10 +25,13 @@ import (
 // its own (minMember 1) is bound at once while the coordinator's gang waits: the partial start of
 // issue 27. Whatever gangmap does with the unclaimed pods (they join the workload's gang, or the
 // gang waits and is reported), KAI must never have some but not all of the 3 pods bound: this
-// test watches for 20 s (20 scheduling cycles).
+// test watches for 20 s (20 scheduling cycles), with KAI's own pod-grouper running as in a KAI
+// install (it must not give the unclaimed workers a PodGroup of their own either).
 func TestSelectorMissesRole(t *testing.T) {
 	ctx := context.Background()
 	b := newBed(t, "selector-miss", 1, 8)
+	require.NoError(t, kai.StartPodGrouper(ctx))
+	t.Cleanup(func() { _ = kai.StopPodGrouper() })
 	karta, err := framework.KartaFor("../testdata/customjob-karta.yaml", "e2e-example-com-v1-typojob", "e2e.example.com", "TypoJob")
 	require.NoError(t, err)
 	children, _, _ := unstructured.NestedSlice(karta.Object, "spec", "structureDefinition", "childComponents")
@@ -52,6 +58,17 @@ func TestSelectorMissesRole(t *testing.T) {
 	p, err := kai.AssertAllOrNone(ctx, b.ns, labels.Everything(), 3, 2*holdPeriod)
 	require.NoError(t, err, "KAI never has part of the TypoJob's gang bound")
 	t.Logf("after %v: %s", 2*holdPeriod, p)
+	for _, pod := range append(p.Bound, p.Pending...) {
+		t.Logf("pod %s: role label %q, pod-group-name %q, sub-group %q", pod.Name, pod.Labels["e2e.example.com/role"],
+			pod.Annotations[kaikeys.PodGroupName], pod.Labels[kaikeys.SubGroupName])
+	}
+	var events corev1.EventList
+	require.NoError(t, kai.Client.List(ctx, &events, client.InNamespace(b.ns)))
+	for _, e := range events.Items {
+		if e.Type == corev1.EventTypeWarning {
+			t.Logf("Warning %s on %s %s: %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+		}
+	}
 }
 
 // waitClusterDefinitions waits until gangmap has loaded at least n cluster definitions (Karta
