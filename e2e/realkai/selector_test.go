@@ -29,7 +29,6 @@ import (
 // install (it must not give the unclaimed workers a PodGroup of their own either).
 func TestSelectorMissesRole(t *testing.T) {
 	ctx := context.Background()
-	b := newBed(t, "selector-miss", 1, 8)
 	require.NoError(t, kai.StartPodGrouper(ctx))
 	t.Cleanup(func() { _ = kai.StopPodGrouper() })
 	karta, err := framework.KartaFor("../testdata/customjob-karta.yaml", "e2e-example-com-v1-typojob", "e2e.example.com", "TypoJob")
@@ -49,21 +48,51 @@ func TestSelectorMissesRole(t *testing.T) {
 	require.NoError(t, kai.Client.Create(ctx, karta))
 	waitClusterDefinitions(t, ctx, 2)
 
-	job := b.readWorkload(t, "../testdata/customjob.yaml")
-	job.SetKind("TypoJob")
-	require.NoError(t, kai.Client.Create(ctx, job))
-	pods, err := kai.RunRoles(ctx, job, 3, "coordinator", "worker")
-	require.NoError(t, err)
-	require.Len(t, pods, 3)
-	p, err := kai.AssertAllOrNone(ctx, b.ns, labels.Everything(), 3, 2*holdPeriod)
-	require.NoError(t, err, "KAI never has part of the TypoJob's gang bound")
-	t.Logf("after %v: %s", 2*holdPeriod, p)
-	for _, pod := range append(p.Bound, p.Pending...) {
-		t.Logf("pod %s: role label %q, pod-group-name %q, sub-group %q", pod.Name, pod.Labels["e2e.example.com/role"],
+	// The operator creates the coordinator first and the workers once gangmap has taken the
+	// workload (its skip mark is on the TypoJob), or all three at once.
+	for _, order := range []string{"workers-after-coordinator", "all-at-once"} {
+		t.Run(order, func(t *testing.T) {
+			b := newBed(t, "selector-miss-"+order, 1, 8)
+			job := b.readWorkload(t, "../testdata/customjob.yaml")
+			job.SetKind("TypoJob")
+			require.NoError(t, kai.Client.Create(ctx, job))
+			if order == "workers-after-coordinator" {
+				c, err := kai.CreatePodFor(ctx, job, "coordinator", 0)
+				require.NoError(t, err)
+				_, err = kai.WaitForPodAnnotation(ctx, b.ns, c.Name, kaikeys.PodGroupName, admitTimeout)
+				require.NoError(t, err, kai.Report(ctx, b.ns))
+				require.NoError(t, framework.WaitFor(ctx, admitTimeout, func(ctx context.Context) (bool, error) {
+					err := kai.Client.Get(ctx, client.ObjectKeyFromObject(job), job)
+					return err == nil && job.GetAnnotations()[kaikeys.SkipPodGrouper] == "true", nil
+				}), "gangmap marks the TypoJob")
+				for i := 0; i < 2; i++ {
+					_, err := kai.CreatePodFor(ctx, job, "worker", i)
+					require.NoError(t, err)
+				}
+			} else {
+				pods, err := kai.RunRoles(ctx, job, 3, "coordinator", "worker")
+				require.NoError(t, err)
+				require.Len(t, pods, 3)
+			}
+			p, err := kai.AssertAllOrNone(ctx, b.ns, labels.Everything(), 3, 2*holdPeriod)
+			logGroups(t, ctx, b.ns, append(p.Bound, p.Pending...))
+			require.NoError(t, err, "KAI never has part of the TypoJob's gang bound")
+			t.Logf("after %v: %s", 2*holdPeriod, p)
+		})
+	}
+}
+
+// logGroups logs each pod's role label, PodGroup and sub-group, and the namespace's Warning Events.
+func logGroups(t *testing.T, ctx context.Context, ns string, pods []corev1.Pod) {
+	t.Helper()
+	for _, pod := range pods {
+		t.Logf("pod %s: node %q, role label %q, pod-group-name %q, sub-group %q", pod.Name, pod.Spec.NodeName, pod.Labels["e2e.example.com/role"],
 			pod.Annotations[kaikeys.PodGroupName], pod.Labels[kaikeys.SubGroupName])
 	}
 	var events corev1.EventList
-	require.NoError(t, kai.Client.List(ctx, &events, client.InNamespace(b.ns)))
+	if err := kai.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Logf("events: %v", err)
+	}
 	for _, e := range events.Items {
 		if e.Type == corev1.EventTypeWarning {
 			t.Logf("Warning %s on %s %s: %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
