@@ -178,4 +178,4 @@ e2e-kai: ## e2e on the real KAI Scheduler (KAI_BIN=<dir of scheduler, binder, po
 	@[[ -n "$(KAI_SRC)" ]] || { echo "make e2e-kai: KAI_SRC is not set: give a KAI source checkout (its deployments/kai-scheduler/crds are installed)" >&2; exit 1; }
 	assets=$$(bash hack/control-plane.sh); \
 	KAI_BIN=$(abspath $(KAI_BIN)) KAI_SRC=$(abspath $(KAI_SRC)) KUBEBUILDER_ASSETS=$$assets \
-	  $(GO) test -tags e2e_kai -count=1 -timeout 30m -v -run '$(E2E_KAI_RUN)' ./e2e/realkai/
+	  $(GO) test -tags e2e_kai -count=1 -p 1 -timeout 40m -v -run '$(E2E_KAI_RUN)' ./e2e/realkai/...
