@@ -182,6 +182,13 @@ func (c *Cluster) startScheduler(ctx context.Context) (*Process, error) {
 // extra flags after the defaults (e.g. "--generic-karta-fallback=false"; KAI's default is true).
 // Stop it with StopPodGrouper.
 func (c *Cluster) StartPodGrouper(ctx context.Context, extra ...string) error {
+	return c.StartPodGrouperBinary(ctx, filepath.Join(c.Config.Bin, "podgrouper"), extra...)
+}
+
+// StartPodGrouperBinary is StartPodGrouper with another pod-grouper binary that takes KAI's
+// pod-grouper flags, e.g. KAI's pod-grouper application built with gangmap's plugins hub
+// (issue 29); it is c.PodGrouper, stopped by StopPodGrouper.
+func (c *Cluster) StartPodGrouperBinary(ctx context.Context, bin string, extra ...string) error {
 	if c.PodGrouper != nil && c.PodGrouper.Running() {
 		return errors.New("KAI's pod-grouper is running")
 	}
@@ -197,7 +204,7 @@ func (c *Cluster) StartPodGrouper(ctx context.Context, extra ...string) error {
 		"--kubeconfig=" + c.Kubeconfig, "--scheduler-name=" + SchedulerName, "--queue-label-key=" + QueueLabelKey,
 		"--nodepool-label-key=" + NodePoolLabelKey, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
 	}, extra...)
-	c.PodGrouper = c.process("podgrouper", filepath.Join(c.Config.Bin, "podgrouper"), args, "/healthz", probe)
+	c.PodGrouper = c.process("podgrouper", bin, args, "/healthz", probe)
 	return c.PodGrouper.Start(ctx)
 }
 
