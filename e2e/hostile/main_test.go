@@ -27,6 +27,9 @@ var cp *framework.ControlPlane
 // grouperOptions are the options of the in-process grouper serving the webhook.
 var grouperOptions *app.Options
 
+// grouper is the in-process grouper (its registry tells when a cluster Karta is in use).
+var grouper *framework.Grouper
+
 // webhookConfigName names the MutatingWebhookConfiguration: gangmap's (framework.GangmapWebhook)
 // for every namespace, with failurePolicy Fail and timeoutSeconds webhookTimeoutSeconds, so a
 // webhook that answers late (or not at all) makes the API server refuse the pod.
@@ -48,7 +51,8 @@ func run(m *testing.M) int {
 	var err error
 	// Fail, never skip, without the control plane.
 	cp, err = framework.StartWith(framework.Options{
-		CRDs:             []string{"testdata/workload.codeflare.dev_appwrappers.yaml"},
+		CRDs: []string{"testdata/workload.codeflare.dev_appwrappers.yaml", "testdata/apps.nvidia.com_nimservices.yaml",
+			"../testdata/crds/e2e.example.com_customjobs.yaml"},
 		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{wh},
 	})
 	if err != nil {
@@ -60,7 +64,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	grouperOptions = app.DefaultOptions() // built-in catalog (AppWrapper included), 5s decision timeout
 	cp.ServeWebhook(grouperOptions)
-	grouper, err := cp.RunGrouper(ctx, grouperOptions, nil)
+	grouper, err = cp.RunGrouper(ctx, grouperOptions, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hostile: grouper:", err)
 		return 1
