@@ -29,7 +29,7 @@ SHELL := bash
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
-.PHONY: help build control-plane test unit e2e kai-module kai-module-if-set fmt-check vet vuln demo generate fuzz clean bench bench-e2e bench-scale fuzz-smoke fuzz-long
+.PHONY: help build control-plane test unit e2e kai-module kai-module-if-set fmt-check vet vuln demo generate fuzz clean bench bench-e2e bench-scale bench-vs-kai fuzz-smoke fuzz-long
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -145,6 +145,19 @@ bench-scale: ## Scale benchmark (not in CI): SCALE_PODS pods (20,000) of 10-pod 
 	GANGMAP_SCALE_PODS=$(SCALE_PODS) GANGMAP_SCALE_PODS_PER_WORKLOAD=$(SCALE_PODS_PER_WORKLOAD) GANGMAP_SCALE_MEMORY_LIMIT=$(SCALE_MEMORY_LIMIT) \
 	GANGMAP_SCALE_WEBHOOK=$(SCALE_WEBHOOK) \
 	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -run '^$$' -bench GroupScale -benchtime 1x -timeout 3h ./e2e/scale/
+
+# Pods of `make bench-vs-kai` (10-pod CustomJobs), its rate limits ("default", "raised" or both)
+# and the raised limit's flags, given to KAI's pod-grouper and gangmap's grouper alike.
+VSKAI_PODS ?= 10000
+VSKAI_LIMITS ?= default,raised
+VSKAI_RAISED ?= --qps=1000 --burst=2000
+
+bench-vs-kai: ## KAI's real pod-grouper (KAI_BIN=<dir>) vs gangmap's controller and webhook on VSKAI_PODS pods (10,000), each alone: table and ratios (not in CI; bench/README.md).
+	@if [[ -z "$${KAI_BIN:-}" ]]; then echo "make bench-vs-kai: KAI_BIN is not set: KAI_BIN=<dir with KAI's podgrouper binary> (in a KAI checkout: CGO_ENABLED=0 go build -o <dir>/ ./cmd/podgrouper)" >&2; exit 2; fi
+	@if [[ ! -x "$$KAI_BIN/podgrouper" ]]; then echo "make bench-vs-kai: KAI_BIN=$$KAI_BIN has no executable podgrouper" >&2; exit 2; fi
+	assets=$$(bash hack/control-plane.sh); \
+	KAI_BIN=$$KAI_BIN GANGMAP_VSKAI_PODS=$(VSKAI_PODS) GANGMAP_VSKAI_LIMITS=$(VSKAI_LIMITS) GANGMAP_VSKAI_RAISED="$(VSKAI_RAISED)" \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -tags e2e -run '^$$' -bench VsKAI -benchtime 1x -timeout 4h ./e2e/scale/
 
 clean: ## Remove bin/ and other build output (the control-plane cache in ~/.cache/gangmap is kept).
 	rm -rf $(BIN) .e2e dist

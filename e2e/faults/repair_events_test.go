@@ -25,9 +25,10 @@ import (
 // created without gangmap's webhook (the grouper runs with --webhook-port 0), so the controller
 // labels all 1,000 pods after creation. Every Event the grouper writes in the namespace is counted
 // once the repairs are quiet: no pod has an Event, and each workload has at most a few, each
-// once: PodGroupCreated, GangmapMarkedWorkload and one GangmapRepairedPod for its 10 pods (before
-// issue 33: one GangmapRepairedPod per pod, and 1,152 GangmapMarkedWorkload for 1,000 workloads).
-// gangmap_pods_repaired_total still counts every pod.
+// once: PodGroupCreated (which also says the workload was marked with KAI's skip annotation when
+// the same reconcile marked it; else one GangmapMarkedWorkload says so) and one
+// GangmapRepairedPod for its 10 pods (before issue 33: one GangmapRepairedPod per pod, and 1,152
+// GangmapMarkedWorkload for 1,000 workloads). gangmap_pods_repaired_total still counts every pod.
 func TestRepairEventsScaleWithWorkloads(t *testing.T) {
 	const workloads, perWorkload = 100, 10
 	ctx := context.Background()
@@ -75,6 +76,7 @@ func TestRepairEventsScaleWithWorkloads(t *testing.T) {
 	require.NoError(t, err)
 
 	perObject := map[string]map[string]int{} // object -> reason -> Events (with their counts)
+	marks := map[string]int{}                 // object -> PodGroupCreated Events that say it was marked
 	repairedPods := 0
 	for _, e := range evs.Items {
 		key := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
@@ -82,6 +84,9 @@ func TestRepairEventsScaleWithWorkloads(t *testing.T) {
 			perObject[key] = map[string]int{}
 		}
 		perObject[key][e.Reason] += int(max(e.Count, 1))
+		if e.Reason == controller.ReasonPodGroupCreated && strings.Contains(e.Message, "; also set kai.scheduler/skip-podgrouper on the workload") {
+			marks[key]++
+		}
 		if e.Reason == controller.ReasonRepaired {
 			var n int
 			_, err := fmt.Sscanf(e.Message, "labelled %d pods after creation", &n)
@@ -103,7 +108,8 @@ func TestRepairEventsScaleWithWorkloads(t *testing.T) {
 		}
 		assert.LessOrEqual(t, n, 3, "%s: at most a few Events per workload: %v", key, reasons)
 		assert.Equal(t, 1, reasons[controller.ReasonRepaired], "%s: one repair Event", key)
-		assert.Equal(t, 1, reasons[controller.ReasonOwnerMarked], "%s: one mark Event", key)
+		assert.Equal(t, 1, reasons[controller.ReasonPodGroupCreated], "%s: one PodGroupCreated Event", key)
+		assert.Equal(t, 1, marks[key]+reasons[controller.ReasonOwnerMarked], "%s: the mark said once, in PodGroupCreated or on its own", key)
 	}
 	assert.Len(t, perObject, workloads, "every workload has its Events")
 	assert.Equal(t, workloads*perWorkload, repairedPods, "the repair Events count every pod once")

@@ -78,7 +78,7 @@ func BenchmarkGroupScale(b *testing.B) {
 		r := result{pods: n, workloads: m, webhook: webhookOn, heapBefore: liveHeap(ctx, b, g, pprofAddr)}
 
 		start := time.Now()
-		if r.admitted, err = createWorkloads(ctx, ns, m, per); err != nil {
+		if r.admitted, err = createWorkloads(ctx, ns, m, per, nil); err != nil {
 			b.Fatal(err)
 		}
 		r.created = time.Since(start)
@@ -107,11 +107,12 @@ func BenchmarkGroupScale(b *testing.B) {
 	}
 }
 
-// startGrouper starts the grouper process with grouperArgs (and, with the webhook, the chart's
-// webhook flags and configuration), waits until it has loaded the CustomJob definition and, with
+// startGrouper starts the grouper process with grouperArgs and extra (and, with the webhook, the
+// chart's webhook flags and configuration), waits until it has loaded the CustomJob definition and, with
 // the webhook, until the API server's calls to it mutate pods.
-func startGrouper(ctx context.Context, b *testing.B, webhookOn bool) (*framework.GrouperProcess, string) {
+func startGrouper(ctx context.Context, b *testing.B, webhookOn bool, extra ...string) (*framework.GrouperProcess, string) {
 	args, pprofAddr := grouperArgs(b)
+	args = append(args, extra...)
 	if webhookOn {
 		args = append(args, setUpWebhook(ctx, b)...)
 	}
@@ -172,8 +173,9 @@ func grouperArgs(b *testing.B) (args []string, pprofAddr string) {
 
 // createWorkloads creates m CustomJobs of per pods each in ns, and their pods (what the
 // CustomJob's operator would create), eight workloads at a time. It returns how many pods
-// carried a pod-group-name in the create's response (set by the webhook at admission).
-func createWorkloads(ctx context.Context, ns string, m, per int) (admitted int64, err error) {
+// carried a pod-group-name in the create's response (set by the webhook at admission). times,
+// when not nil, gets each pod's create (podTimes.created).
+func createWorkloads(ctx context.Context, ns string, m, per int, times *podTimes) (admitted int64, err error) {
 	var grouped atomic.Int64
 	work := make(chan int)
 	errs := make(chan error, 8)
@@ -183,7 +185,7 @@ func createWorkloads(ctx context.Context, ns string, m, per int) (admitted int64
 		go func() {
 			defer wg.Done()
 			for w := range work {
-				if err := createWorkload(ctx, ns, fmt.Sprintf("w%05d", w), per, &grouped); err != nil {
+				if err := createWorkload(ctx, ns, fmt.Sprintf("w%05d", w), per, &grouped, times); err != nil {
 					errs <- err
 					return
 				}
@@ -210,8 +212,8 @@ feed:
 }
 
 // createWorkload creates the CustomJob name and its pods, adding to grouped each pod that came
-// back from its create with a pod-group-name.
-func createWorkload(ctx context.Context, ns, name string, per int, grouped *atomic.Int64) error {
+// back from its create with a pod-group-name, and telling times (when not nil) of each create.
+func createWorkload(ctx context.Context, ns, name string, per int, grouped *atomic.Int64, times *podTimes) error {
 	job, err := workload(ns, name, int64(per-1))
 	if err != nil {
 		return err
@@ -226,12 +228,15 @@ func createWorkload(ctx context.Context, ns, name string, per int, grouped *atom
 			if err != nil {
 				return err
 			}
+			start := time.Now()
 			if err := cp.Client.Create(ctx, p); err != nil {
 				return fmt.Errorf("pod %s: %w", p.Name, err)
 			}
-			if p.Annotations[kaikeys.PodGroupName] != "" {
+			admitted := p.Annotations[kaikeys.PodGroupName] != ""
+			if admitted {
 				grouped.Add(1)
 			}
+			times.created(p.Name, start, admitted)
 		}
 	}
 	return nil

@@ -86,9 +86,10 @@ type PodReconciler struct {
 	// (podgroup.ActualNames).
 	PodGroupOwners podgroup.OwnerLister
 
-	// marked holds the resourceVersion each workload had when gangmap marked it; marking holds
-	// the UIDs of the workloads a reconcile is marking now.
-	marked, marking sync.Map
+	// marked holds the resourceVersion each workload had when gangmap marked it; marking holds,
+	// by UID, the workloads a reconcile is marking now (a channel closed when it is done);
+	// markUntold the workloads marked whose mark no Event has told yet (see writePodGroup).
+	marked, marking, markUntold sync.Map
 
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
@@ -183,9 +184,9 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	}
 
 	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
-	// when it already matches).
-	r.markOwner(ctx, d)
-	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner); requeue || err != nil {
+	// when it already matches); one Event on the workload says what this reconcile wrote.
+	marked := r.markOwner(ctx, d)
+	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner, marked); requeue || err != nil {
 		if err != nil {
 			return r.fail(ctx, pod, owner, "PodGroupWrite", err)
 		}
@@ -203,8 +204,17 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 }
 
 // writePodGroup writes the PodGroup (nothing when it already matches) and says so with an Event on
-// the workload; requeue is true when another writer won a race (conflict, already exists).
-func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata, owner *unstructured.Unstructured) (requeue bool, err error) {
+// the workload; requeue is true when another writer won a race (conflict, already exists). When
+// the workload's mark (markOwner) is not told yet, the PodGroupCreated or PodGroupUpdated Event
+// tells it too, so that a workload's first pods cost one Event, not two; marked says this
+// reconcile set the mark, and it then tells the mark on its own (GangmapMarkedWorkload) when no
+// PodGroup Event has.
+func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata, owner *unstructured.Unstructured, marked bool) (requeue bool, err error) {
+	defer func() {
+		if marked && r.tellMark(owner.GetUID()) {
+			r.Recorder.Event(owner, corev1.EventTypeNormal, ReasonOwnerMarked, "set "+markNote)
+		}
+	}()
 	res, err := r.Applier.Apply(ctx, md)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return true, nil
@@ -214,12 +224,18 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 	}
 	podGroupWrites.WithLabelValues(string(res)).Inc()
 	log := ctrl.LoggerFrom(ctx)
+	also := func() string {
+		if r.tellMark(owner.GetUID()) {
+			return "; also set " + markNote
+		}
+		return ""
+	}
 	switch res {
 	case podgroup.Created:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s", md.Name, gangSummary(md))
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s%s", md.Name, gangSummary(md), also())
 		log.V(1).Info("PodGroup created")
 	case podgroup.Updated:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s", md.Name, gangSummary(md))
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s%s", md.Name, gangSummary(md), also())
 		log.V(1).Info("PodGroup updated")
 	}
 	return false, nil

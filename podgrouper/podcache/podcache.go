@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
@@ -55,8 +56,17 @@ var _ manager.LeaderElectionRunnable = (*Cache)(nil)
 
 // New returns a Cache of the pods whose spec.schedulerName is schedulerName, listed and watched
 // through cfg (full pods on the wire, as the API server serves no projection of a pod; each is
-// made a Record as it arrives, before it is stored).
+// made a Record as it arrives, before it is stored). Pods come as protobuf, as kube-scheduler and
+// kube-controller-manager read them (JSON when cfg asks for a content type): decoding them was
+// the grouper's largest CPU cost, 29% of its CPU in a 4,000-pod run without the webhook (each pod
+// arrives twice, created and then labelled), and protobuf decodes a pod in a fraction of JSON's
+// time.
 func New(cfg *rest.Config, schedulerName string) (*Cache, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.ContentType == "" {
+		cfg.ContentType = runtime.ContentTypeProtobuf
+		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pod cache: %w", err)
