@@ -76,7 +76,7 @@ func TestRepairEventsScaleWithWorkloads(t *testing.T) {
 	require.NoError(t, err)
 
 	perObject := map[string]map[string]int{} // object -> reason -> Events (with their counts)
-	marks := map[string]int{}                 // object -> PodGroupCreated Events that say it was marked
+	marks := map[string]int{}                // object -> PodGroupCreated Events that say it was marked
 	repairedPods := 0
 	for _, e := range evs.Items {
 		key := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
