@@ -73,13 +73,13 @@ func TestMilvusComponentsTheSpecDoesNotList(t *testing.T) {
 	// A component the operator no longer deploys but has not deleted yet: upgrading to 2.6, the
 	// indexnode Deployment stays until the new proxy image is rolled out
 	// (pkg/controllers/deployments.go cleanupIndexNodeIfNeeded). Its pod is outside the plan: it
-	// gets KAI's default PodGroup (pg-<name>-<UID>, minMember 1) and a Warning Event naming the
+	// joins the gang's PodGroup in no sub-group (never bound outside the gang) and a Warning Event naming the
 	// instance, and the gang stays as it was.
 	retired := milvusComponentPod(t, ctx, milvus, "indexnode")
-	defaultName := fmt.Sprintf("pg-%s-%s", milvus.GetName(), milvus.GetUID())
 	got, err := cp.WaitForPodAnnotation(ctx, ns, retired.Name, kaikeys.PodGroupName, timeout)
 	require.NoError(t, err, "the retired component's pod is not left without a PodGroup")
-	assert.Equal(t, defaultName, got.Annotations[kaikeys.PodGroupName])
+	assert.Equal(t, pgName, got.Annotations[kaikeys.PodGroupName], "it joins the gang, in no sub-group (KAI leaves it unscheduled)")
+	assert.NotContains(t, got.Labels, kaikeys.SubGroupName)
 	ev := waitEvent(t, ctx, ns, retired.Name, controller.ReasonPodOutsidePlan, "indexnode", 15*time.Second)
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	waitSubGroups(t, ctx, ns, pgName, "mixcoord=1 datanode=1 streamingnode=1 querynode=1 proxy=1")

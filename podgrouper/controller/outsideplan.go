@@ -45,7 +45,10 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	podsOutsidePlan.WithLabelValues(d.Kind.Kind).Inc()
 	where := "it is left to KAI's pod-grouper (default grouping, outside the gang)"
 	if d.Metadata != nil {
-		where = fmt.Sprintf("it joins PodGroup %s (KAI's default grouping, minMember %d), outside the gang", d.Metadata.Name, d.Metadata.MinAvailable)
+		where = fmt.Sprintf("it joins the gang's PodGroup %s in no sub-group, and KAI does not schedule it until the plan places it", d.Metadata.Name)
+		if len(d.Metadata.SubGroups) == 0 {
+			where = fmt.Sprintf("it joins the gang's PodGroup %s, counted in its minMember", d.Metadata.Name)
+		}
 	}
 	definition := "the definition"
 	if d.Seen.Definition != nil {

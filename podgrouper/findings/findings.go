@@ -6,7 +6,12 @@
 // pod), and the plan's desired and required pods per role. Evaluate turns them into Findings:
 //
 //   - UnclaimedPods: pods of the workload that the definition places in no role (no component's
-//     podSelector matches them). They fall to KAI's default grouping and escape the gang. At once.
+//     podSelector matches them). They join the workload's gang PodGroup in no sub-group, where
+//     KAI does not schedule them (a flat gang counts them). At once, with an example pod's labels
+//     next to what the selectors want.
+//   - GangNotAdmittable: a role the gang requires has fewer pods than required while other roles'
+//     pods exist and pods of the workload match no component: the selector misses the role, no pod can complete the gang,
+//     and KAI cannot admit it (the role's sub-group blocks it). At once, with the same labels.
 //   - MoreThanPlanned: more live pods in a role than the plan's desired count (replicas × pods
 //     per replica) for longer than Config.MoreThanPlannedGrace: the definition undercounts (the
 //     operator runs several pods per replica, or a selector takes another role's pods), so the
@@ -38,11 +43,12 @@ const (
 	UnclaimedPods     Reason = "UnclaimedPods"
 	MoreThanPlanned   Reason = "MoreThanPlanned"
 	GangUnsatisfiable Reason = "GangUnsatisfiable"
+	GangNotAdmittable Reason = "GangNotAdmittable"
 	Drift             Reason = "Drift"
 )
 
 // Reasons lists every Reason in report order.
-var Reasons = []Reason{UnclaimedPods, MoreThanPlanned, GangUnsatisfiable, Drift}
+var Reasons = []Reason{UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift}
 
 // Finding is one disagreement between a workload's plan and its pods.
 type Finding struct {
@@ -146,4 +152,63 @@ func DefinitionOf(c *definitions.Compiled) Definition {
 		}
 	}
 	return d
+}
+
+// maxSelectorsText bounds Definition.Selectors, in bytes.
+const maxSelectorsText = 400
+
+// SelectorsOf says what each pod-bearing component's podSelector wants of a pod, for the
+// findings ("replicatedjob: .metadata.labels[\"...\"] names an instance; worker: <keyPath> ==
+// \"worker\""), at most maxSelectorsText bytes; "" for nil.
+func SelectorsOf(c *definitions.Compiled) string {
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	for _, comp := range c.Components {
+		if comp.Def == nil || comp.Def.PodSelector == nil {
+			continue
+		}
+		ps := comp.Def.PodSelector
+		var want []string
+		if ts := ps.ComponentTypeSelector; ts != nil {
+			if k := exprText(ts.KeyPath); k != "" {
+				if ts.Value != nil {
+					want = append(want, fmt.Sprintf("%s == %q", k, *ts.Value))
+				} else {
+					want = append(want, k+" is set")
+				}
+			}
+			for _, key := range sortedKeys(ts.MatchLabels) {
+				want = append(want, fmt.Sprintf("label %s=%s", key, ts.MatchLabels[key]))
+			}
+		}
+		if is := ps.ComponentInstanceSelector; is != nil {
+			want = append(want, exprText(is.IDPath)+" names an instance")
+		}
+		if len(want) > 0 {
+			parts = append(parts, comp.Name+": "+strings.Join(want, " and "))
+		}
+	}
+	out := strings.Join(parts, "; ")
+	if len(out) > maxSelectorsText {
+		out = out[:maxSelectorsText] + "..."
+	}
+	return out
+}
+
+func exprText(e definitions.Expr) string {
+	if e.JQ != "" {
+		return e.JQ
+	}
+	return e.CEL
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

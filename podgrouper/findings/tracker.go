@@ -82,8 +82,9 @@ type workload struct {
 type rareState struct {
 	misses    []string
 	unclaimed int64
-	// unclaimedPod names one unclaimed pod, for the message.
-	unclaimedPod string
+	// unclaimedPod names one unclaimed pod, for the message; unclaimedLabels are its labels and
+	// selectors what the definition's selectors want (NoteUnclaimed), both bounded.
+	unclaimedPod, unclaimedLabels, selectors string
 }
 
 // noRareState is the rare state of a workload that has none (read only).
@@ -99,7 +100,7 @@ func (w *workload) rareState() *rareState {
 
 // tidy drops the rare state when it holds nothing.
 func (w *workload) tidy() {
-	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" {
+	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" {
 		w.rare = nil
 	}
 }
@@ -282,6 +283,38 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 	}
 }
 
+// maxLabelsText bounds the labels text NoteUnclaimed keeps, in bytes.
+const maxLabelsText = 400
+
+// NoteUnclaimed keeps, for the workload's UnclaimedPods and GangNotAdmittable messages, the
+// labels of an unclaimed pod (the first one noted while none is kept, or the pod already named)
+// and what the definition's selectors want (selectors is called only then: SelectorsOf). Call it
+// after Observe of an unclaimed pod.
+func (t *Tracker) NoteUnclaimed(owner types.UID, pod string, labels map[string]string, selectors func() string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.workloads[owner]
+	if w == nil || w.rare == nil || w.rare.unclaimed == 0 {
+		return
+	}
+	r := w.rare
+	if r.unclaimedLabels != "" && r.unclaimedPod != pod {
+		return
+	}
+	r.unclaimedPod = pod
+	parts := make([]string, 0, len(labels))
+	for _, k := range sortedKeys(labels) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	r.unclaimedLabels = "{" + strings.Join(parts, ", ") + "}"
+	if len(r.unclaimedLabels) > maxLabelsText {
+		r.unclaimedLabels = r.unclaimedLabels[:maxLabelsText] + "...}"
+	}
+	if selectors != nil {
+		r.selectors = selectors()
+	}
+}
+
 // Forget drops the pod (deleted, being deleted, or no longer gangmap's).
 func (t *Tracker) Forget(pod types.NamespacedName, now time.Time) {
 	t.mu.Lock()
@@ -307,7 +340,10 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 		if r := w.rare; r != nil {
 			r.unclaimed--
 			if r.unclaimedPod == pod.Name {
-				r.unclaimedPod = ""
+				r.unclaimedPod, r.unclaimedLabels = "", ""
+			}
+			if r.unclaimed == 0 {
+				r.selectors = ""
 			}
 			w.tidy()
 		}
@@ -377,13 +413,20 @@ func (w *workload) findings(at time.Duration, cfg Config) []Finding {
 	if rare == nil {
 		rare = &noRareState
 	}
+	ex := ""
 	if rare.unclaimed > 0 {
-		ex := ""
 		if rare.unclaimedPod != "" {
-			ex = fmt.Sprintf(" (e.g. pod %s)", rare.unclaimedPod)
+			ex = " (e.g. pod " + rare.unclaimedPod
+			if rare.unclaimedLabels != "" {
+				ex += " with labels " + rare.unclaimedLabels
+			}
+			ex += ")"
+		}
+		if rare.selectors != "" {
+			ex += "; the selectors want " + rare.selectors
 		}
 		fs = append(fs, Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(rare.unclaimed, 10), Message: fmt.Sprintf(
-			"%d pod(s) of the workload match no component's podSelector%s: they fall to KAI's default grouping and escape the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", rare.unclaimed, ex)})
+			"%d pod(s) of the workload match no component's podSelector%s: they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", rare.unclaimed, ex)})
 	}
 	othersCreated := int64(0)
 	for i := range w.roles.list {
@@ -396,6 +439,12 @@ func (w *workload) findings(at time.Duration, cfg Config) []Finding {
 			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Counts: fmt.Sprint(rs.live, "/", rs.desired), Message: fmt.Sprintf(
 				"%d live pods for %s, the plan counts %d: the definition undercounts the role (the operator runs more pods per replica than podsPerReplicaPath says, or the role's selector takes other pods), so the gang may admit part of the job",
 				rs.live, (at - rs.overSince).Round(time.Second), rs.desired)})
+		}
+		if rs.short && rare.unclaimed > 0 && othersCreated-int64(rs.created) > 0 {
+			fs = append(fs, Finding{Reason: GangNotAdmittable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created, "/", rare.unclaimed), Message: fmt.Sprintf(
+				"KAI cannot admit the gang: sub-group %s requires %d pods, %d are placed in it, while %d pod(s) of the workload match no component%s; the role's selector likely misses its pods: fix it, and the waiting pods join their sub-group",
+				name, rs.required, rs.created, rare.unclaimed, ex)})
+			continue
 		}
 		if rs.short && at-rs.shortSince >= cfg.GangUnsatisfiableGrace && othersCreated-int64(rs.created) > 0 {
 			fs = append(fs, Finding{Reason: GangUnsatisfiable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created), Message: fmt.Sprintf(

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -274,4 +276,44 @@ func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
 	asked := func(u types.UID) bool { return u == "healthy-uid" }
 	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.EvaluateSome(t0, cfg, asked)))
 	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg)))
+}
+
+// A selector that misses the workers (issue 27: a misspelt value): the leader's pod is claimed,
+// the two worker pods are claimed by no component. The workers' sub-group can never be
+// completed, so GangNotAdmittable is reported at once (no grace period), naming the sub-group,
+// with an unclaimed pod's labels next to what the selectors want.
+func TestGangNotAdmittableWhenASelectorMissesARole(t *testing.T) {
+	tr := NewTracker()
+	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
+	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
+	for _, n := range []string{"w-0", "w-1"} {
+		tr.Observe(pod(n), Observation{Owner: uid, Unclaimed: true}, t0)
+		tr.NoteUnclaimed(uid, n, map[string]string{"role": "worker", "app": "train"}, func() string { return `worker: .metadata.labels.role == "wroker"` })
+	}
+	fs := evaluate(t, tr, t0, cfg)
+	require.Equal(t, []string{"UnclaimedPods", "GangNotAdmittable(workers)"}, reasons(fs))
+	msg := fs[1].Message
+	assert.Contains(t, msg, "KAI cannot admit the gang: sub-group workers requires 2 pods, 0 are placed in it, while 2 pod(s) of the workload match no component")
+	assert.Contains(t, msg, "pod w-0 with labels {app=train, role=worker}")
+	assert.Contains(t, msg, `the selectors want worker: .metadata.labels.role == "wroker"`)
+	assert.Contains(t, fs[0].Message, "unscheduled")
+
+	// Fixed: the pods are claimed by the workers' role; nothing is left to report.
+	for _, n := range []string{"w-0", "w-1"} {
+		tr.Observe(pod(n), Observation{Owner: uid, Role: "workers"}, t0)
+	}
+	assert.Empty(t, evaluate(t, tr, t0, cfg))
+}
+
+// SelectorsOf reads each component's podSelector: the catalog JobSet names its instance by the
+// replicatedjob-name label the JobSet controller sets.
+func TestSelectorsOfCatalogJobSet(t *testing.T) {
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	require.NoError(t, err)
+	reg := definitions.NewRegistry(c)
+	require.NoError(t, catalog.Register(reg))
+	js := reg.Lookup(schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"})
+	require.NotNil(t, js)
+	assert.Equal(t, `replicatedjob: .metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] names an instance`, SelectorsOf(js))
+	assert.Empty(t, SelectorsOf(nil))
 }

@@ -369,9 +369,9 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 	placement, err := compiled.PlacePod(ctx, podMap)
 	if errors.Is(err, definitions.ErrNoComponent) {
 		seen.Unclaimed = true
-		// The definition does not describe this pod: not gangmap's gang (KAI's default PodGroup
-		// when KAI's pod-grouper skips the workload).
-		md, err := g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
+		// The definition does not describe this pod (a selector that misses a role): it joins
+		// the workload's gang without a sub-group, never a PodGroup of its own (intoGang).
+		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners)
 		return md, seen, err
 	}
 	if err != nil {
@@ -383,8 +383,14 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		// workload and ask again; meanwhile the pod is not left without a PodGroup.
 		seen.NotInPlan = err
 	}
-	if errors.Is(err, gang.ErrNotGrouped) || errors.Is(err, gang.ErrNotInPlan) {
-		// The pod's role is in no gang of the definition, or outside the plan.
+	if errors.Is(err, gang.ErrNotInPlan) {
+		// The pod's instance or replica is outside the plan (a path that reads nothing, a role
+		// counted 0 pods, a plan older than the workload): it joins the gang without a sub-group.
+		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners)
+		return md, seen, err
+	}
+	if errors.Is(err, gang.ErrNotGrouped) {
+		// The definition puts the pod's role in no gang (the alpha form's choice): left to KAI.
 		md, err := g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
 		return md, seen, err
 	}

@@ -12,6 +12,30 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
+// intoGang returns the PodGroup of a pod of a workload gangmap groups that its plan places in no
+// role: no component's podSelector claims it, or its instance or replica is not in the plan. The
+// pod joins the workload's gang, the plan's first PodGroup, in no sub-group, so that KAI never
+// binds it outside the gang: a PodGroup with sub-groups leaves it unscheduled (KAI schedules no
+// pod outside its sub-groups, job_info.go AddTaskInfo) until the definition or the plan places
+// it; a flat PodGroup counts it towards its minMember with the gang's other pods. The findings
+// report it at once (UnclaimedPods, and GangNotAdmittable for a role left short). A plan with
+// no PodGroup gives the pod what ungrouped gives.
+func (g *Grouper) intoGang(ctx context.Context, cp *cachedPlan, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
+	plan := cp.plan
+	if len(plan.PodGroups) == 0 || g.Defaults == nil {
+		return g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
+	}
+	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
+	if err != nil {
+		return nil, err
+	}
+	ownerskip.StripMark(md.Annotations)
+	pg := plan.PodGroups[0]
+	fillGang(md, cp.metaOf(pg), &gang.Assignment{PodGroup: pg, Name: pg.Name}, pod.Name)
+	podgroup.FitRelease(md, g.Release)
+	return md, nil
+}
+
 // UngroupedSuffix ends the name of the PodGroup of a workload's ungrouped pods when KAI's
 // default name (pg-<top owner name>-<top owner UID>) is already a gang's name in the plan.
 const UngroupedSuffix = "-ungrouped"

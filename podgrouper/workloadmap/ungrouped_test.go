@@ -9,8 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/kaiadmission"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/podgroup"
 )
 
 // markedBy sets KAI's skip annotation on the workload as gangmap's ownerskip.Marker does (the
@@ -20,86 +22,74 @@ func markedBy(u *unstructured.Unstructured) {
 	u.SetLabels(map[string]string{"kai.scheduler/queue": "team-a"})
 }
 
-// TestUngroupedPodOfMarkedWorkload: the catalog SparkApplication definition claims a pod by its
+// TestUnclaimedPodJoinsTheGang: the catalog SparkApplication definition claims a pod by its
 // spark-role label, driver or executor (the values Spark sets on the pods it creates, the spark
-// operator's LabelSparkRole); a pod the application owns with another role (one a user or another
-// controller added) is claimed by no component. While the workload is not marked, KAI's
-// pod-grouper groups such a pod (nil: not gangmap's). Once gangmap has marked the workload with
-// kai.scheduler/skip-podgrouper, KAI's pod-grouper skips every pod of it, so gangmap gives the
-// pod KAI's default PodGroup (pg-<name>-<UID>, minMember 1, no sub-group, the top owner's queue,
-// without the mark copied to it) rather than leaving it with none.
-func TestUngroupedPodOfMarkedWorkload(t *testing.T) {
+// operator's LabelSparkRole); a pod the application owns with another role (a selector that
+// misses, or a pod another controller added) is claimed by no component. Marked or not, it joins
+// the workload's gang PodGroup in no sub-group, never a PodGroup of its own (KAI's default
+// grouper gave it minMember 1 and KAI bound it alone): KAI leaves it unscheduled
+// (kaiadmission: stranded), and the gang's own pods are admitted without it.
+func TestUnclaimedPodJoinsTheGang(t *testing.T) {
 	g := newGrouper(t)
 	stray := pod("sidecar-0", map[string]string{"spark-role": "sidecar"})
+	for _, marked := range []bool{false, true} {
+		w := workload(t, "sparkapplication-volcano-batchscheduler.yaml", func(u *unstructured.Unstructured) {
+			if marked {
+				markedBy(u)
+			}
+		})
+		md, seen, err := g.GroupPod(context.Background(), w, stray)
+		require.NoError(t, err)
+		assert.True(t, seen.Unclaimed, "reported as unclaimed to the findings")
+		require.NotNil(t, md, "marked %v: gangmap's, never KAI's default grouping", marked)
+		assert.Equal(t, "pg-11111111-2222-3333-4444-555555555555-sparkapplication", md.Name, "the gang's PodGroup")
+		assert.Nil(t, md.FindSubGroupForPod("bench", "sidecar-0"), "in no sub-group")
+		assert.NotContains(t, md.Annotations, kaikeys.SkipPodGrouper, "the mark is the workload's, not the PodGroup's")
 
-	plain := workload(t, "sparkapplication-volcano-batchscheduler.yaml", nil)
-	md, seen, err := g.GroupPod(context.Background(), plain, stray)
-	require.NoError(t, err)
-	assert.True(t, seen.Unclaimed)
-	assert.Nil(t, md, "not marked: KAI's pod-grouper groups it")
+		driver := pod("driver", map[string]string{"spark-role": "driver"})
+		dmd, _, err := g.GroupPod(context.Background(), w, driver)
+		require.NoError(t, err)
+		assert.Equal(t, podgroup.Build(dmd).Spec, podgroup.Build(md).Spec, "the same PodGroup as the gang's pods write")
 
-	marked := workload(t, "sparkapplication-volcano-batchscheduler.yaml", func(u *unstructured.Unstructured) {
-		markedBy(u)
-		u.SetResourceVersion("2")
-	})
-	md, seen, err = g.GroupPod(context.Background(), marked, stray)
-	require.NoError(t, err)
-	assert.True(t, seen.Unclaimed, "still reported as unclaimed to the findings")
-	require.NotNil(t, md)
-	assert.Equal(t, "pg-spark-pi-volcano-11111111-2222-3333-4444-555555555555", md.Name)
-	assert.Equal(t, "bench", md.Namespace)
-	assert.Equal(t, int32(1), md.MinAvailable)
-	assert.Nil(t, md.MinSubGroup)
-	assert.Empty(t, md.SubGroups)
-	assert.Equal(t, "team-a", md.Queue)
-	assert.NotContains(t, md.Annotations, kaikeys.SkipPodGrouper, "the mark is the workload's, not the PodGroup's")
+		v := kaiadmission.Evaluate(podgroup.Build(dmd), []kaiadmission.Pod{
+			{Name: "driver", SubGroup: "driver", State: kaiadmission.Pending},
+			{Name: "sidecar-0", State: kaiadmission.Pending},
+		}, nil)
+		assert.Equal(t, []string{"sidecar-0"}, v.Stranded, "KAI never binds the unclaimed pod")
+		assert.Equal(t, []string{"driver"}, v.Bound())
+	}
 
-	// The gang's own pods keep the gang's PodGroup, never this one.
-	driver := pod("driver", map[string]string{"spark-role": "driver"})
-	gmd, _, err := g.GroupPod(context.Background(), marked, driver)
-	require.NoError(t, err)
-	require.NotNil(t, gmd)
-	assert.NotEqual(t, md.Name, gmd.Name)
-	assert.Zero(t, gmd.MinAvailable, "the gang's minimum is per sub-group")
-
-	// A plan whose gang already has KAI's default name: the ungrouped pods get their own
-	// PodGroup, so the gang's is never rewritten to minMember 1.
-	clash := &gang.Plan{PodGroups: []*gang.PodGroup{{Name: md.Name}}}
+	// ungrouped (a role the alpha form leaves out of every gang, marked workload) keeps KAI's
+	// default PodGroup, named apart from a gang's.
+	marked := workload(t, "sparkapplication-volcano-batchscheduler.yaml", markedBy)
+	clash := &gang.Plan{PodGroups: []*gang.PodGroup{{Name: "pg-spark-pi-volcano-11111111-2222-3333-4444-555555555555"}}}
 	own, err := g.ungrouped(context.Background(), clash, marked, stray, nil)
 	require.NoError(t, err)
-	assert.Equal(t, md.Name+UngroupedSuffix, own.Name)
+	assert.Equal(t, "pg-spark-pi-volcano-11111111-2222-3333-4444-555555555555"+UngroupedSuffix, own.Name)
+	assert.Equal(t, int32(1), own.MinAvailable)
 }
 
-// TestPodOutsidePlanOfMarkedWorkload: the seed JobSet's replicated jobs are leader and workers
-// (the catalog definition's instanceIdPath, .spec.replicatedJobs[].name). A pod the JobSet
-// controller labels jobset.sigs.k8s.io/replicatedjob-name: evaluator (a replicated job the plan
-// does not know) is outside the plan. Before, that was a plan error retried with backoff for
-// good while KAI's pod-grouper skipped the marked workload: the pod had no PodGroup from anyone.
-// Now it is reported (Seen.NotInPlan names the instance) and, on a marked workload, gets KAI's
-// default PodGroup (minMember 1); on an unmarked one KAI's pod-grouper groups it (nil).
-func TestPodOutsidePlanOfMarkedWorkload(t *testing.T) {
+// TestPodOutsidePlanJoinsTheGang: the seed JobSet's replicated jobs are leader and workers (the
+// catalog definition's instanceIdPath, .spec.replicatedJobs[].name). A pod the JobSet controller
+// labels jobset.sigs.k8s.io/replicatedjob-name: evaluator (a replicated job the plan does not
+// know: a path that reads nothing, or a plan older than the workload) is outside the plan: it is
+// reported (Seen.NotInPlan names the instance) and joins the gang's PodGroup in no sub-group,
+// so KAI does not schedule it until the plan places it.
+func TestPodOutsidePlanJoinsTheGang(t *testing.T) {
 	g := newGrouper(t)
 	evaluator := pod("evaluator-0", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "evaluator", "jobset.sigs.k8s.io/job-index": "0"})
-
-	plain := workload(t, "jobset-leader-workers.yaml", nil)
-	md, seen, err := g.GroupPod(context.Background(), plain, evaluator)
-	require.NoError(t, err, "not an error to retry")
-	assert.Nil(t, md, "not marked: KAI's pod-grouper groups it")
-	var nip *gang.NotInPlanError
-	require.ErrorAs(t, seen.NotInPlan, &nip)
-	assert.Equal(t, "replicatedjob[evaluator]", nip.Instance)
-	assert.False(t, seen.Unclaimed, "a component claims it; its instance is what the plan lacks")
-
-	marked := workload(t, "jobset-leader-workers.yaml", func(u *unstructured.Unstructured) {
-		markedBy(u)
-		u.SetResourceVersion("2")
-	})
-	md, seen, err = g.GroupPod(context.Background(), marked, evaluator)
-	require.NoError(t, err)
-	require.ErrorIs(t, seen.NotInPlan, gang.ErrNotInPlan)
-	require.NotNil(t, md)
-	assert.Equal(t, "pg-"+marked.GetName()+"-"+string(marked.GetUID()), md.Name, "KAI's default grouper's name")
-	assert.Equal(t, int32(1), md.MinAvailable)
-	assert.Empty(t, md.SubGroups)
-	assert.Equal(t, "team-a", md.Queue)
+	for _, w := range []*unstructured.Unstructured{workload(t, "jobset-leader-workers.yaml", nil), workload(t, "jobset-leader-workers.yaml", markedBy)} {
+		md, seen, err := g.GroupPod(context.Background(), w, evaluator)
+		require.NoError(t, err, "not an error to retry")
+		var nip *gang.NotInPlanError
+		require.ErrorAs(t, seen.NotInPlan, &nip)
+		assert.Equal(t, "replicatedjob[evaluator]", nip.Instance)
+		assert.False(t, seen.Unclaimed, "a component claims it; its instance is what the plan lacks")
+		require.NotNil(t, md)
+		assert.Equal(t, "pg-11111111-2222-3333-4444-555555555555-jobset", md.Name)
+		assert.Nil(t, md.FindSubGroupForPod("bench", "evaluator-0"))
+		v := kaiadmission.Evaluate(podgroup.Build(md), []kaiadmission.Pod{{Name: "evaluator-0", State: kaiadmission.Pending}}, nil)
+		assert.Equal(t, []string{"evaluator-0"}, v.Stranded)
+		assert.Empty(t, v.Steps)
+	}
 }
