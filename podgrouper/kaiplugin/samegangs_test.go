@@ -2,6 +2,7 @@ package kaiplugin
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,5 +193,52 @@ func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table,
 		} else {
 			n.defaultPods++
 		}
+	}
+}
+
+// TestMetadataConcurrentCallersWriteTheirOwn: KAI reconciles pods in parallel
+// (--max-concurrent-reconciles, 10 by default) and writes into the metadata it gets
+// (pod_controller.go addNodePoolLabel); the plan cache shares sub-groups among a PodGroup's pods.
+// 10 callers × 30 calls for the CustomJob's pods, each writing into every map, slice and pointer of
+// its result, race with nothing (go test -race) and each still gets the PodGroup of the first call.
+func TestMetadataConcurrentCallersWriteTheirOwn(t *testing.T) {
+	reg := sampleRegistry(t)
+	cj, ok, err := kaisamples.LoadFile(context.Background(), "../../e2e/testdata/customjob.yaml", "team-a", reg)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, g := embedded(t, reg, native.DefaultTable(), cj)
+	want := map[string]*v2alpha2.PodGroup{}
+	for _, p := range cj.Pods {
+		md, err := g.Metadata(cj.Workload, p, kaiChain(cj.Workload)...)
+		require.NoError(t, err)
+		want[p.Name] = podgroup.Build(md)
+	}
+	errs := make(chan error, 10)
+	for w := 0; w < 10; w++ {
+		go func() {
+			for i := 0; i < 30; i++ {
+				p := cj.Pods[(w+i)%len(cj.Pods)]
+				md, err := g.Metadata(cj.Workload, p, kaiChain(cj.Workload)...)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := podgroup.Build(md); !assert.ObjectsAreEqual(want[p.Name], got) {
+					errs <- fmt.Errorf("pod %s: PodGroup %v, want %v", p.Name, got, want[p.Name])
+					return
+				}
+				md.Labels["kai.scheduler/node-pool"] = "pool"
+				md.Annotations["x"] = "y"
+				*md.MinSubGroup = 0
+				for _, sg := range md.SubGroups {
+					sg.PodsReferences = append(sg.PodsReferences, "other")
+					sg.MinAvailable = 0
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 10; w++ {
+		require.NoError(t, <-errs)
 	}
 }
