@@ -225,7 +225,9 @@ func (l *linter) child(n *node, name string) *node {
 		}
 		// metadata is ObjectMeta, which CRD schemas never spell out; its map fields (labels,
 		// annotations) are open by design. Anything else open is worth saying.
-		if at := n.path; at != ".metadata" && !strings.HasPrefix(at, ".metadata.") && !isMap(s) {
+		// A schema with additionalProperties (a map, beside declared fields or not) allows every
+		// key by design: nothing to check and nothing to note (issue 31 point 10).
+		if at := n.path; at != ".metadata" && !strings.HasPrefix(at, ".metadata.") && !isMap(s) && s.AdditionalProperties == nil {
 			if at == "" {
 				at = "."
 			}

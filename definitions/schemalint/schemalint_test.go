@@ -123,3 +123,44 @@ func TestWrongCRD(t *testing.T) {
 	_, err := Lint(loadDefinition(t), crd)
 	assert.ErrorContains(t, err, "is for jobset.x-k8s.io Other")
 }
+
+// TestAdditionalPropertiesIsNoWarning: a field the CRD types as a map (additionalProperties, with
+// a value schema or `true`, beside declared properties or not) takes any key: a path through it is
+// neither a finding nor an unchecked note (issue 31 point 10: validate --crd warned on one).
+func TestAdditionalPropertiesIsNoWarning(t *testing.T) {
+	obj := func(props map[string]apiextensionsv1.JSONSchemaProps, add *apiextensionsv1.JSONSchemaPropsOrBool) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "object", Properties: props, AdditionalProperties: add}
+	}
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	crd.Name = "customjobs.example.com"
+	crd.Spec.Group = "example.com"
+	crd.Spec.Names.Kind = "CustomJob"
+	spec := obj(map[string]apiextensionsv1.JSONSchemaProps{
+		// flinkConfiguration-like: a map of strings.
+		"config": obj(nil, &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}),
+		// declared fields and any others.
+		"extra": obj(map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}, &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}),
+		"worker": obj(map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}, nil),
+	}, nil)
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Schema: &apiextensionsv1.CustomResourceValidation{
+		OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": spec}}}}}
+	b, err := os.ReadFile("../../examples/definitions/customjob-karta.yaml")
+	require.NoError(t, err)
+	s := strings.Replace(string(b), "replicasPath: .spec.worker.replicas}",
+		`replicasPath: '(.spec.config["taskmanager.slots"] | tonumber? // 1) * (.spec.extra.anyKey // 1) * (.spec.extra.replicas // 1) * .spec.worker.replicas'}`, 1)
+	s = strings.Replace(s, "replicasPath: .spec.coordinator.replicas}", "replicasPath: .spec.worker.replicas}", 1)
+	ls, err := definitions.Decode(strings.NewReader(s), "k.yaml", definitions.SourceFile, definitions.DecodeOptions{Strict: true})
+	require.NoError(t, err)
+	fs, err := Lint(ls[0].Karta, crd)
+	require.NoError(t, err)
+	var paths []string
+	for _, f := range fs {
+		paths = append(paths, f.Path+": "+f.Message)
+	}
+	require.NotEmpty(t, paths, "the sparse schema lacks other fields: the lint ran")
+	for _, p := range paths {
+		assert.NotContains(t, p, ".spec.config", "a path through a map is neither a finding nor a note: %q", paths)
+		assert.NotContains(t, p, ".spec.extra", "a path through a map is neither a finding nor a note: %q", paths)
+	}
+}
