@@ -77,8 +77,9 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 		case defaultName && obj.GetAnnotations()[ownerskip.SetBy] == ownerskip.SetByValue && !v.NativeInKAI:
 			// gangmap marked the workload, so KAI's pod-grouper skips its pods: this PodGroup of
 			// KAI's default shape is gangmap's own, for pods no gang of the plan takes
-			// (workloadmap ungrouped), unless KAI wrote it before the mark (issue 31 point 10).
-			pv.Writer = "gangmap, for pods no gang of the plan takes (KAI's default shape pg-<name>-<uid>; KAI's pod-grouper skips this workload, which gangmap marked)"
+			// (workloadmap ungrouped), or KAI's from before the mark; the PodGroup does not say
+			// which (issue 31 point 10: it was called KAI's only).
+			pv.Writer = markedDefaultWriter
 		case defaultName:
 			pv.Writer = "KAI's default grouper (pg-<name>-<uid>)"
 			if v.NativeInKAI {
@@ -99,6 +100,9 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 	}
 	return out
 }
+
+// markedDefaultWriter is the writer of a pg-<name>-<uid> PodGroup of a workload gangmap marked.
+const markedDefaultWriter = "gangmap, for pods no gang of the plan takes (KAI's default shape pg-<name>-<uid>; KAI's pod-grouper skips a workload gangmap marked), or KAI's default grouper before the mark"
 
 func plannedShape(pg *gang.PodGroup) *podGroupShape {
 	s := &podGroupShape{MinMember: pg.MinMember, MinSubGroup: pg.MinSubGroup, Pods: pg.Pods, GPUs: pg.GPUs}
