@@ -140,7 +140,7 @@ func TestAdditionalPropertiesIsNoWarning(t *testing.T) {
 		// flinkConfiguration-like: a map of strings.
 		"config": obj(nil, &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}),
 		// declared fields and any others.
-		"extra": obj(map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}, &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}),
+		"extra":  obj(map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}, &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true}),
 		"worker": obj(map[string]apiextensionsv1.JSONSchemaProps{"replicas": {Type: "integer"}}, nil),
 	}, nil)
 	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Schema: &apiextensionsv1.CustomResourceValidation{
