@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"k8s.io/utils/ptr"
@@ -335,7 +336,7 @@ func rolePodIndex(r *Role, pl *definitions.PodPlacement, perReplica *definitions
 	}
 	switch {
 	case pl.HasPodReplica:
-		return pl.PodReplica*r.PodsPerReplica + i, nil
+		return replicaPodIndex(r, pl.PodReplica, i)
 	case comp.ReplicaKey != nil:
 		rk, ok := pl.ReplicaKeys[comp.Name]
 		if !ok {
@@ -345,9 +346,20 @@ func rolePodIndex(r *Role, pl *definitions.PodPlacement, perReplica *definitions
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("role %s is segmented, but the pod's replica key %q is not a whole number", roleLabel(r), rk)
 		}
-		return n*r.PodsPerReplica + i, nil
+		return replicaPodIndex(r, n, i)
 	}
 	return i, nil
+}
+
+// replicaPodIndex is replica × pods per replica + i, the index of pod i of that replica among the
+// role's pods; an error naming the role when it passes int64 (the replica comes from the pod, and
+// a wrapped product would put the pod in a low segment instead of refusing it).
+func replicaPodIndex(r *Role, replica, i int64) (int64, error) {
+	ppr := r.PodsPerReplica
+	if ppr > 0 && replica > (math.MaxInt64-i)/ppr {
+		return 0, fmt.Errorf("role %s is segmented, but the pod's replica index %d × %d pods per replica + its index %d passes %d", roleLabel(r), replica, ppr, i, int64(math.MaxInt64))
+	}
+	return replica*ppr + i, nil
 }
 
 func constraintCopy(t definitions.TopologyConstraint) *definitions.TopologyConstraint { return &t }
