@@ -200,10 +200,9 @@ func (c *Cluster) StartPodGrouperBinary(ctx context.Context, bin string, extra .
 	if err != nil {
 		return err
 	}
-	args := append([]string{
-		"--kubeconfig=" + c.Kubeconfig, "--scheduler-name=" + SchedulerName, "--queue-label-key=" + QueueLabelKey,
-		"--nodepool-label-key=" + NodePoolLabelKey, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe,
-	}, extra...)
+	// The flags KAI's chart gives its pod-grouper, shared with make bench-vs-kai
+	// (framework.StartRealKAIPodGrouper).
+	args := framework.KAIPodGrouperArgs(c.Kubeconfig, metrics, probe, extra...)
 	c.PodGrouper = c.process("podgrouper", bin, args, "/healthz", probe)
 	return c.PodGrouper.Start(ctx)
 }

@@ -262,6 +262,8 @@ func TestGrouperArgs(t *testing.T) {
 		check("dry-run", o.DryRun, v.DryRun)
 		check("zap-log-level", fs.Lookup("zap-log-level").Value.String(), v.LogLevel)
 		check("max-concurrent-reconciles", o.MaxConcurrentReconciles, v.MaxConcurrent)
+		check("qps", o.QPS, v.APIRateLimit.QPS)
+		check("burst", o.Burst, v.APIRateLimit.Burst)
 		check("cluster-definitions", o.ClusterDefinitions, v.ClusterDefs)
 		check("strict-definitions", o.StrictDefinitions, v.StrictDefs)
 		check("definitions", o.DefinitionPaths, []string{definitionsDir})

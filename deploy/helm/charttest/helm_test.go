@@ -128,17 +128,21 @@ type chartValues struct {
 	SchedulerName    string `json:"schedulerName"`
 	KAIVersion       string `json:"kaiVersion"`
 	NativeKinds      struct{ Add, Remove []string }
-	QueueLabelKey    string         `json:"queueLabelKey"`
-	NodePoolLabelKey string         `json:"nodePoolLabelKey"`
-	DryRun           bool           `json:"dryRun"`
-	MarkWorkloads    bool           `json:"markWorkloads"`
-	StrayGrace       string         `json:"strayPodGroupGrace"`
-	LogLevel         string         `json:"logLevel"`
-	MaxConcurrent    int            `json:"maxConcurrentReconciles"`
-	ClusterDefs      bool           `json:"clusterDefinitions"`
-	StrictDefs       bool           `json:"strictDefinitions"`
-	Definitions      map[string]any `json:"definitions"`
-	Onboarding       struct {
+	QueueLabelKey    string `json:"queueLabelKey"`
+	NodePoolLabelKey string `json:"nodePoolLabelKey"`
+	DryRun           bool   `json:"dryRun"`
+	MarkWorkloads    bool   `json:"markWorkloads"`
+	StrayGrace       string `json:"strayPodGroupGrace"`
+	LogLevel         string `json:"logLevel"`
+	MaxConcurrent    int    `json:"maxConcurrentReconciles"`
+	APIRateLimit     struct {
+		QPS   float32 `json:"qps"`
+		Burst int     `json:"burst"`
+	} `json:"apiRateLimit"`
+	ClusterDefs bool           `json:"clusterDefinitions"`
+	StrictDefs  bool           `json:"strictDefinitions"`
+	Definitions map[string]any `json:"definitions"`
+	Onboarding  struct {
 		Enabled bool             `json:"enabled"`
 		Rules   []map[string]any `json:"rules"`
 	} `json:"onboarding"`
