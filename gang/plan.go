@@ -264,6 +264,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 		return nil, err
 	}
 	p.readTopology(c, obj.GetAnnotations())
+	p.dropRolePlacement(ctx)
 	ownerKey := uid
 	if ownerKey == "" {
 		// Offline plans of manifests have no UID yet: the name stands in for it (generateName

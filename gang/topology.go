@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -76,6 +77,36 @@ func (a annotationSource) get(key string) (value, from string) {
 		return v, "workload annotation " + key
 	}
 	return "", ""
+}
+
+type rolePlacementKey struct{}
+
+// WithoutRolePlacement returns a context under which Build writes no segments and no per-role
+// topology constraint (the grouper's --topology-segments=off, or a KAI release whose PodGroup has
+// none); a plan whose roles ask for them says so once, with reason. The PodGroup's own constraint
+// (the workload's kai.scheduler/topology annotations, the definition's) is kept: every KAI
+// release has it.
+func WithoutRolePlacement(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, rolePlacementKey{}, reason)
+}
+
+// dropRolePlacement clears the roles' topology and segments when ctx says so (see
+// WithoutRolePlacement), noting it once.
+func (p *Plan) dropRolePlacement(ctx context.Context) {
+	reason, ok := ctx.Value(rolePlacementKey{}).(string)
+	if !ok {
+		return
+	}
+	var asked []string
+	for _, r := range p.Roles {
+		if r.Topology != nil || r.Segments != nil {
+			asked = append(asked, roleLabel(r))
+			r.Topology, r.Segments = nil, nil
+		}
+	}
+	if len(asked) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("roles %s ask for segments or a topology of their own; not written: %s", strings.Join(asked, ", "), reason))
+	}
 }
 
 // readTopology reads, for every role, its own topology constraint (kai.scheduler/topology with

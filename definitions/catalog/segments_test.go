@@ -466,3 +466,20 @@ func TestJobSetReplicatedJobPoliciesSaysWhyNot(t *testing.T) {
 	}
 	assert.True(t, found, "%v", p.Notes)
 }
+
+// TestSegmentsOffWritesThePodGroupTopologyOnly: under gang.WithoutRolePlacement (a KAI release
+// without minSubGroup, or --topology-segments=off) the zoned docs example keeps its PodGroup zone
+// constraint and gets plain master and worker sub-groups, and the plan says why.
+func TestSegmentsOffWritesThePodGroupTopologyOnly(t *testing.T) {
+	obj := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(kaiDocsPyTorchZoned), &obj.Object))
+	obj.SetNamespace("default")
+	c := catalogRegistry(t).Lookup(obj.GroupVersionKind())
+	p, err := gang.Build(gang.WithoutRolePlacement(context.Background(), "off for the test"), c, obj)
+	require.NoError(t, err)
+	require.Len(t, p.PodGroups, 1)
+	assert.Equal(t, []sgWant{{name: "master", minMember: 1, minSubG: -1}, {name: "worker", minMember: 16, minSubG: -1}}, subGroupsOf(p.PodGroups[0]))
+	require.NotNil(t, p.PodGroups[0].Topology)
+	assert.Equal(t, "topology.kubernetes.io/zone", p.PodGroups[0].Topology.RequiredTopologyLevel)
+	assert.Contains(t, p.Notes, "roles worker ask for segments or a topology of their own; not written: off for the test")
+}

@@ -22,6 +22,9 @@ const (
 	LabelJobSetName        = "jobset.sigs.k8s.io/jobset-name"
 	LabelReplicatedJobName = "jobset.sigs.k8s.io/replicatedjob-name"
 	LabelJobIndex          = "jobset.sigs.k8s.io/job-index"
+	// LabelJobCompletionIndex is the Job controller's pod index of an Indexed Job (label and
+	// annotation, batch.kubernetes.io).
+	LabelJobCompletionIndex = "batch.kubernetes.io/job-completion-index"
 )
 
 // RunJobSet creates, for each replicated job, replicas Jobs owned by the JobSet and
@@ -86,6 +89,15 @@ func (cp *ControlPlane) runReplicatedJob(ctx context.Context, js *unstructured.U
 		tpl.Spec.SchedulerName = jobSpec.Template.Spec.SchedulerName
 		for p := int32(0); p < perJob; p++ {
 			pod := PodFromTemplate(tpl, js.GetNamespace(), fmt.Sprintf("%s-%d", job.Name, p), nil, OwnerRef(job, "batch/v1", "Job"))
+			if jobSpec.CompletionMode == nil || *jobSpec.CompletionMode == batchv1.IndexedCompletion {
+				// JobSet's webhook defaults completionMode to Indexed (jobset_webhook.go Default); the
+				// Job controller then annotates and labels each pod with its completion index.
+				pod.Labels[LabelJobCompletionIndex] = fmt.Sprint(p)
+				if pod.Annotations == nil {
+					pod.Annotations = map[string]string{}
+				}
+				pod.Annotations[LabelJobCompletionIndex] = fmt.Sprint(p)
+			}
 			if err := cp.Client.Create(ctx, pod); err != nil {
 				return nil, fmt.Errorf("pod %s: %w", pod.Name, err)
 			}

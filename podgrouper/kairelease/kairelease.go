@@ -78,6 +78,17 @@ func (r *Release) HasMinSubGroup() bool { return r == nil || r.MinSubGroup }
 // minSubGroup (v0.15.0+; see SubGroupTree). A nil Release is the latest.
 func (r *Release) SubGroupTreeAdmission() bool { return r == nil || r.SubGroupTree }
 
+// HasSegments reports whether the release's PodGroup CRD can hold segments and per-role topology:
+// sub-groups with parent and topologyConstraint (v0.10+) and minSubGroup on a parent sub-group
+// (v0.15+; KAI's own segment plugins write a segmented role as a parent with minSubGroup). A nil
+// Release is the latest.
+func (r *Release) HasSegments() bool { return r == nil || (r.MinSubGroup && r.SubGroupParent) }
+
+// SegmentsNote says what gangmap writes instead of segments on a release without them.
+func (r *Release) SegmentsNote() string {
+	return "KAI " + r.Line + "'s PodGroup has no minSubGroup (v0.15+): segments (kai.scheduler/segment-size) and per-role topology constraints are not written, only the PodGroup's own topology constraint (every release has it)"
+}
+
 // Costs says, one sentence each, what gangmap cannot do on this release compared with the latest
 // and what it does instead; none for v0.15 and later except the Karta note. The startup log,
 // plan and describe print them.
@@ -88,6 +99,9 @@ func (r *Release) Costs() []string {
 	var out []string
 	if !r.MinSubGroup {
 		out = append(out, r.FlatGangNote())
+	}
+	if !r.HasSegments() {
+		out = append(out, r.SegmentsNote())
 	}
 	if !r.SkipAnnotation {
 		out = append(out, "KAI "+r.Line+" does not honour kai.scheduler/skip-podgrouper (v0.15+): its pod-grouper regroups every pod of its scheduler into pg-<workload>-<uid> (minMember 1). To avoid a tug-of-war gangmap labels pods only at admission and never takes back a pod KAI's pod-grouper regrouped (Warning Event "+ReasonYielded+"); keep gangs by keeping KAI's pod-grouper off these pods (e.g. KAI's pod or namespace label selector) or by upgrading KAI to v0.15 or later")

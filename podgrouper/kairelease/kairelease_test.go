@@ -110,3 +110,30 @@ func TestParseNewerAndBad(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, r.Warning)
 }
+
+// TestHasSegmentsPerLine: segments need sub-groups with parent and topologyConstraint (CRD
+// v0.10.0+) and minSubGroup (v0.15.0+), read from deployments/kai-scheduler/crds/
+// scheduling.run.ai_podgroups.yaml at v0.9.20, v0.10.5, v0.14.7, v0.15.0 and v0.16.0
+// (kai-releases.md §3); lines before v0.15 name what is not written in their costs.
+func TestHasSegmentsPerLine(t *testing.T) {
+	for line, want := range map[string]bool{"v0.9": false, "v0.10": false, "v0.14": false, "v0.15": true, "v0.16": true, "v0.17": true} {
+		r, err := Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.HasSegments(); got != want {
+			t.Errorf("%s: HasSegments() = %v, want %v", line, got, want)
+		}
+		found := false
+		for _, c := range r.Costs() {
+			found = found || c == r.SegmentsNote()
+		}
+		if found == want {
+			t.Errorf("%s: Costs() names the segments note: %v, want %v", line, found, !want)
+		}
+	}
+	var nilRelease *Release
+	if !nilRelease.HasSegments() {
+		t.Error("a nil Release (the latest) has segments")
+	}
+}

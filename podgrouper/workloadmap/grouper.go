@@ -48,6 +48,9 @@ type Grouper struct {
 	// written (podgroup.FitRelease; before v0.15 the plan is flat, gang.Plan.Flatten). nil is the
 	// latest release.
 	Release *kairelease.Release
+	// NoRolePlacement makes plans write no segments and no per-role topology
+	// (--topology-segments=off; see gang.WithoutRolePlacement).
+	NoRolePlacement bool
 
 	// KAIPlugin says gangmap runs inside KAI's pod-grouper as its plugin for the kinds it groups
 	// (podgrouper/kaiplugin, the gangmap-kai-podgrouper binary): KAI's pod-grouper then groups

@@ -82,6 +82,11 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	}
 	defer release()
 	g.builds.Add(1)
+	if !g.Release.HasSegments() {
+		ctx = gang.WithoutRolePlacement(ctx, g.Release.SegmentsNote())
+	} else if g.NoRolePlacement {
+		ctx = gang.WithoutRolePlacement(ctx, "the grouper runs with --topology-segments=off")
+	}
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {
 		c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}

@@ -213,7 +213,7 @@ func newDecider(mgr manager.Manager, o *Options, registry *definitions.Registry,
 		// (Decider.DecideShared); the pod controller reads copies.
 		SharedOwners: &controller.InformerOwners{Cache: mgr.GetCache()},
 		Walker:       &owners.Walker{Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), CacheTTL: ownerCacheTTL, CacheSize: o.OwnerCacheSize},
-		Hub: &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release,
+		Hub: &hub.Hub{Native: table, Registry: registry, Grouper: &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Release: release, NoRolePlacement: o.TopologySegments == "off",
 			PlanCacheSize: o.PlanCacheSize, PlanMemory: o.planBuildMemory(), PlanWait: o.PlanBuildWait}},
 		Access: &controller.AccessChecker{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), Registry: registry,
 			Recorder: mgr.GetEventRecorderFor(controller.Name)},

@@ -152,13 +152,13 @@ func TestLogStartKAIRelease(t *testing.T) {
 	logStart(log, o, &rest.Config{})
 	all := strings.Join(lines, "\n")
 	for _, want := range []string{`"kaiReleaseLine":"v0.14"`, `"kaiSkipAnnotation":false`, `"kaiMinSubGroup":false`,
-		"does not honour kai.scheduler/skip-podgrouper", "never takes back a pod", "flat PodGroup"} {
+		"does not honour kai.scheduler/skip-podgrouper", "never takes back a pod", "flat PodGroup", "segments (kai.scheduler/segment-size) and per-role topology constraints are not written"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("startup log for v0.14.7 lacks %s:\n%s", want, all)
 		}
 	}
-	if len(lines) != 4 { // start line, skip annotation, minSubGroup, delays
-		t.Errorf("want 4 lines for v0.14.7, got %d:\n%s", len(lines), all)
+	if len(lines) != 5 { // start line, skip annotation, minSubGroup, segments, delays
+		t.Errorf("want 5 lines for v0.14.7, got %d:\n%s", len(lines), all)
 	}
 	lines = nil
 	o.KAIVersion = "v0.19.1"

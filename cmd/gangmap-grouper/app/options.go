@@ -22,8 +22,10 @@ import (
 
 // Options are the grouper's settings, one flag each.
 type Options struct {
-	SchedulerName      string
-	KAIVersion         string
+	SchedulerName string
+	KAIVersion    string
+	// TopologySegments is auto, on or off (--topology-segments).
+	TopologySegments   string
 	NativeKindsAdd     []string
 	NativeKindsRemove  []string
 	DefinitionPaths    []string
@@ -123,6 +125,7 @@ func DefaultOptions() *Options {
 		SchedulerName:           "kai-scheduler",
 		StrictDefinitions:       true,
 		KAIVersion:              native.DefaultRelease,
+		TopologySegments:        "auto",
 		DefinitionsPoll:         10 * time.Second,
 		MarkWorkloads:           true,
 		StrayPodGroupGrace:      30 * time.Second,
@@ -163,6 +166,7 @@ func DefaultOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "Group only pods whose spec.schedulerName is this (KAI's scheduler name).")
 	fs.StringVar(&o.KAIVersion, "kai-version", o.KAIVersion, "KAI release installed beside gangmap (a line such as v0.14 or a tag such as v0.14.7): its native-plugin table decides which kinds KAI groups itself (native wins), and its PodGroup CRD and skip-annotation support what gangmap writes; known: "+strings.Join(kairelease.Known(), ", ")+" (a newer release is treated as "+kairelease.Latest+", with a warning).")
+	fs.StringVar(&o.TopologySegments, "topology-segments", o.TopologySegments, "Segments (kai.scheduler/segment-size) and per-role topology constraints from pod templates: auto writes them where --kai-version's PodGroup CRD has the fields (v0.15+) and notes it in each plan otherwise; on refuses to start on an older release; off never writes them (the PodGroup's own topology constraint is always written).")
 	fs.StringSliceVar(&o.NativeKindsAdd, "native-kinds-add", nil, "Extra kinds KAI groups natively, as group/version/Kind (core for the core group, * for any version). (default none)")
 	fs.StringSliceVar(&o.NativeKindsRemove, "native-kinds-remove", nil, "Kinds to drop from the native table, as group/version/Kind (e.g. jobset.x-k8s.io/v1alpha2/JobSet on a KAI without the JobSet plugin; g/*/K drops every version). A kind that is not in the table (--kai-version's, plus --native-kinds-add) is refused at start with the list of what the table has. (default none)")
 	fs.StringSliceVar(&o.DefinitionPaths, "definitions", nil, "Definition files or directories (e.g. a mounted ConfigMap), polled for changes; each must exist at start. (default none: cluster Kartas and the built-in catalog only)")

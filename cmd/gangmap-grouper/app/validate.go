@@ -101,6 +101,7 @@ func (o *Options) Validate() error {
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		add("--leader-election-id: must not be empty with --leader-elect")
 	}
+	errs = append(errs, o.validateTopologySegments()...)
 	errs = append(errs, o.validateWebhook()...)
 	return errors.Join(errs...)
 }
@@ -270,4 +271,23 @@ func (o *Options) planBuildMemory() int64 {
 		return 0
 	}
 	return q.Value()
+}
+
+// validateTopologySegments checks --topology-segments: auto, on or off; on needs a KAI release
+// whose PodGroup CRD has minSubGroup and sub-group topology (kairelease HasSegments, v0.15+).
+func (o *Options) validateTopologySegments() []error {
+	switch o.TopologySegments {
+	case "auto", "off":
+		return nil
+	case "on":
+		rel, err := o.KAIRelease()
+		if err != nil {
+			return nil // --kai-version reports it
+		}
+		if !rel.HasSegments() {
+			return []error{fmt.Errorf("--topology-segments=on: %s; set --kai-version to the KAI release installed (v0.15 or later writes segments), or --topology-segments=auto to write the gang without them", rel.SegmentsNote())}
+		}
+		return nil
+	}
+	return []error{fmt.Errorf("--topology-segments: expected auto, on or off, got %q", o.TopologySegments)}
 }

@@ -1,0 +1,171 @@
+//go:build e2e_kai
+
+package realkai_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/e2e/realkai"
+	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+)
+
+// The topology levels of the test's KAI Topology: node labels of the fake nodes.
+const (
+	zoneLabel    = "e2e.gangmap.io/zone"
+	rackLabel    = "e2e.gangmap.io/rack"
+	topologyName = "e2e-zone-rack"
+)
+
+// segmentedJobSet is a JobSet of one replicated job: one Indexed Job of 16 pods of 1 GPU, whose
+// pod template asks KAI's way for segments of 4 pods each placed in one rack
+// (docs/topology/segments.md annotations). KAI v0.17's own JobSet plugin reads no segment key;
+// gangmap's catalog JobSet definition places each pod by its completion index.
+const segmentedJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: segmented
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 1
+    template:
+      spec:
+        parallelism: 16
+        completions: 16
+        template:
+          metadata:
+            annotations:
+              kai.scheduler/topology: ` + topologyName + `
+              kai.scheduler/segment-size: "4"
+              kai.scheduler/segment-topology-required-placement: ` + rackLabel + `
+          spec:
+            containers:
+            - name: main
+              resources:
+                limits: {nvidia.com/gpu: 1}
+`
+
+// TestSegmentsLandEachInOneRack (issue 30): a 16-pod gang in segments of 4 with a required rack
+// level, on the real KAI scheduler with a KAI Topology (zone, rack) over kwok nodes labelled by
+// zone and rack.
+//   - 8 racks of one 2-GPU node (16 free GPUs, 2 zones): no rack has room for a segment of 4, so
+//     KAI binds none of the 16 pods for 10 scheduling cycles. KAI's topology plugin places each
+//     segment sub-group (a PodSet with a required level) within one domain of that level
+//     (pkg/scheduler/plugins/topology: the job's sub-groups' constraints,
+//     subgroup_info/factory.go createSubGroupInfos gives each its TopologyConstraintInfo), and the
+//     gang's statement is committed only whole (actions/common/allocate.go).
+//   - 4 more racks of two 2-GPU nodes (4 GPUs a rack): KAI binds all 16, and the 4 pods of each
+//     segment (kai.scheduler/subgroup-name workers-<i>) share one rack, each a new one.
+//   - Control: the same JobSet without the segment annotations, on its own 8 racks of one 2-GPU
+//     node, is admitted whole: the hold above is the rack constraint's, not the cluster's.
+func TestSegmentsLandEachInOneRack(t *testing.T) {
+	ctx := context.Background()
+	segmentsTest(t, ctx, "topology-control", false)
+	segmentsTest(t, ctx, "topology", true)
+}
+
+func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) {
+	require.NoError(t, kai.CreateNamespace(ctx, ns))
+	if segmented {
+		require.NoError(t, kai.CreateTopology(ctx, topologyName, zoneLabel, rackLabel))
+	}
+	b := &bed{ns: ns}
+	addRacks := func(first, racks, nodesPerRack int) {
+		spec := realkai.NodeSpec{GPUs: 2, Labels: map[string]string{benchLabel: ns}, PerNode: map[string]map[string]string{}}
+		for r := first; r < first+racks; r++ {
+			for n := 0; n < nodesPerRack; n++ {
+				name := fmt.Sprintf("%s-rack%d-%d", ns, r, n)
+				spec.Names = append(spec.Names, name)
+				spec.PerNode[name] = map[string]string{zoneLabel: fmt.Sprintf("zone%d", r%2), rackLabel: fmt.Sprintf("rack%d", r)}
+			}
+		}
+		require.NoError(t, kai.CreateGPUNodes(ctx, spec))
+	}
+	addRacks(0, 8, 1)
+
+	js := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(segmentedJobSet), &js.Object))
+	b.pin(js)
+	if !segmented {
+		rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+		unstructured.RemoveNestedField(rjs[0].(map[string]any), "template", "spec", "template", "metadata")
+		require.NoError(t, unstructured.SetNestedSlice(js.Object, rjs, "spec", "replicatedJobs"))
+		require.NoError(t, kai.Client.Create(ctx, js))
+		_, err := kai.RunJobSet(ctx, js)
+		require.NoError(t, err)
+		p, err := kai.WaitAllBound(ctx, ns, labels.Everything(), 16, admitTimeout)
+		require.NoError(t, err, "control: 16 pods of 1 GPU on 8 nodes of 2 GPUs, no rack constraint\n%s", kai.Report(ctx, ns))
+		t.Logf("control without segments: %d pods bound on 8 racks of 2 GPUs", len(p.Bound))
+		return
+	}
+	require.NoError(t, kai.Client.Create(ctx, js))
+	pods, err := kai.RunJobSet(ctx, js)
+	require.NoError(t, err)
+	require.Len(t, pods, 16)
+	pgs := waitGrouped(t, ctx, pods)
+	require.Len(t, pgs, 1, "the JobSet's 16 pods are in one PodGroup")
+	for _, pg := range pgs {
+		t.Logf("PodGroup %s: %s", pg.Name, describe(pg))
+		require.Len(t, pg.Spec.SubGroups, 5, "workers and its 4 segments")
+		assert.Equal(t, "workers", pg.Spec.SubGroups[0].Name)
+		assert.Equal(t, ptr.To[int32](4), pg.Spec.SubGroups[0].MinSubGroup)
+		for i, sg := range pg.Spec.SubGroups[1:] {
+			assert.Equal(t, fmt.Sprintf("workers-%d", i), sg.Name)
+			assert.Equal(t, ptr.To("workers"), sg.Parent)
+			assert.Equal(t, ptr.To[int32](4), sg.MinMember)
+			if assert.NotNil(t, sg.TopologyConstraint, sg.Name) {
+				assert.Equal(t, topologyName, sg.TopologyConstraint.Topology)
+				assert.Equal(t, rackLabel, sg.TopologyConstraint.RequiredTopologyLevel)
+			}
+		}
+	}
+
+	p, err := kai.AssertNoneBound(ctx, ns, labels.Everything(), holdPeriod)
+	require.NoError(t, err, "16 free GPUs, 2 a rack: no rack holds a segment of 4, KAI binds none")
+	assert.Len(t, p.Pending, 16)
+	t.Logf("KAI scheduler while no rack has room: %v", kai.Scheduler.Grep(3, ns))
+
+	addRacks(8, 4, 2)
+	p, err = kai.WaitAllBound(ctx, ns, labels.Everything(), 16, admitTimeout)
+	require.NoError(t, err, "4 racks of 4 GPUs: KAI binds the gang, a segment a rack\n%s", kai.Report(ctx, ns))
+	nodeRack := map[string]string{}
+	var nodes corev1.NodeList
+	require.NoError(t, kai.Client.List(ctx, &nodes, client.MatchingLabels{benchLabel: ns}))
+	for _, n := range nodes.Items {
+		nodeRack[n.Name] = n.Labels[rackLabel]
+	}
+	racksOf := map[string]map[string]bool{}
+	for _, pod := range p.Bound {
+		sg := pod.Labels[kaikeys.SubGroupName]
+		if racksOf[sg] == nil {
+			racksOf[sg] = map[string]bool{}
+		}
+		racksOf[sg][nodeRack[pod.Spec.NodeName]] = true
+	}
+	require.Len(t, racksOf, 4, "four segments: %v", racksOf)
+	used := map[string]bool{}
+	for sg, racks := range racksOf {
+		var names []string
+		for r := range racks {
+			names = append(names, r)
+			used[r] = true
+		}
+		sort.Strings(names)
+		assert.Len(t, racks, 1, "segment %s spans racks %v", sg, names)
+		t.Logf("segment %s: rack %v", sg, names)
+	}
+	assert.Len(t, used, 4, "each segment in its own rack (a rack holds 4 GPUs)")
+}
