@@ -193,6 +193,12 @@ others are left to the grouper's own bound (30s). */ -}}
 {{- if and (eq $k.apiGroup "") (has $res (list "secrets" "configmaps")) -}}
 {{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name core %s: the grouper would get cluster-wide get/list/watch (and patch with markWorkloads) on every %s, which hold credentials and configuration; no workload is one" $res $res) -}}
 {{- end -}}
+{{- if and (eq $k.apiGroup "") (has $res (list "namespaces" "nodes" "persistentvolumes" "serviceaccounts")) -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name core %s: cluster-wide patch on them (markWorkloads) would let the grouper (and whoever holds its token) relabel namespaces (Pod Security levels), untaint or relabel nodes, rebind volumes to another namespace's claims or change service accounts; no workload is one" $res) -}}
+{{- end -}}
+{{- if contains "/" $r -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds take resources, not subresources: %s/%s (rights on a subresource such as pods/exec are not rights on a workload; list the workload's own resource)" $k.apiGroup $r) -}}
+{{- end -}}
 {{- if has $k.apiGroup (list "rbac.authorization.k8s.io" "admissionregistration.k8s.io" "certificates.k8s.io" "authentication.k8s.io" "authorization.k8s.io") -}}
 {{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name %s/%s: read and patch rights on RBAC, admission or certificate objects would let the grouper (and whoever holds its token) grant itself more; no workload is one" $k.apiGroup $r) -}}
 {{- end -}}
