@@ -55,6 +55,9 @@ func TestValidateRefusesEachBadValue(t *testing.T) {
 		{"reconciles -3", func(o *Options) { o.MaxConcurrentReconciles = -3 }, "--max-concurrent-reconciles: must be at least 1, got -3"},
 		{"owner cache 0", func(o *Options) { o.OwnerCacheSize = 0 }, "--owner-cache-size: must be at least 1, got 0"},
 		{"plan cache 0", func(o *Options) { o.PlanCacheSize = 0 }, "--plan-cache-size: must be at least 1, got 0"},
+		{"plan build memory too small", func(o *Options) { o.PlanBuildMemory = "32Mi" }, `--plan-build-memory: must be a quantity of at least 64Mi (two builds of the 32 MiB expression budget), got "32Mi"`},
+		{"plan build memory not a quantity", func(o *Options) { o.PlanBuildMemory = "lots" }, `--plan-build-memory: must be a quantity of at least 64Mi (two builds of the 32 MiB expression budget), got "lots"`},
+		{"plan build wait 0", func(o *Options) { o.PlanBuildWait = 0 }, "--plan-build-wait: must be a positive duration such as 2s, got 0s"},
 		{"qps 0", func(o *Options) { o.QPS = 0 }, "--qps: must not be 0 (client-go would silently use 5): a positive rate, or a negative value to turn client-side rate limiting off"},
 		{"qps NaN", func(o *Options) { o.QPS = float32(math.NaN()) }, "--qps: must be a finite number, got NaN"},
 		{"burst 0", func(o *Options) { o.Burst = 0 }, "--burst: must be at least 1 while --qps is positive, got 0"},
@@ -256,5 +259,26 @@ func writeServingCert(t *testing.T, dir string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestValidatePlanBuildWaitBelowWebhookTimeout: with the webhook on, --plan-build-wait at or above
+// --webhook-timeout is refused (a build waiting past the decision's deadline helps no caller);
+// below it, or with the webhook off, it is accepted.
+func TestValidatePlanBuildWaitBelowWebhookTimeout(t *testing.T) {
+	const want = "--plan-build-wait (5s) must be below --webhook-timeout (5s)"
+	o := DefaultOptions()
+	o.WebhookPort, o.WebhookTimeout, o.PlanBuildWait = 9443, 5*time.Second, 5*time.Second
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Validate() = %v, want an error containing %q", err, want)
+	}
+	o.PlanBuildWait = 2 * time.Second
+	if err := o.Validate(); err != nil && strings.Contains(err.Error(), "--plan-build-wait") {
+		t.Fatalf("Validate() = %v, want no --plan-build-wait error", err)
+	}
+	o = validOptions()
+	o.PlanBuildWait = time.Minute
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate() without the webhook = %v, want nil", err)
 	}
 }
