@@ -30,7 +30,10 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	views := v.countPods(pods)
-	defer func() { v.PodGroups = comparePodGroups(v, obj, existing, live) }()
+	defer func() {
+		v.PodGroups = comparePodGroups(v, obj, existing, live)
+		admissions(v.PodGroups, existing, pods)
+	}()
 
 	gvk := obj.GroupVersionKind()
 	v.NativeInKAI = nativeInKAI(gvk)

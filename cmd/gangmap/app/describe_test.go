@@ -491,3 +491,42 @@ func TestDescribeOfflineSkipsSupportingKinds(t *testing.T) {
 	assert.Equal(t, 12.0, doc.Workloads[0].TotalGPUs)
 	assert.Contains(t, r.stderr, "note: skipping ClusterTrainingRuntime/torch: not a workload")
 }
+
+// TestDescribeSaysKAICannotAdmit: the dependsOn JobSet as the real KAI scheduler deadlocked it
+// (testdata/describe/jobset-depends-on-deadlock-live-copy.yaml: an older gangmap's PodGroup keeps
+// the finished aa-init with minMember 1, minSubGroup 1): describe no longer says only that the
+// PodGroup exists; the admission model names aa-init as the sub-group that blocks it (KAI takes
+// the first minSubGroup sub-groups by name, allocation_info.go collectTasksFromSubGroupSet), and
+// the plan's gang (aa-init minimum 0, minSubGroup 2) is shown as the fix.
+func TestDescribeSaysKAICannotAdmit(t *testing.T) {
+	r := gangmap(t, "describe", "-f", "testdata/describe/jobset-depends-on-deadlock-live-copy.yaml", "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	var doc struct {
+		Workloads []struct {
+			PodGroups []struct {
+				Name, Verdict string
+				KAIAdmission  *struct {
+					Admitted bool
+					Blocking string
+					Reason   string
+				} `json:"kaiAdmission"`
+				Planned shapeJSON
+			}
+		}
+	}
+	decodeOne(t, r.stdout, &doc)
+	require.Len(t, doc.Workloads, 1)
+	require.Len(t, doc.Workloads[0].PodGroups, 1)
+	pg := doc.Workloads[0].PodGroups[0]
+	assert.Equal(t, "differs", pg.Verdict)
+	require.NotNil(t, pg.KAIAdmission)
+	assert.False(t, pg.KAIAdmission.Admitted)
+	assert.Equal(t, "aa-init", pg.KAIAdmission.Blocking)
+	assert.Contains(t, pg.KAIAdmission.Reason, "1 succeeded of its minMember 1")
+	require.NotNil(t, pg.Planned.MinSubGroup)
+	assert.Equal(t, int32(2), *pg.Planned.MinSubGroup)
+
+	r = gangmap(t, "describe", "-f", "testdata/describe/jobset-depends-on-deadlock-live-copy.yaml")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "exists, differs from the plan; KAI cannot admit it (sub-group aa-init blocks it)")
+}

@@ -244,6 +244,14 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		case verdictNative:
 			state = "not created: KAI groups the kind natively"
 		}
+		if a := pg.Admission; a != nil && !a.Admitted {
+			state += "; KAI cannot admit it"
+			if a.Blocking != "" {
+				state += " (sub-group " + a.Blocking + " blocks it)"
+			}
+		} else if a != nil && a.Partial {
+			state += "; KAI would bind part of it first"
+		}
 		pods, gpus := "-", "-"
 		if pg.Planned != nil {
 			pods, gpus = fmt.Sprint(pg.Planned.Pods), pg.Planned.GPUs.String()
@@ -256,6 +264,12 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 	for _, pg := range pgs {
 		for _, d := range pg.Differences {
 			fmt.Fprintf(w, "  %s: %s\n", pg.Name, d)
+		}
+		if a := pg.Admission; a != nil && (!a.Admitted || a.Partial) && a.Reason != "" {
+			fmt.Fprintf(w, "  %s: KAI: %s\n", pg.Name, a.Reason)
+		}
+		if a := pg.Admission; a != nil && len(a.Stranded) > 0 {
+			fmt.Fprintf(w, "  %s: KAI does not schedule %d pod(s) in no sub-group of it: %s\n", pg.Name, len(a.Stranded), strings.Join(a.Stranded, ", "))
 		}
 	}
 	return nil

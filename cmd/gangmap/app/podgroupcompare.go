@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/kaiadmission"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/workloadmap"
@@ -47,7 +50,7 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 		planned = v.plan.PodGroups
 	}
 	for _, pg := range planned {
-		pv := &podGroupView{Name: pg.Name, Planned: plannedShape(pg)}
+		pv := &podGroupView{Name: pg.Name, Planned: plannedShape(pg, owned[pg.Name])}
 		switch ex := owned[pg.Name]; {
 		case ex != nil:
 			pv.Existing = existingShape(ex)
@@ -90,7 +93,7 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 			pv.Writer = "gangmap (" + ex.Annotations[kaikeys.Definition] + "), for an older plan"
 		}
 		if len(planned) == 1 {
-			for _, d := range differences(plannedShape(planned[0]), pv.Existing) {
+			for _, d := range differences(plannedShape(planned[0], nil), pv.Existing) {
 				pv.Differences = append(pv.Differences, d+" (vs gangmap's "+planned[0].Name+")")
 			}
 		} else if len(planned) == 0 {
@@ -104,16 +107,61 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 // markedDefaultWriter is the writer of a pg-<name>-<uid> PodGroup of a workload gangmap marked.
 const markedDefaultWriter = "gangmap, for pods no gang of the plan takes (KAI's default shape pg-<name>-<uid>; KAI's pod-grouper skips a workload gangmap marked), or KAI's default grouper before the mark"
 
-func plannedShape(pg *gang.PodGroup) *podGroupShape {
+// plannedShape is the gang gangmap writes for pg over existing (nil: none yet): a sub-group the
+// start rule defers (gang.SubGroup.Deferred) only once released, that is when existing has it,
+// each released top-level one counted in minSubGroup.
+func plannedShape(pg *gang.PodGroup, existing *v2alpha2.PodGroup) *podGroupShape {
 	s := &podGroupShape{MinMember: pg.MinMember, MinSubGroup: pg.MinSubGroup, Pods: pg.Pods, GPUs: pg.GPUs}
+	have := map[string]bool{}
+	if existing != nil {
+		for _, sg := range existing.Spec.SubGroups {
+			have[sg.Name] = true
+		}
+	}
+	released := int32(0)
 	for _, sg := range pg.SubGroups {
+		if sg.Deferred && !have[sg.Name] {
+			continue
+		}
+		if sg.Deferred && sg.Parent == nil {
+			released++
+		}
 		ss := subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
 		if sg.Parent != nil {
 			ss.Parent = *sg.Parent
 		}
 		s.SubGroups = append(s.SubGroups, ss)
 	}
+	if released > 0 && s.MinSubGroup != nil {
+		s.MinSubGroup = ptr.To(*s.MinSubGroup + released)
+	}
 	return s
+}
+
+// admissions puts in each view of an existing PodGroup what KAI's scheduler does with it and
+// the pods that name it (kai's pod-group-name annotation): the kaiadmission model's verdict.
+func admissions(views []*podGroupView, existing []*v2alpha2.PodGroup, pods []*corev1.Pod) {
+	byName := map[string]*v2alpha2.PodGroup{}
+	for _, pg := range existing {
+		byName[pg.Name] = pg
+	}
+	for _, pv := range views {
+		pg := byName[pv.Name]
+		if pg == nil || pv.Existing == nil {
+			continue
+		}
+		var ps []kaiadmission.Pod
+		for _, p := range pods {
+			if p.Annotations[kaikeys.PodGroupName] == pg.Name {
+				ps = append(ps, kaiadmission.PodFor(p))
+			}
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		v := kaiadmission.Evaluate(pg, ps, nil)
+		pv.Admission = &admissionView{Admitted: v.Admitted, Blocking: v.Blocking, Reason: v.Reason, Stranded: v.Stranded, Partial: v.Partial}
+	}
 }
 
 func existingShape(pg *v2alpha2.PodGroup) *podGroupShape {

@@ -117,6 +117,20 @@ type podGroupView struct {
 	Differences []string `json:"differences,omitempty"`
 	// Writer guesses who wrote a foreign PodGroup.
 	Writer string `json:"writer,omitempty"`
+	// Admission is what KAI's scheduler does with the existing PodGroup and its pods (the
+	// kaiadmission model), nil when it or its pods do not exist.
+	Admission *admissionView `json:"kaiAdmission,omitempty"`
+}
+
+// admissionView is the kaiadmission model's verdict on a PodGroup and its pods: whether KAI
+// admits the gang (with room for every pod), which sub-group blocks it and why, whether a commit
+// would leave the gang short (Partial), and the pods KAI never schedules (Stranded).
+type admissionView struct {
+	Admitted bool     `json:"admitted"`
+	Partial  bool     `json:"partial,omitempty"`
+	Blocking string   `json:"blocking,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Stranded []string `json:"stranded,omitempty"`
 }
 
 // podGroupShape is the gang of a PodGroup.
