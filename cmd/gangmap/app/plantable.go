@@ -75,6 +75,9 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 	if len(p.Roles) == 0 {
 		fmt.Fprintln(w, "  (none: no component resolved to a pod template)")
 	}
+	if err := printPlanTopology(w, p); err != nil {
+		return err
+	}
 
 	extra := gpuDetailNotes(p.Roles)
 	if len(p.Notes)+len(p.Overrides)+len(extra) > 0 {
