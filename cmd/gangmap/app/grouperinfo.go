@@ -39,8 +39,8 @@ type grouperSettings struct {
 }
 
 // readGrouperSettings finds the grouper's Deployment (grouperSelector, every namespace) and reads
-// its settings. found is false when there is none; several are a warning and the first (by
-// namespace and name) is used. Errors: listing Deployments or reading a ConfigMap failed
+// its settings. found is false when there is none, and when there are several (a warning naming
+// them: the labels are not proof, any namespace's user may copy them). Errors: listing Deployments or reading a ConfigMap failed
 // (forbidden, unreachable): the caller warns and goes on without.
 func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (*grouperSettings, bool, error) {
 	list, err := c.kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: grouperSelector})
@@ -59,7 +59,11 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 		for _, d := range items {
 			names = append(names, d.Namespace+"/"+d.Name)
 		}
-		fmt.Fprintf(warn, "warning: %d gangmap groupers in the cluster (%s): using the settings of %s\n", len(items), strings.Join(names, ", "), names[0])
+		// The selector is labels anyone who may create a Deployment in any namespace can copy: the
+		// first by name would let such a user choose the definitions and native table an admin's
+		// describe shows. With several, none is adopted.
+		fmt.Fprintf(warn, "warning: %d Deployments in the cluster carry the grouper's labels (%s): none of their settings are used (pass --definitions and --native-kinds-* of the grouper you mean)\n", len(items), strings.Join(names, ", "))
+		return nil, false, nil
 	}
 	d := &items[0]
 	s := &grouperSettings{Deployment: d.Namespace + "/" + d.Name}

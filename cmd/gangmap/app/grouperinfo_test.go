@@ -74,4 +74,19 @@ func TestDescribeAdoptsTheGroupersSettings(t *testing.T) {
 	warn.Reset()
 	c.adoptGrouper(context.Background(), reg, &warn)
 	assert.Empty(t, warn.String())
+
+	// A Deployment with the grouper's labels in another namespace (any user who may create one):
+	// neither is adopted, and the warning names both.
+	spoof, spoofCM := chartGrouper(t)
+	spoof.Namespace, spoofCM.Namespace = "aaa-team", "aaa-team"
+	spoof.Spec.Template.Spec.Containers[0].Args = append(spoof.Spec.Template.Spec.Containers[0].Args, "--native-kinds-remove=leaderworkerset.x-k8s.io/v1/LeaderWorkerSet")
+	c = &kubeClients{kube: fake.NewSimpleClientset(d, cm, spoof, spoofCM)}
+	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
+	reg, err = newOfflineRegistry(nil, definitions.DecodeOptions{})
+	require.NoError(t, err)
+	warn.Reset()
+	c.adoptGrouper(context.Background(), reg, &warn)
+	assert.Nil(t, reg.Lookup(customJob), "no definition of either is adopted")
+	assert.True(t, nativeInKAI(jobSet), "no native table of either is adopted")
+	assert.Contains(t, warn.String(), "2 Deployments in the cluster carry the grouper's labels (aaa-team/gangmap, gangmap-system/gangmap): none of their settings are used")
 }
