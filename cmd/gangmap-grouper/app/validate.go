@@ -76,8 +76,6 @@ func (o *Options) Validate() error {
 	}
 	if o.PlanBuildWait <= 0 {
 		add("--plan-build-wait: must be a positive duration such as 2s, got %v", o.PlanBuildWait)
-	} else if o.WebhookPort != 0 && o.WebhookTimeout > 0 && o.PlanBuildWait >= o.WebhookTimeout {
-		add("--plan-build-wait (%v) must be below --webhook-timeout (%v): a build waiting for its share past the decision's deadline would only ever be refused for the webhook's caller", o.PlanBuildWait, o.WebhookTimeout)
 	}
 	if o.MaxWorkloadMetrics < 0 {
 		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)

@@ -261,24 +261,3 @@ func writeServingCert(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
-
-// TestValidatePlanBuildWaitBelowWebhookTimeout: with the webhook on, --plan-build-wait at or above
-// --webhook-timeout is refused (a build waiting past the decision's deadline helps no caller);
-// below it, or with the webhook off, it is accepted.
-func TestValidatePlanBuildWaitBelowWebhookTimeout(t *testing.T) {
-	const want = "--plan-build-wait (5s) must be below --webhook-timeout (5s)"
-	o := DefaultOptions()
-	o.WebhookPort, o.WebhookTimeout, o.PlanBuildWait = 9443, 5*time.Second, 5*time.Second
-	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Validate() = %v, want an error containing %q", err, want)
-	}
-	o.PlanBuildWait = 2 * time.Second
-	if err := o.Validate(); err != nil && strings.Contains(err.Error(), "--plan-build-wait") {
-		t.Fatalf("Validate() = %v, want no --plan-build-wait error", err)
-	}
-	o = validOptions()
-	o.PlanBuildWait = time.Minute
-	if err := o.Validate(); err != nil {
-		t.Fatalf("Validate() without the webhook = %v, want nil", err)
-	}
-}
