@@ -23,8 +23,9 @@ import (
 // one expression evaluation (expr.Limits.MaxProducedBytes: a build evaluates its expressions one
 // after the other) plus three times the workload object's size (the object, its normalized copy
 // for the expressions, the plan). So N workloads built at once, hostile or not, hold at most
-// PlanMemory, whatever N; a build that cannot get its share within PlanWait is refused with
-// ErrPlanBuildsBusy (a Warning Event on the workload, retried by the caller, not cached), and
+// PlanMemory, whatever N, and the builds of one namespace at most half of it, so another
+// namespace's builds still get theirs however many workloads one namespace has; a build that
+// cannot get its share within PlanWait is refused with ErrPlanBuildsBusy (a Warning Event on the workload, retried by the caller, not cached), and
 // the builds that do run are short: a hostile workload's is refused by its expressions' budget
 // in microseconds (issue 28), so ordinary workloads' pods keep being grouped.
 
@@ -72,7 +73,48 @@ type planGate struct {
 	wait     time.Duration
 	// budget is the expression budget of one build (MaxProducedBytes of the registry's limits).
 	budget int64
+	// mu guards namespaces: the share of the bound each namespace's builds hold now, so that one
+	// namespace's workloads (a workload author's, hostile or only many) hold at most half the
+	// bound and the builds of every other namespace still get theirs. An entry lives while a build
+	// of its namespace holds or waits for a share, so the map is bounded by the builds at once.
+	mu         sync.Mutex
+	namespaces map[string]*namespaceShare
 }
+
+// namespaceShare is one namespace's semaphore (capacity: half the gate's) and the builds that
+// hold or wait for a share of it.
+type namespaceShare struct {
+	sem   *semaphore.Weighted
+	users int
+}
+
+// enter returns namespace's share of the gate, made when its first build comes.
+func (pg *planGate) enter(namespace string) *namespaceShare {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.namespaces == nil {
+		pg.namespaces = map[string]*namespaceShare{}
+	}
+	ns := pg.namespaces[namespace]
+	if ns == nil {
+		ns = &namespaceShare{sem: semaphore.NewWeighted(pg.namespaceCapacity())}
+		pg.namespaces[namespace] = ns
+	}
+	ns.users++
+	return ns
+}
+
+// leave drops a build from namespace's share, and the share once no build holds or waits for it.
+func (pg *planGate) leave(namespace string, ns *namespaceShare) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if ns.users--; ns.users == 0 {
+		delete(pg.namespaces, namespace)
+	}
+}
+
+// namespaceCapacity is what the builds of one namespace may hold at once: half the bound.
+func (pg *planGate) namespaceCapacity() int64 { return max(pg.capacity/2, 1) }
 
 // gate returns the grouper's plan gate, made at the first use from PlanMemory and PlanWait.
 func (g *Grouper) gate() *planGate {
@@ -100,14 +142,18 @@ func (pg *planGate) share(obj *unstructured.Unstructured) int64 {
 	return min(pg.budget+3*expr.SizeOf(obj.Object, pg.capacity), pg.capacity)
 }
 
-// acquire takes the build's share, waiting at most pg.wait (or until ctx ends), and returns the
-// function that gives it back. Errors: ErrPlanBuildsBusy, wrapped with what is held and waited.
+// acquire takes the build's share, of its namespace's half of the bound and of the bound,
+// waiting at most pg.wait for both (or until ctx ends), and returns the function that gives them
+// back. A build needing more than half the bound takes its namespace's whole half and, of the
+// bound, what it needs. Errors: ErrPlanBuildsBusy, wrapped with what is held and waited.
 func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured) (release func(), err error) {
 	n := pg.share(obj)
-	if !pg.sem.TryAcquire(n) {
-		wctx, cancel := context.WithTimeout(ctx, pg.wait)
-		defer cancel()
-		if err := pg.sem.Acquire(wctx, n); err != nil {
+	namespace := obj.GetNamespace()
+	ns := pg.enter(namespace)
+	nsN := min(n, pg.namespaceCapacity())
+	if !pg.tryBoth(ns, nsN, n) {
+		if err := pg.waitFor(ctx, ns, nsN, n); err != nil {
+			pg.leave(namespace, ns)
 			PlanBuildsRefusedTotal.Inc()
 			return nil, fmt.Errorf("%w: this build needs %d MiB and waited %s", ErrPlanBuildsBusy, (n+1<<20-1)>>20, pg.wait)
 		}
@@ -116,7 +162,36 @@ func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured)
 	return func() {
 		PlanBuildMemoryBytes.Sub(float64(n))
 		pg.sem.Release(n)
+		ns.sem.Release(nsN)
+		pg.leave(namespace, ns)
 	}, nil
+}
+
+// tryBoth takes, without waiting, nsN of the namespace's share and n of the bound, or nothing.
+func (pg *planGate) tryBoth(ns *namespaceShare, nsN, n int64) bool {
+	if !ns.sem.TryAcquire(nsN) {
+		return false
+	}
+	if !pg.sem.TryAcquire(n) {
+		ns.sem.Release(nsN)
+		return false
+	}
+	return true
+}
+
+// waitFor takes nsN of the namespace's share, then n of the bound, waiting at most pg.wait in
+// all (or until ctx ends); on an error it holds neither.
+func (pg *planGate) waitFor(ctx context.Context, ns *namespaceShare, nsN, n int64) error {
+	wctx, cancel := context.WithTimeout(ctx, pg.wait)
+	defer cancel()
+	if err := ns.sem.Acquire(wctx, nsN); err != nil {
+		return err
+	}
+	if err := pg.sem.Acquire(wctx, n); err != nil {
+		ns.sem.Release(nsN)
+		return err
+	}
+	return nil
 }
 
 // refused reports a build the gate refused: a Warning Event on the workload.

@@ -21,14 +21,20 @@ import (
 
 // TestPlanGateRefusesPastItsBound: with room for three builds' shares, a fourth waits PlanWait
 // and is refused with ErrPlanBuildsBusy (saying what it needs); once a build gives its share
-// back, the next is let in at once.
+// back, the next is let in at once. The builds are of workloads of four namespaces (one
+// namespace's builds hold at most half the bound: TestPlanGateKeepsHalfForOtherNamespaces).
 func TestPlanGateRefusesPastItsBound(t *testing.T) {
 	g := &Grouper{PlanMemory: 3 * (32<<20 + 1<<20), PlanWait: 100 * time.Millisecond}
 	gate := g.gate()
-	obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"s": "x"}}}
+	objIn := func(ns string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"s": "x"}}}
+		u.SetNamespace(ns)
+		return u
+	}
+	obj := objIn("ns-d")
 	var releases []func()
-	for range 3 {
-		r, err := gate.acquire(context.Background(), obj)
+	for _, ns := range []string{"ns-a", "ns-b", "ns-c"} {
+		r, err := gate.acquire(context.Background(), objIn(ns))
 		require.NoError(t, err)
 		releases = append(releases, r)
 	}
@@ -47,6 +53,44 @@ func TestPlanGateRefusesPastItsBound(t *testing.T) {
 	for _, r := range releases[1:] {
 		r()
 	}
+}
+
+// TestPlanGateKeepsHalfForOtherNamespaces: one namespace's builds (here team-a's, holding
+// their shares as slow builds of many valid workloads do) take at most half the bound; a build
+// of team-c then gets its share at once rather than ErrPlanBuildsBusy, and the bound holds.
+// Found by a review: 200 valid AppWrappers of one namespace refused 20 of 20 other builds.
+func TestPlanGateKeepsHalfForOtherNamespaces(t *testing.T) {
+	share := int64(32<<20 + 1<<20)
+	g := &Grouper{PlanMemory: 6 * share, PlanWait: 50 * time.Millisecond}
+	gate := g.gate()
+	inNamespace := func(ns string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"s": "x"}}}
+		u.SetNamespace(ns)
+		return u
+	}
+	var releases []func()
+	for range 3 { // half of six shares
+		r, err := gate.acquire(context.Background(), inNamespace("team-a"))
+		require.NoError(t, err)
+		releases = append(releases, r)
+	}
+	_, err := gate.acquire(context.Background(), inNamespace("team-a"))
+	require.ErrorIs(t, err, ErrPlanBuildsBusy, "a fourth team-a build passes the namespace's half")
+	start := time.Now()
+	for range 3 {
+		r, err := gate.acquire(context.Background(), inNamespace("team-c"))
+		require.NoError(t, err, "team-c gets the other half")
+		releases = append(releases, r)
+	}
+	assert.Less(t, time.Since(start), 50*time.Millisecond, "without waiting")
+	assert.Less(t, availableOf(gate), gate.share(inNamespace("team-d")), "no room for another build")
+	_, err = gate.acquire(context.Background(), inNamespace("team-d"))
+	require.ErrorIs(t, err, ErrPlanBuildsBusy, "the bound itself still holds")
+	for _, r := range releases {
+		r()
+	}
+	assert.Empty(t, gate.namespaces, "a namespace's share is forgotten once its builds are done")
+	assert.Equal(t, gate.capacity, availableOf(gate))
 }
 
 // TestPlanGateBoundsHostileBuilds (issue 28): 24 AppWrappers with a 1.4 MB pod set path and 24
