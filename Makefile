@@ -25,7 +25,7 @@ BINARIES := gangmap gangmap-grouper
 # Every recipe runs in bash with errexit, nounset and pipefail: any failing command fails the target.
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
-# Targets run one after the other, in the order given (test = fmt-check, vet, vuln, unit, e2e, fuzz-smoke).
+# Targets run one after the other, in the order given (test = fmt-check, vet, vuln, unit, e2e, demo, fuzz-smoke).
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
@@ -42,7 +42,7 @@ build: ## go build ./... and the binaries bin/gangmap and bin/gangmap-grouper.
 control-plane: ## Build (once, cached under ~/.cache/gangmap) kube-apiserver, etcd & co.; print their directory.
 	bash hack/control-plane.sh
 
-test: fmt-check vet vuln unit e2e fuzz-smoke kai-module-if-set ## fmt-check, vet, vuln, unit, e2e and a short run of every fuzz target: what CI runs (and kai-module when KAI_SRC is set).
+test: fmt-check vet vuln unit e2e demo fuzz-smoke kai-module-if-set ## fmt-check, vet, vuln, unit, e2e, the README's quickstart (make demo) and a short run of every fuzz target: what CI runs (and kai-module when KAI_SRC is set).
 
 unit: ## Unit tests with the race detector (helm is built first, outside go test's timeout).
 	bash hack/helm.sh --path >/dev/null
