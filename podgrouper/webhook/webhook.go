@@ -11,6 +11,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/controller"
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/podview"
+	"github.com/gangmap/gangmap/podgrouper/workloadmap"
 )
 
 // Path is where the webhook server serves the pod mutator; a MutatingWebhookConfiguration's
@@ -160,6 +162,9 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 			log.Info("Owner reference ignored", "pod", klog.KRef(req.Namespace, pod.Name), "reason", err.Error())
 		}
 		return skipped("the pod's owner reference names no owner it may have")
+	}
+	if errors.Is(err, workloadmap.ErrPlanBuildsBusy) && !m.DryRun {
+		return m.hold(ctx, req, decoded, pod, pre, err)
 	}
 	if err != nil {
 		if pre != nil {
@@ -307,4 +312,26 @@ func podName(req admission.Request, pod *corev1.Pod) string {
 	default:
 		return pod.GenerateName
 	}
+}
+
+// hold admits a pod whose gang plan the plan gate refused for now (workloadmap.ErrPlanBuildsBusy)
+// with KAI's skip annotation (kai.scheduler/skip-podgrouper: "true") and nothing else, keeping
+// the onboarding patch pre. A definition already claimed the pod's workload, so the pod is
+// gangmap's to group: without the annotation KAI's pod-grouper could give it a PodGroup of its
+// own (a never-seen workload is not marked yet) and KAI bind it outside its gang. With it, the
+// pod waits with no PodGroup, which KAI's scheduler does not schedule, until gangmap's pod
+// controller groups it moments later (its retry builds the plan again).
+func (m *PodMutator) hold(ctx context.Context, req admission.Request, decoded *podview.Decoded, pod *corev1.Pod, pre []patchOp, err error) admission.Response {
+	admittedError.Inc()
+	admissionErrors.WithLabelValues("PlanBusy").Inc()
+	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod held from KAI's pod-grouper; the pod controller will group it",
+		"pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
+	skip := map[string]string{kaikeys.SkipPodGrouper: "true"}
+	var ops []patchOp
+	if decoded.HasMetadata {
+		ops = setKeys(nil, "/metadata/annotations", decoded.Pod.Annotations, skip, kaikeys.SkipPodGrouper)
+	} else {
+		ops = []patchOp{{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": skip}}}
+	}
+	return patched(append(pre, ops...), "gangmap's plan builds are busy: the pod is held from KAI's pod-grouper until gangmap's pod controller groups it")
 }
