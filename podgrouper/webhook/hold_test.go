@@ -3,10 +3,11 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangmap/gangmap/podgrouper/kaikeys"
@@ -39,22 +40,32 @@ func TestPodHeldFromKAIWhenPlanBuildsAreBusy(t *testing.T) {
 	own := appWrapperOf("train", "team-c", 1)
 	m := mutatorFor(t, &objectReader{obj: own}, 5*time.Second)
 	g := m.Decider.Hub.Grouper.(*workloadmap.Grouper)
-	slow := appWrapperOf("many", "team-a", 300)
 	g.PlanMemory, g.PlanWait = 1, time.Millisecond // one build at a time; the others wait 1 ms
 
-	done := make(chan error, 1)
-	go func() { _, _, err := g.Plan(context.Background(), slow); done <- err }()
-	deadline := time.Now().Add(10 * time.Second)
-	for testutil.ToFloat64(workloadmap.PlanBuildMemoryBytes) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow build never took the gate")
+	// The slow build takes the whole gate; a probe build of a third namespace, 20 ms later, is
+	// refused while it holds it (a slow build that met a probe's share itself is started again).
+	var done chan error
+	for attempt := 0; ; attempt++ {
+		if attempt == 20 {
+			t.Fatal("the slow build never held the gate")
 		}
-		time.Sleep(100 * time.Microsecond)
+		done = make(chan error, 1)
+		slow := appWrapperOf(fmt.Sprint("many-", attempt), "team-a", 990) // a new one: plans are cached
+		go func() { _, _, err := g.Plan(context.Background(), slow); done <- err }()
+		time.Sleep(20 * time.Millisecond)
+		probe := appWrapperOf(fmt.Sprint("probe-", attempt), "team-p", 1)
+		if _, _, err := g.Plan(context.Background(), probe); errors.Is(err, workloadmap.ErrPlanBuildsBusy) {
+			break
+		}
+		<-done
 	}
 	resp := m.Handle(context.Background(), podOf(t, own))
-	building := len(done) == 0 // the slow build still held the gate after the answer
-	<-done // its outcome (a plan, or its expressions' timeout on a slow machine) is not under test
-	if !building { // a build of 300 components takes about 0.15 s (more with -race), the pod's decision milliseconds
+	// The slow build still held the gate after the answer: a build of 990 components takes about
+	// 0.5 s (up to its 1 s expression timeout with -race), the pod's decision milliseconds. Its
+	// outcome (a plan, or that timeout) is not under test.
+	building := len(done) == 0
+	<-done
+	if !building {
 		t.Fatal("the slow build ended before the pod's decision: the test's window is too short")
 	}
 	if !resp.Allowed {
