@@ -4,14 +4,11 @@ package realkai_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/e2e/realkai"
@@ -51,44 +48,20 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	// Fail, never skip, without KAI's binaries and source or the control plane.
-	cfg, err := realkai.FromEnv(
+	return realkai.RunMain(m, "e2e-kai", []string{
 		"../testdata/crds/e2e.example.com_customjobs.yaml",
 		"../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 		"../testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
 		"testdata/e2e.example.com_typojobs.yaml",
 		"testdata/serving.kserve.io_llminferenceservices.yaml",
-	)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-kai:", err)
-		return 1
-	}
-	ctx := context.Background()
-	start := time.Now()
-	kai, err = realkai.Start(ctx, cfg, realkai.Options{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{realkai.GangmapWebhook()}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-kai:", err)
-		return 1
-	}
-	code := 1
-	defer func() {
-		kai.Stop()
-		if code == 0 && os.Getenv(realkai.EnvKeepLogs) != "1" {
-			_ = os.RemoveAll(kai.LogDir)
-		} else {
-			fmt.Fprintf(os.Stderr, "e2e-kai: logs of KAI, kwok and gangmap kept in %s\n", kai.LogDir)
-		}
-	}()
-	fmt.Fprintf(os.Stderr, "e2e-kai: KAI %s from %s, scheduler and binder up in %v; logs in %s\n",
-		cfg.SourceVersion(), cfg.Bin, time.Since(start).Round(time.Millisecond), kai.LogDir)
-	if err := setUp(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-kai:", err)
-		return 1
-	}
-	code = m.Run()
-	_ = gm.Stop()
-	return code
+	}, realkai.Options{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{realkai.GangmapWebhook()}},
+		func(ctx context.Context, c *realkai.Cluster, _ realkai.Config) (func() error, error) {
+			kai = c
+			if err := setUp(ctx); err != nil {
+				return nil, err
+			}
+			return gm.Stop, nil
+		})
 }
 
 // setUp creates the queues and the CustomJob definition, and starts gangmap.

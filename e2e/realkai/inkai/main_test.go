@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/e2e/realkai"
 )
@@ -43,42 +40,20 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	// Fail, never skip, without KAI's binaries and source or the control plane.
-	cfg, err := realkai.FromEnv(
+	// No gangmap webhook: the pod-grouper is the only grouper.
+	return realkai.RunMain(m, "e2e-kai inkai", []string{
 		"../../testdata/crds/e2e.example.com_customjobs.yaml",
 		"../../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 		"../../testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
 		"../testdata/e2e.example.com_typojobs.yaml",
 		"../testdata/serving.kserve.io_llminferenceservices.yaml",
-	)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-kai inkai:", err)
-		return 1
-	}
-	ctx := context.Background()
-	// No gangmap webhook: the pod-grouper is the only grouper.
-	kai, err = realkai.Start(ctx, cfg, realkai.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-kai inkai:", err)
-		return 1
-	}
-	code := 1
-	defer func() {
-		kai.Stop()
-		if code == 0 && os.Getenv(realkai.EnvKeepLogs) != "1" {
-			_ = os.RemoveAll(kai.LogDir)
-		} else {
-			fmt.Fprintf(os.Stderr, "e2e-kai inkai: logs of KAI, kwok and gangmap-kai-podgrouper kept in %s\n", kai.LogDir)
+	}, realkai.Options{}, func(ctx context.Context, c *realkai.Cluster, cfg realkai.Config) (func() error, error) {
+		kai = c
+		if err := setUp(ctx, cfg); err != nil {
+			return nil, err
 		}
-	}()
-	if err := setUp(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e-kai inkai:", err)
-		return 1
-	}
-	code = m.Run()
-	_ = podGrouper.Stop()
-	return code
+		return podGrouper.Stop, nil
+	})
 }
 
 // setUp creates the queues and the CustomJob's cluster Karta, builds gangmap-kai-podgrouper and
