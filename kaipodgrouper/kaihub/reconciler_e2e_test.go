@@ -253,7 +253,7 @@ func startStandalone(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	o := app.DefaultOptions()
 	o.SchedulerName, o.MetricsAddr, o.ProbeAddr, o.WebhookPort = standaloneScheduler, "0", "0", 0
-	o.MaxWorkloadMetrics, o.SkipControllerNameValidation, o.ReleaseStartupPages = 0, true, false
+	o.MaxWorkloadMetrics, o.SkipControllerNameValidation = 0, true
 	mgr, _, err := app.New(o, rest.CopyConfig(cfg))
 	require.NoError(t, err)
 	go func() { _ = mgr.Start(ctx) }()

@@ -374,11 +374,6 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if o.ReleaseStartupPages {
-		if err := mgr.Add(startupPages{Cache: mgr.GetCache(), Log: ctrl.Log.WithName("setup")}); err != nil {
-			return err
-		}
-	}
 	return mgr.Start(ctx)
 }
 

@@ -163,19 +163,3 @@ func TestMainMissingDefinitions(t *testing.T) {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
 	}
 }
-
-// TestReleaseStartupPagesFlag: the release of the binary's start pages is on by default and
-// --release-startup-pages=false turns it off (Run then adds no startupPages runnable).
-func TestReleaseStartupPagesFlag(t *testing.T) {
-	o := DefaultOptions()
-	if !o.ReleaseStartupPages {
-		t.Fatal("default: want the start pages released")
-	}
-	fs := NewFlagSet(o, &bytes.Buffer{})
-	if err := fs.Parse([]string{"--release-startup-pages=false"}); err != nil {
-		t.Fatal(err)
-	}
-	if o.ReleaseStartupPages {
-		t.Error("--release-startup-pages=false: want them kept")
-	}
-}

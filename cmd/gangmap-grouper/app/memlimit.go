@@ -21,11 +21,9 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 // 100,000-pod scale run of session 6 (bench/README.md), 49 MiB of the resident set was
 // file-backed, and the anonymous part ran above the soft limit (the heap's spans in use are
 // 1.5-1.8 times the live heap after a collection, so at 110 MiB live the collector runs back to
-// back and its CPU cap lets the heap pass the limit). Since session 7 the grouper releases its
-// binary's start pages (startupPages: 25-30 MiB of them stay resident under load instead of
-// 42-50); the reserve is kept at 80 MiB, so that the pages released lower the resident set
-// rather than raise the heap, and the rest is the margin for the soft limit's overshoot (a
-// metrics scrape of 10,000 workloads' series allocates tens of MB).
+// back and its CPU cap lets the heap pass the limit). The reserve is 80 MiB: the binary's
+// file-backed pages (reclaimable by the kernel, but charged while resident) and the margin for
+// the soft limit's overshoot (a metrics scrape of 10,000 workloads' series allocates tens of MB).
 const unmanagedReserve = 80 << 20
 
 // memoryLimit is the Go runtime's soft memory limit to set, in bytes, and where it comes from:

@@ -58,11 +58,8 @@ type Options struct {
 	// MemoryLimit is the Go runtime's soft memory limit (a quantity; "" for the default, see
 	// memoryLimit).
 	MemoryLimit string
-	// ReleaseStartupPages releases the binary's pages touched at start once the caches have
-	// synced (startupPages; Linux only).
-	ReleaseStartupPages bool
-	Burst               int
-	MetricsAddr         string
+	Burst       int
+	MetricsAddr string
 	// MetricsSecure serves metrics over HTTPS, each request authenticated (TokenReview) and
 	// authorized (SubjectAccessReview: get on the non-resource URL /metrics); off, plain HTTP
 	// with no authentication, for local use only.
@@ -133,7 +130,6 @@ func DefaultOptions() *Options {
 		QueueLabelKey:           kaikeys.DefaultQueueLabel,
 		NodePoolLabelKey:        kaikeys.DefaultNodePoolLabel,
 		MaxConcurrentReconciles: 10,
-		ReleaseStartupPages:     true,
 		MaxWorkloadMetrics:      workloadmetrics.DefaultMaxWorkloads,
 		OwnerCacheSize:          owners.DefaultCacheSize,
 		PlanCacheSize:           workloadmap.DefaultPlanCacheSize,
@@ -190,7 +186,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with the metrics server's tls.crt and tls.key, reloaded when they change. (default none: a self-signed certificate generated at start)")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the webhook and metrics servers negotiate HTTP/2. Off, they speak HTTP/1.1 only, out of reach of the HTTP/2 Rapid Reset and stream attacks (CVE-2023-44487, CVE-2023-39325). (default false)")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "Lowest TLS version the webhook and metrics servers accept: 1.2 or 1.3 (the API server and Prometheus speak 1.3).")
-	fs.BoolVar(&o.ReleaseStartupPages, "release-startup-pages", o.ReleaseStartupPages, "45s after the caches' sync, tell the kernel the grouper no longer needs the pages of its own executable that its start touched (madvise MADV_DONTNEED on the binary's read-only mappings; Linux only): about 17 MiB less resident set; pages still in use are mapped again on their next touch from the page cache.")
 	fs.StringVar(&o.PlanBuildMemory, "plan-build-memory", o.PlanBuildMemory, "Most memory the gang plan builds running at once may hold (a quantity): each build's share is its expressions' budget (32 MiB produced per evaluation) plus three times its workload object's size, so any number of workloads built at once, hostile ones included, hold at most this; a build that waits longer than --plan-build-wait for its share is refused (a PlanBuildRefused Event on the workload; its pods are grouped at the next try). gangmap_plan_build_memory_bytes shows what is held. At least 64Mi.")
 	fs.DurationVar(&o.PlanBuildWait, "plan-build-wait", o.PlanBuildWait, "How long a plan build waits for its share of --plan-build-memory before it is refused (gangmap_plan_builds_refused_total counts them). The build is shared by the webhook and the controller: a webhook call stops waiting at --webhook-timeout and admits the pod unchanged, the controller groups it when the build is done.")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "Soft limit of the grouper's Go memory (a quantity such as 176Mi; 0: none): the garbage collector runs more often near it instead of letting the resident set grow to twice the live heap. (default: $GOMEMLIMIT if set, else the container's memory limit read from its cgroup less 80Mi for the binary's mapped pages, which Go's limit does not count, and the soft limit's overshoot (at least half of it), else none)")

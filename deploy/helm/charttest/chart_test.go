@@ -289,7 +289,6 @@ func TestGrouperArgs(t *testing.T) {
 		check("metrics-secure", o.MetricsSecure, v.Metrics.Secure)
 		check("tls-min-version", o.TLSMinVersion, v.TLSMinVersion)
 		check("enable-http2", o.EnableHTTP2, v.EnableHTTP2)
-		check("release-startup-pages", o.ReleaseStartupPages, v.ReleaseStartupPages)
 		check("leader-elect", o.LeaderElect, v.leaderElect())
 
 		table, err := o.NativeTable()

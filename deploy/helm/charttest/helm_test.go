@@ -175,10 +175,9 @@ type chartValues struct {
 			TLSConfig map[string]any    `json:"tlsConfig"`
 		} `json:"serviceMonitor"`
 	} `json:"metrics"`
-	TLSMinVersion       string `json:"tlsMinVersion"`
-	EnableHTTP2         bool   `json:"enableHTTP2"`
-	ReleaseStartupPages bool   `json:"releaseStartupPages"`
-	NetworkPolicy       struct {
+	TLSMinVersion string `json:"tlsMinVersion"`
+	EnableHTTP2   bool   `json:"enableHTTP2"`
+	NetworkPolicy struct {
 		Enabled        bool             `json:"enabled"`
 		APIServerPeers []map[string]any `json:"apiServerPeers"`
 		MetricsPeers   []map[string]any `json:"metricsPeers"`
