@@ -17,7 +17,7 @@ FUZZFLAGS ?=
 # 5, FuzzDecodeAndCompile fuzzed 28 inputs in 6 minutes; docs/reliability.md).
 FUZZMINIMIZE ?= 1000x
 # Packages whose Fuzz* targets `make fuzz` runs.
-FUZZ_PKGS ?= ./definitions/... ./gang/... ./podgrouper/webhook/... ./podgrouper/podview/...
+FUZZ_PKGS ?= ./definitions/... ./gang/... ./podgrouper/runtime/webhook/... ./podgrouper/runtime/podview/...
 
 BIN := bin
 BINARIES := gangmap gangmap-grouper
@@ -115,13 +115,13 @@ fuzz-long: ## Every fuzz target for 1,000,000 executions, one worker each (docs/
 	$(MAKE) --no-print-directory fuzz FUZZTIME=1000000x FUZZFLAGS='-parallel 1 -timeout 3h'
 
 bench: ## Go benchmarks: per-pod decision, plans, expressions, webhook admission, cache memory, the grouper's memory at 100,000 pods (bench/README.md).
-	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/workloadmap/ ./definitions/expr/ ./podgrouper/webhook/ ./podgrouper/podview/
-	$(GO) test -run '^$$' -bench 'GrouperMemory|PodBookkeepingBytes' -benchtime 1x ./podgrouper/controller/
-	$(GO) test -run '^$$' -bench CachedOwnerBytes -benchtime 1x ./podgrouper/owners/
-	$(GO) test -run '^$$' -bench 'PodCacheBytes|ListPeakBytes' -benchtime 1x ./podgrouper/podcache/
-	$(GO) test -run '^$$' -bench 'ScrapeWorkloads|ForgottenWorkloadBytes' -benchtime 3x ./podgrouper/workloadmetrics/
-	$(GO) test -run '^$$' -bench WorkloadStateBytes -benchtime 1x ./podgrouper/controller/
-	$(GO) test -run '^$$' -bench ReporterTick -benchmem ./podgrouper/findings/
+	$(GO) test -run '^$$' -bench . -benchmem ./podgrouper/core/workloadmap/ ./definitions/expr/ ./podgrouper/runtime/webhook/ ./podgrouper/runtime/podview/
+	$(GO) test -run '^$$' -bench 'GrouperMemory|PodBookkeepingBytes' -benchtime 1x ./podgrouper/runtime/controller/
+	$(GO) test -run '^$$' -bench CachedOwnerBytes -benchtime 1x ./podgrouper/core/owners/
+	$(GO) test -run '^$$' -bench 'PodCacheBytes|ListPeakBytes' -benchtime 1x ./podgrouper/runtime/podcache/
+	$(GO) test -run '^$$' -bench 'ScrapeWorkloads|ForgottenWorkloadBytes' -benchtime 3x ./podgrouper/runtime/workloadmetrics/
+	$(GO) test -run '^$$' -bench WorkloadStateBytes -benchtime 1x ./podgrouper/runtime/controller/
+	$(GO) test -run '^$$' -bench ReporterTick -benchmem ./podgrouper/runtime/findings/
 	$(GO) test -run '^$$' -bench EventCorrelatorBytes -benchtime 1x ./cmd/gangmap-grouper/app/
 
 bench-e2e: ## The 1,000-pod grouping throughput benchmark on a real control plane.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
-	"github.com/gangmap/gangmap/podgrouper/hub"
-	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/core/hub"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
 // badBase is a valid definition the bad-input tests break one field at a time: a coordinator and

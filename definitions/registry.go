@@ -230,7 +230,7 @@ func (r *Registry) recompute() {
 }
 
 // ReasonPathCannotResolve is the Problem reason of a definition refused because a path of it can
-// never resolve on its workload kind's CRD schema (podgrouper/crdlint, through Refuse).
+// never resolve on its workload kind's CRD schema (podgrouper/runtime/crdlint, through Refuse).
 const ReasonPathCannotResolve = "PathCannotResolve"
 
 // RefusalKey names one version of a loaded definition for Refuse: its source, origin and content,

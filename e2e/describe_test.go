@@ -19,7 +19,7 @@ import (
 	gangmapcli "github.com/gangmap/gangmap/cmd/gangmap/app"
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/gang"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
 // describeOut is the part of "gangmap describe -o json" this test checks.

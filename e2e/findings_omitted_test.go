@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // TestFindingsOmittedInDescribe: a definition requiring 18 roles the operator never creates

@@ -23,9 +23,9 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/crdlint"
-	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/runtime/crdlint"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // The findings' grace periods of the shared grouper (main_test.go): short, so that the e2e
@@ -473,7 +473,7 @@ func TestCRDLintReportsPathOnKarta(t *testing.T) {
 	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
 	assert.Contains(t, ev.Message, "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.worker.replica")
 	assert.Contains(t, ev.Message, `did you mean "replicas"?`)
-	assert.Contains(t, ev.Message, "the definition is refused until it is fixed", "a path the CRD cannot hold is an error: the grouper does not use the definition (podgrouper/crdlint)")
+	assert.Contains(t, ev.Message, "the definition is refused until it is fixed", "a path the CRD cannot hold is an error: the grouper does not use the definition (podgrouper/runtime/crdlint)")
 	var list unstructured.UnstructuredList
 	list.SetAPIVersion(findingsGroup + "/v1")
 	list.SetKind("LintJobList")

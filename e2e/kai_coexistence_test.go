@@ -20,8 +20,8 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/manifest"
-	"github.com/gangmap/gangmap/podgrouper/controller"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 var customJobGVK = schema.GroupVersionKind{Group: "e2e.example.com", Version: "v1", Kind: "CustomJob"}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/manifest"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // TestPaddleJobOperatorPods: training-operator v1.9.4's examples/paddlepaddle/simple-cpu.yaml

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
 // TestPodGroupDeletedOrChangedIsRestored: gangmap watches the PodGroups it writes. One deleted

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
-	"github.com/gangmap/gangmap/podgrouper/controller"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // TestMissingRBACIsReported: a grouper whose ClusterRole grants everything it needs except list

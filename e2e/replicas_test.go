@@ -18,8 +18,8 @@ import (
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // TestTwoReplicasOneWriter: two grouper replicas with leader election against the same API

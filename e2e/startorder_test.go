@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // TestJobSetDependsOnStartSequence: JobSet's own dependsOn example (initializer; launcher after
@@ -24,7 +24,7 @@ import (
 // controller's start sequence played by framework.StepJobSet. At every step the PodGroup writes
 // only the sub-groups whose pods exist (a role not created yet is deferred: no sub-group), all of
 // them counted in minSubGroup, and a role whose Jobs all succeeded asks for 0 pods: what KAI's
-// scheduler admits whatever the names' order (podgrouper/kaiadmission; issue 27).
+// scheduler admits whatever the names' order (podgrouper/core/kaiadmission; issue 27).
 func TestJobSetDependsOnStartSequence(t *testing.T) {
 	ctx := context.Background()
 	ns := "jobset-depends-on"

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // TestWorkloadMetricsSeedJobSet: the seed JobSet (leader 1 pod, workers 2 pods, 4 GPUs a pod) on

@@ -17,7 +17,7 @@
 //   - Start order (startup.go): a role whose pods have all finished keeps a sub-group of minimum
 //     0; a role whose pods the operator creates later is Deferred: its sub-group is planned (its
 //     pods are labelled with it) but not written until its pods exist, so KAI, which takes the
-//     first minSubGroup sub-groups by name, never waits for it (podgrouper/kaiadmission).
+//     first minSubGroup sub-groups by name, never waits for it (podgrouper/core/kaiadmission).
 package gang
 
 import (
@@ -287,7 +287,7 @@ func Build(ctx context.Context, c *definitions.Compiled, obj *unstructured.Unstr
 // about half of a plan's memory) once the plan is built. Only the build reads them (the GPU
 // count in buildRoles, the alpha form's member filters in alphaMemberOf); what later steps read
 // of a role (its counts, GPUs and names) is in the Role's exported fields. A plan is cached per
-// workload (podgrouper/workloadmap), so the templates would otherwise live as long as the
+// workload (podgrouper/core/workloadmap), so the templates would otherwise live as long as the
 // workload: TestBuiltPlanKeepsNoTemplate.
 func (p *Plan) dropTemplates() {
 	for _, r := range p.Roles {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # hack/generate.sh regenerates the code and manifests derived from the Go API types:
-#   - podgrouper/apis/**/zz_generated.deepcopy.go   (controller-gen object)
+#   - podgrouper/core/apis/**/zz_generated.deepcopy.go   (controller-gen object)
 #   - deploy/crds/scheduling.run.ai_podgroups.yaml   (controller-gen crd)
 # deploy/crds/run.ai_kartas.yaml is written by hand (an upstream-shaped Karta CRD) and is left alone:
-# controller-gen only writes the CRDs of the types under podgrouper/apis.
+# controller-gen only writes the CRDs of the types under podgrouper/core/apis.
 #
 # controller-gen is installed once, pinned, under $GANGMAP_TOOLS (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/gangmap/tools), outside the clone, so that a fresh clone reuses it.
@@ -31,7 +31,7 @@ if [[ ! -x $CONTROLLER_GEN ]]; then
 fi
 
 cd "$ROOT"
-log "deepcopy: podgrouper/apis/..."
-"$CONTROLLER_GEN" object paths=./podgrouper/apis/...
-log "CRDs: podgrouper/apis/... -> deploy/crds"
-"$CONTROLLER_GEN" crd paths=./podgrouper/apis/... output:crd:dir=deploy/crds
+log "deepcopy: podgrouper/core/apis/..."
+"$CONTROLLER_GEN" object paths=./podgrouper/core/apis/...
+log "CRDs: podgrouper/core/apis/... -> deploy/crds"
+"$CONTROLLER_GEN" crd paths=./podgrouper/core/apis/... output:crd:dir=deploy/crds

@@ -88,7 +88,7 @@ func rjStatus(name string, ready, succeeded int64) map[string]any {
 // step the PodGroup writes only the sub-groups whose pods exist or are being created (the others
 // are deferred), all of them required, and a role whose Jobs all succeeded asks for 0 pods. That
 // KAI admits each of these PodGroups once the step's pods exist is
-// podgrouper/workloadmap TestStartPhasesAdmittedByKAI.
+// podgrouper/core/workloadmap TestStartPhasesAdmittedByKAI.
 func TestJobSetDependsOnStartSequence(t *testing.T) {
 	sgs := func(init, launcher int32) []subGroupWant {
 		return []subGroupWant{{"initializer", init, 1}, {"launcher", launcher, 1}, {"worker", 4, 4}}

@@ -10,8 +10,8 @@ import "fmt"
 // pod: set by onboarding on every pod of a kind, they would put every pod in one named PodGroup
 // whatever its workload, or (the skip annotation) hide from KAI's pod-grouper the pods gangmap
 // does not group (a kind KAI groups natively, a role in no gang), which then never get a
-// PodGroup and are never scheduled. The values equal podgrouper/kaikeys (checked by
-// podgrouper/onboarding's tests; definitions may not import podgrouper).
+// PodGroup and are never scheduled. The values equal podgrouper/core/kaikeys (checked by
+// podgrouper/runtime/onboarding's tests; definitions may not import podgrouper).
 var groupingKeys = map[string]string{
 	"pod-group-name":                "KAI's pod-grouper annotation naming the pod's PodGroup",
 	"kai.scheduler/subgroup-name":   "KAI's pod-grouper label naming the pod's sub-group",

@@ -48,7 +48,7 @@ type Cluster struct {
 // the first list returned is loaded (or rejected), or the API server answered that it does not
 // serve run.ai/v1alpha1 at all. Until then a kind's only definition may be a Karta not loaded
 // yet, so a caller that would otherwise group its pods by another rule (KAI's default grouper,
-// minMember 1) must wait (podgrouper/kaiplugin does). A discovery error other than NotFound does
+// minMember 1) must wait (podgrouper/core/kaiplugin does). A discovery error other than NotFound does
 // not count as "not served".
 func (c *Cluster) Synced() bool { return c.synced.Load() }
 

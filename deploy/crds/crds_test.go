@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/deploy/crds"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
 const dnsLabelPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

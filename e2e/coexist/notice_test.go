@@ -18,7 +18,7 @@ import (
 	gangmapcli "github.com/gangmap/gangmap/cmd/gangmap/app"
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/bothgroupers"
+	"github.com/gangmap/gangmap/podgrouper/runtime/bothgroupers"
 )
 
 // TestKAIVisibleKartaSaidOnce: the CustomJob Karta gangmap uses gets the three labels KAI's Karta

@@ -21,8 +21,8 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/ownerskip"
-	"github.com/gangmap/gangmap/podgrouper/strays"
+	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 )
 
 // waitDefinition waits until the grouper uses, for gvk, a definition whose name is name ("" for

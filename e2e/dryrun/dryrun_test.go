@@ -20,7 +20,7 @@ import (
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
 var cp *framework.ControlPlane

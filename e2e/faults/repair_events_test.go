@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/controller"
-	"github.com/gangmap/gangmap/podgrouper/workloadevents"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
 
 // TestRepairEventsScaleWithWorkloads: 100 CustomJobs of 10 pods (1 coordinator, 9 workers), all

@@ -5,7 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/gangmap/gangmap/podgrouper/webhook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/webhook"
 )
 
 // GangmapWebhook is gangmap's MutatingWebhookConfiguration as a chart installs it: Pod CREATE,

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
 // access is one request's attributes, for a SelfSubjectAccessReview.
@@ -73,7 +73,7 @@ func mustNotGrant(o *app.Options) []access {
 		{ns: "team", verb: "create", resource: "pods", sub: "eviction"},
 		{ns: "team", verb: "create", resource: "pods", sub: "exec"},
 		{ns: "team", verb: "patch", resource: "pods", sub: "status"},
-		// PodGroups: no patch (delete is granted: stray PodGroups, podgrouper/strays).
+		// PodGroups: no patch (delete is granted: stray PodGroups, podgrouper/runtime/strays).
 		{ns: "team", verb: "patch", group: "scheduling.run.ai", resource: "podgroups"},
 		{verb: "deletecollection", group: "scheduling.run.ai", resource: "podgroups"},
 		// Kartas: read only.

@@ -25,7 +25,7 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/manifest"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // TestIssue28HostileWorkloadsAtOnce: on the real API server, 24 AppWrappers whose pod set path

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // Placement is where a set of pods stands: Bound have a spec.nodeName (KAI's binder bound them,

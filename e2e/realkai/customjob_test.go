@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // TestCustomJobAllOrNothing: a CustomJob of 1 coordinator (1 GPU) and 2 workers (2 GPUs each),

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/e2e/realkai"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // benchLabel marks a test's fake nodes; the test's pod templates select them (bed.pin), so that

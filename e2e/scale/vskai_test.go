@@ -17,7 +17,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
 // BenchmarkVsKAI (`make bench-vs-kai KAI_BIN=<dir>`, not in CI) groups the same pods with KAI's

@@ -24,7 +24,7 @@ import (
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
 	"github.com/gangmap/gangmap/e2e/framework"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 var cp *framework.ControlPlane

@@ -4,7 +4,7 @@ import (
 	kaiv2alpha2 "github.com/kai-scheduler/KAI-scheduler/pkg/apis/scheduling/v2alpha2"
 	kaipodgroup "github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgroup"
 
-	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
 
 // ToKAI assigns each field of gangmap's metadata (already detached by kaiplugin.KAIMetadata) to

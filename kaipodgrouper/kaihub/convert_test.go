@@ -13,8 +13,8 @@ import (
 
 	kaipodgroup "github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgroup"
 
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
-	"github.com/gangmap/gangmap/podgrouper/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
 
 // sameFields asserts that two struct types have the same field names in the same order, each of

@@ -1,4 +1,4 @@
-// Package kaihub binds gangmap's plugin hub (github.com/gangmap/gangmap/podgrouper/kaiplugin) to
+// Package kaihub binds gangmap's plugin hub (github.com/gangmap/gangmap/podgrouper/core/kaiplugin) to
 // KAI Scheduler's pod-grouper types, release v0.17.0: PluginsHub is a
 // pkg/podgrouper/podgrouper/hub PluginsHub, Grouper a plugins/grouper Grouper, and ToKAI turns
 // gangmap's metadata into KAI's pkg/podgrouper/podgroup Metadata. Every decision is made in the
@@ -14,7 +14,7 @@ import (
 	pluginshub "github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgrouper/hub"
 	"github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgrouper/plugins/grouper"
 
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 )
 
 // KAINatives is what PluginsHub needs of KAI's own hub: its native plugins, their table and its

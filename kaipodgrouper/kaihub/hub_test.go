@@ -12,7 +12,7 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
 	"github.com/gangmap/gangmap/definitions/expr"
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 )
 
 type source struct{ synced bool }

@@ -10,8 +10,8 @@ import (
 
 	kaiv2alpha2 "github.com/kai-scheduler/KAI-scheduler/pkg/apis/scheduling/v2alpha2"
 
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 )
 
 // PodGroupReader reads KAI's typed PodGroup through r (KAI's manager client: the PodGroup

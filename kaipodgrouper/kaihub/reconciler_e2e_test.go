@@ -45,11 +45,11 @@ import (
 	"github.com/gangmap/gangmap/deploy/crds"
 	"github.com/gangmap/gangmap/kaipodgrouper/kaihub"
 	"github.com/gangmap/gangmap/manifest"
-	"github.com/gangmap/gangmap/podgrouper/findings"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin/kaisamples"
-	"github.com/gangmap/gangmap/podgrouper/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/onboarding"
-	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/webhook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
+	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/runtime/webhook"
 )
 
 // addOnboarding runs the onboarding policy's file source and its namespace check (a rule's queue

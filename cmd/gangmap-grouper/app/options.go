@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gangmap/gangmap/podgrouper/findings"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/kairelease"
-	"github.com/gangmap/gangmap/podgrouper/native"
-	"github.com/gangmap/gangmap/podgrouper/owners"
-	"github.com/gangmap/gangmap/podgrouper/workloadmap"
-	"github.com/gangmap/gangmap/podgrouper/workloadmetrics"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
+	"github.com/gangmap/gangmap/podgrouper/core/owners"
+	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
 // Options are the grouper's settings, one flag each.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
 // maxWebhookTimeout is the longest timeoutSeconds a MutatingWebhookConfiguration accepts: a

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
 // validOptions are the defaults with the webhook off, which need no file: they validate.

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
-	"github.com/gangmap/gangmap/podgrouper/kairelease"
-	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
 // Exit codes of every gangmap command.

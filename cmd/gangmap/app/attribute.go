@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gangmap/gangmap/podgrouper/owners"
+	"github.com/gangmap/gangmap/podgrouper/core/owners"
 )
 
 // maxOwnerDepth bounds the owner walk from a pod to its workload (LWS workers are 4 levels

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/crdlint"
+	"github.com/gangmap/gangmap/podgrouper/runtime/crdlint"
 )
 
-// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/crdlint) on reg with the
+// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg with the
 // cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper refuses
 // (a path its kind's CRD cannot hold) as not active, with the grouper's problem (issue 31 point 8:
 // it was listed ACTIVE yes). Reading CRDs needs get on customresourcedefinitions; the linter

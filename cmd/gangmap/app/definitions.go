@@ -15,9 +15,9 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
-	"github.com/gangmap/gangmap/podgrouper/bothgroupers"
-	"github.com/gangmap/gangmap/podgrouper/kairelease"
-	"github.com/gangmap/gangmap/podgrouper/native"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
+	"github.com/gangmap/gangmap/podgrouper/runtime/bothgroupers"
 )
 
 // definitionsOptions are the flags of "gangmap definitions".

@@ -66,7 +66,7 @@ func TestDefinitionsOfflineListsTheCatalog(t *testing.T) {
 	r := gangmap(t, "definitions")
 	require.Equal(t, ExitOK, r.code, r.stderr)
 	assert.Regexp(t, `^NAME +KIND +SOURCE +ACTIVE +NATIVE-IN-KAI +PROBLEMS\n`, r.stdout)
-	// Both kinds are in KAI v0.17's native table (podgrouper/native).
+	// Both kinds are in KAI v0.17's native table (podgrouper/core/native).
 	assert.Regexp(t, `(?m)^jobset-x-k8s-io-jobset-v1alpha2 +JobSet.jobset.x-k8s.io/v1alpha2 +catalog +yes +yes +-$`, r.stdout)
 	assert.Regexp(t, `(?m)^leaderworkerset-x-k8s-io-leaderworkerset-v1 +LeaderWorkerSet.leaderworkerset.x-k8s.io/v1 +catalog +yes +yes +-$`, r.stdout)
 

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // describeJSON mirrors the parts of the -o json output of "gangmap describe" the tests check.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // printDescribe writes the table form of a describe document: per workload a header, the tree

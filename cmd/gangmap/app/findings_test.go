@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // describeWithHealth describes the seed copy's workload as get and describe do, its PodGroups

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 )
 
 // grouperSelector selects the Deployment of gangmap's grouper as the Helm chart labels it

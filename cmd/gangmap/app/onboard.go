@@ -21,7 +21,7 @@ import (
 )
 
 // defaultSchedulerName and defaultQueueLabelKey are KAI's defaults (its --scheduler-name and
-// --queue-label-key; see podgrouper/kaikeys), repeated here so the CLI's flags show them.
+// --queue-label-key; see podgrouper/core/kaikeys), repeated here so the CLI's flags show them.
 const (
 	defaultSchedulerName = "kai-scheduler"
 	defaultQueueLabelKey = "kai.scheduler/queue"

@@ -9,11 +9,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/gang"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaiadmission"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/ownerskip"
-	"github.com/gangmap/gangmap/podgrouper/workloadmap"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiadmission"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 )
 
 // ownedBy reports whether pg has an owner reference to the workload (by UID; offline, without

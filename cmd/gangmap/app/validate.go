@@ -255,7 +255,7 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 
 // lintAgainstCRDs checks k's paths against the CRD of its root kind, if one was given. A path the
 // schema says can never resolve is an error (the grouper refuses such a definition too:
-// podgrouper/crdlint); what the schema leaves undescribed, and a kind with no --crd, are notes.
+// podgrouper/runtime/crdlint); what the schema leaves undescribed, and a kind with no --crd, are notes.
 func lintAgainstCRDs(k *definitions.Karta, crds []*apiextensionsv1.CustomResourceDefinition) (errs, notes []fieldMessage) {
 	root := k.Spec.StructureDefinition.RootComponent.Kind
 	for _, crd := range crds {

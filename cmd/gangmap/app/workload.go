@@ -5,7 +5,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
-	"github.com/gangmap/gangmap/podgrouper/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // workloadView is one workload as describe, get and test see it: the definition's tree with the
@@ -34,7 +34,7 @@ type workloadView struct {
 	// Unclaimed lists the workload's pods that no component of the definition claims.
 	Unclaimed []*podView `json:"unclaimedPods"`
 	// Findings are the grouper's observed-vs-planned findings, from the gangmap.io/health
-	// annotation of the workload's PodGroups (podgrouper/findings).
+	// annotation of the workload's PodGroups (podgrouper/runtime/findings).
 	Findings []findings.Finding `json:"findings,omitempty"`
 	// FindingsOmitted counts the grouper's findings past those in Findings: the annotation lists
 	// a workload's first findings.MaxHealthFindings and counts the rest (its "omitted").
@@ -44,7 +44,7 @@ type workloadView struct {
 	// Error says why the workload could not be planned.
 	Error string `json:"error,omitempty"`
 	// NativeInKAI says KAI groups the workload's kind with a plugin of its own (KAI's default
-	// native table, podgrouper/native): in a cluster gangmap creates no PodGroup for it and
+	// native table, podgrouper/core/native): in a cluster gangmap creates no PodGroup for it and
 	// labels none of its pods, whatever definitions say.
 	NativeInKAI bool `json:"nativeInKAI,omitempty"`
 

@@ -41,8 +41,8 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/deploy/crds"
-	"github.com/gangmap/gangmap/podgrouper/native"
-	"github.com/gangmap/gangmap/podgrouper/webhook"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
+	"github.com/gangmap/gangmap/podgrouper/runtime/webhook"
 )
 
 const (

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/ownerskip"
-	"github.com/gangmap/gangmap/podgrouper/strays"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 )
 
 // marksWorkloads is whether the rendered grouper marks workloads (ownerskip): --mark-workloads,

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gangmap/gangmap/podgrouper/onboarding"
+	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
 )
 
 // onboardingReadsNamespaces says whether the values' onboarding policy makes the webhook read

@@ -23,11 +23,11 @@ import (
 
 	"github.com/gangmap/gangmap/cmd/gangmap-grouper/app"
 	"github.com/gangmap/gangmap/definitions/catalog"
-	"github.com/gangmap/gangmap/podgrouper/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/native"
-	"github.com/gangmap/gangmap/podgrouper/podgroup"
-	"github.com/gangmap/gangmap/podgrouper/webhook"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
+	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/runtime/webhook"
 )
 
 // perm is one permission: a verb on a group's resource, optionally limited to one name.
@@ -405,7 +405,7 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	}
 	// KAI's default metadata uses a priority class only if it exists (defaultgrouper, cached).
 	want.add("scheduling.k8s.io", "priorityclasses", "get", "list", "watch")
-	// podgrouper/crdlint: the workload kind's CRD, read by name to lint each definition.
+	// podgrouper/runtime/crdlint: the workload kind's CRD, read by name to lint each definition.
 	want.add("apiextensions.k8s.io", "customresourcedefinitions", "get")
 	// sources.Cluster: a dynamic informer on Karta objects, with --cluster-definitions.
 	if v.ClusterDefs {

@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gangmap/gangmap/podgrouper/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 )
 
 // helmResult runs hack/helm.sh like runHelm but returns a failure instead of failing the test.

@@ -21,7 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gangmap/gangmap/kaipodgrouper/kaihub"
-	"github.com/gangmap/gangmap/podgrouper/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 )
 
 func main() {

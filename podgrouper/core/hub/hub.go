@@ -1,0 +1,54 @@
+// Package hub decides, per top-owner kind, whether gangmap groups a pod: only kinds with no
+// native KAI plugin (native wins) and an active Workload Map definition.
+package hub
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/core/grouper"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
+)
+
+// Hub maps a top owner's kind to gangmap's grouper.
+type Hub struct {
+	Native   *native.Table
+	Registry *definitions.Registry
+	// Grouper is the grouper returned for kinds gangmap groups.
+	Grouper grouper.Grouper
+}
+
+// Decision says why a kind is or is not gangmap's.
+type Decision string
+
+// The decisions of Hub.Decide.
+const (
+	// Grouped: the kind has an active definition and no native KAI plugin.
+	Grouped Decision = "Grouped"
+	// Native: KAI groups the kind with a native plugin; gangmap leaves it alone.
+	Native Decision = "Native"
+	// NoDefinition: no active definition for the kind; KAI's default grouper handles it.
+	NoDefinition Decision = "NoDefinition"
+)
+
+// Decide says whether gangmap groups pods whose top owner has kind gvk.
+func (h *Hub) Decide(gvk schema.GroupVersionKind) Decision {
+	switch {
+	case h.Native.Has(gvk):
+		return Native
+	case h.Registry.Lookup(gvk) == nil:
+		return NoDefinition
+	default:
+		return Grouped
+	}
+}
+
+// GetPodGrouperPlugin returns gangmap's grouper for gvk, or nil when gangmap does not group the
+// kind. The nil is a literal nil interface, never a nil pointer inside a non-nil interface (the
+// KAI v0.17 Karta hub bug): callers may test the result with == nil.
+func (h *Hub) GetPodGrouperPlugin(gvk schema.GroupVersionKind) grouper.Grouper {
+	if h.Decide(gvk) != Grouped || h.Grouper == nil {
+		return nil
+	}
+	return h.Grouper
+}

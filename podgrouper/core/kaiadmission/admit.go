@@ -1,0 +1,287 @@
+package kaiadmission
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
+)
+
+// Verdict is the model's answer for one PodGroup and the pods that exist.
+type Verdict struct {
+	// Admitted says that, with room for every pod, KAI's allocate action brings the PodGroup to
+	// its minimum (AlreadyMet: its bound pods met it before, and nothing was needed).
+	Admitted   bool
+	AlreadyMet bool
+	// Partial says a commit left the PodGroup below its minimum: KAI bound those pods (Steps)
+	// while the rest of the gang could not be bound in the same commit, so with too little room
+	// for the rest they hold resources alone. A gang admitted whole is Admitted && !Partial.
+	Partial bool
+	// Steps lists the pods each commit binds, in order (names sorted within a commit).
+	Steps [][]string
+	// BoundAtAdmission is how many of the PodGroup's pods are bound when its minimum is first
+	// met (0 when it never is, or was met already).
+	BoundAtAdmission int
+	// Blocking names the sub-group that stops KAI ("default" for a PodGroup without
+	// sub-groups); "" when nothing blocks. Reason says why, in one sentence.
+	Blocking string
+	Reason   string
+	// Stranded lists the pods whose sub-group label names no leaf of the PodGroup: KAI never
+	// schedules them (job_info.go AddTaskInfo, addInvalidSubGroupTask).
+	Stranded []string
+}
+
+// Bound lists every pod the commits bind, in commit order.
+func (v *Verdict) Bound() []string {
+	var out []string
+	for _, s := range v.Steps {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// Evaluate runs KAI's allocate action on pg and pods as the release rel does (nil: the latest),
+// with room for every pod: see the package doc. pods are not modified.
+func Evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release) *Verdict {
+	v := &Verdict{}
+	tree := rel.SubGroupTreeAdmission()
+	var root *node
+	var leaves map[string]*node
+	var err error
+	if tree {
+		root, leaves, err = buildTree(pg)
+	} else {
+		root, leaves = buildLeaves(pg)
+	}
+	if err != nil {
+		v.Reason = "KAI cannot read the PodGroup's sub-groups (subgroup_info FromPodGroup): " + err.Error()
+		for _, p := range pods {
+			v.Stranded = append(v.Stranded, p.Name)
+		}
+		return v
+	}
+	pending := 0
+	for i := range pods {
+		p := pods[i]
+		name := p.SubGroup
+		if name == "" {
+			name = defaultSubGroup
+		}
+		leaf := leaves[name]
+		if leaf == nil {
+			v.Stranded = append(v.Stranded, p.Name)
+			continue
+		}
+		leaf.pods = append(leaf.pods, &p)
+		if p.State == Pending {
+			pending++
+		}
+	}
+	v.AlreadyMet = root.satisfied()
+	switch {
+	case pending == 0:
+		v.Admitted = v.AlreadyMet
+		if !v.AlreadyMet {
+			v.Blocking, v.Reason = blockerOf(root, tree)
+			v.Reason = "no pod of the PodGroup is pending, so KAI's allocate action skips it (FilterNonPending); " + v.Reason
+		}
+		return v
+	case !root.ready():
+		v.Admitted = v.AlreadyMet
+		v.Blocking, v.Reason = notReady(root)
+		return v
+	}
+	v.run(root, tree, pending)
+	return v
+}
+
+// run repeats allocate attempts, as allocate.go Execute pushes a committed job back while it has
+// pending pods, until an attempt has no task.
+func (v *Verdict) run(root *node, tree bool, pending int) {
+	met := v.AlreadyMet
+	for pending > 0 {
+		var tasks []*Pod
+		if tree {
+			tasks = collectSet(root)
+		} else {
+			tasks = collectLeaves(root)
+		}
+		if len(tasks) == 0 {
+			break
+		}
+		step := make([]string, len(tasks))
+		for i, t := range tasks {
+			t.State = Bound
+			step[i] = t.Name
+		}
+		pending -= len(tasks)
+		v.Steps = append(v.Steps, step)
+		switch {
+		case root.satisfied() && !met:
+			met = true
+			v.BoundAtAdmission = countBound(root)
+		case !root.satisfied():
+			v.Partial = true
+		}
+	}
+	v.Admitted = met
+	if !met {
+		v.Blocking, v.Reason = blockerOf(root, tree)
+	}
+}
+
+func countBound(n *node) int {
+	if n.leaf {
+		return n.bound()
+	}
+	c := 0
+	for _, ch := range n.children {
+		c += countBound(ch)
+	}
+	return c
+}
+
+// collectSet is allocation_info.go collectTasksFromSubGroupSet.
+func collectSet(s *node) []*Pod {
+	children := s.sorted()
+	if !s.satisfied() {
+		var tasks []*Pod
+		for i := 0; i < s.minToSatisfy() && i < len(children); i++ {
+			c := children[i]
+			if c.satisfied() {
+				continue // collectFromChildInGangPhase: a satisfied child gives nothing
+			}
+			if c.leaf {
+				tasks = append(tasks, collectLeaf(c)...)
+			} else {
+				tasks = append(tasks, collectSet(c)...)
+			}
+		}
+		return tasks
+	}
+	for _, c := range children { // the elastic phase: the first child with a task
+		var t []*Pod
+		if c.leaf {
+			t = collectLeaf(c)
+		} else {
+			t = collectSet(c)
+		}
+		if len(t) > 0 {
+			return t
+		}
+	}
+	return nil
+}
+
+// collectLeaf is collectTasksFromPodSet with getNumTasksToAllocate: below its minimum a leaf
+// gives minimum - bound of its pending pods (fewer when fewer are pending), at or above it one.
+func collectLeaf(l *node) []*Pod {
+	p := l.pending()
+	n := l.min - l.bound()
+	if n <= 0 {
+		n = 1
+	}
+	return p[:min(n, len(p))]
+}
+
+// blockerOf names the sub-group that stops an unsatisfied PodGroup when no attempt has a task,
+// and says why.
+func blockerOf(root *node, tree bool) (string, string) {
+	s := root
+	for {
+		k := s.minToSatisfy()
+		children := s.sorted()
+		if !tree {
+			k = len(children)
+		}
+		var next *node
+		for i := 0; i < k && i < len(children); i++ {
+			if !children[i].satisfied() {
+				next = children[i]
+				break
+			}
+		}
+		if next == nil {
+			return s.name, fmt.Sprintf("%s requires %d satisfied sub-groups but has only %d", setLabel(s), k, len(children))
+		}
+		if !next.leaf {
+			s = next
+			continue
+		}
+		if next.name == defaultSubGroup && len(root.children) == 1 && s == root {
+			return next.name, fmt.Sprintf("the PodGroup requires minMember %d and %s", next.min, leafCounts(next))
+		}
+		return next.name, fmt.Sprintf("sub-group %q is among the %d sub-groups KAI takes first from %s (unsatisfied sub-groups tie and are taken by name) and %s: no attempt has a task, every cycle (\"Could not allocate ... resources <[0 0 0 0]>\")",
+			next.name, min(k, len(children)), setLabel(s), leafCounts(next))
+	}
+}
+
+func setLabel(s *node) string {
+	k := "all"
+	if s.minSubGroup != nil {
+		k = fmt.Sprint(*s.minSubGroup)
+	}
+	if s.name == "" {
+		return "the PodGroup (minSubGroup " + k + ")"
+	}
+	return fmt.Sprintf("sub-group %q (minSubGroup %s)", s.name, k)
+}
+
+// leafCounts describes a leaf's pods against its minimum.
+func leafCounts(l *node) string {
+	counts := map[State]int{}
+	for _, p := range l.pods {
+		counts[p.State]++
+	}
+	parts := []string{fmt.Sprintf("%d bound", counts[Bound]), fmt.Sprintf("%d pending", counts[Pending])}
+	for _, s := range []State{Gated, Succeeded, Failed, Releasing} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], strings.ToLower(string(s))))
+		}
+	}
+	return fmt.Sprintf("has %s of its minMember %d", strings.Join(parts, ", "), l.min)
+}
+
+// notReady names the first leaf (by name, depth first) that keeps the PodGroup from being ready
+// for scheduling, with KAI's own message (status_updater recordJobNotReadyEvent).
+func notReady(root *node) (string, string) {
+	var first string
+	var msgs []string
+	var walk func(n *node)
+	walk = func(n *node) {
+		for _, c := range byName(n.children) {
+			switch {
+			case c.ready():
+			case c.leaf:
+				if first == "" {
+					first = c.name
+				}
+				alive, gated := 0, 0
+				for _, p := range c.pods {
+					if p.State.alive() {
+						alive++
+					}
+					if p.State == Gated {
+						gated++
+					}
+				}
+				msgs = append(msgs, fmt.Sprintf("waiting for %d pods for sub-group %q, currently %d exist, %d are gated", c.min, c.name, alive, gated))
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	return first, "KAI's allocate action skips the PodGroup as not ready for scheduling (FilterUnready: IsReadyForScheduling): " + strings.Join(msgs, "; ")
+}
+
+func byName(ns []*node) []*node {
+	out := append([]*node(nil), ns...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].name < out[j-1].name; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package kaiplugin
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/podgrouper/core/native"
+)
+
+func catalogRegistry(t *testing.T) *definitions.Registry {
+	t.Helper()
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	require.NoError(t, err)
+	reg := definitions.NewRegistry(c)
+	require.NoError(t, catalog.Register(reg))
+	require.Empty(t, reg.Problems())
+	return reg
+}
+
+type fakeSource struct{ synced atomic.Bool }
+
+func (f *fakeSource) Synced() bool { return f.synced.Load() }
+
+var (
+	jobSet      = metav1.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}
+	dynamo      = metav1.GroupVersionKind{Group: "nvidia.com", Version: "v1beta1", Kind: "DynamoGraphDeployment"}
+	llmisvc     = metav1.GroupVersionKind{Group: "serving.kserve.io", Version: "v1alpha2", Kind: "LLMInferenceService"}
+	kubevirtVM  = metav1.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"}
+	deployments = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+)
+
+// TestChoose: native wins over a definition (JobSet has both: KAI v0.17's jobset plugin; the
+// wildcard entry nvidia.com/*/DynamoGraphDeployment matches v1beta1, hub.go getRegularPlugin);
+// a kind with a catalog definition and no plugin (LLMInferenceService) is gangmap's; a kind with
+// neither (kubevirt VirtualMachine: not in KAI's table, hub.go) gets KAI's default grouper.
+// Until every definition source synced, no kind but a native one is decided: Waiting.
+func TestChoose(t *testing.T) {
+	src := &fakeSource{}
+	h := &Hub{Native: TableNatives{Table: native.DefaultTable()}, Registry: catalogRegistry(t), Sources: []SyncedSource{src}}
+
+	assert.Equal(t, Native, h.Choose(jobSet))
+	assert.Equal(t, Native, h.Choose(dynamo))
+	assert.Equal(t, Native, h.Choose(deployments))
+	assert.Equal(t, Waiting, h.Choose(llmisvc), "a Karta for it may not be loaded yet")
+	assert.Equal(t, Waiting, h.Choose(kubevirtVM), "a Karta may yet define it")
+	assert.False(t, h.Ready())
+
+	src.synced.Store(true)
+	assert.Equal(t, Native, h.Choose(jobSet))
+	assert.Equal(t, Gangmap, h.Choose(llmisvc))
+	assert.Equal(t, Default, h.Choose(kubevirtVM))
+	assert.True(t, h.Ready())
+	src.synced.Store(false)
+	assert.True(t, h.Ready(), "ready once, ready for good (a source never un-syncs; the latch saves the checks)")
+
+	// Without KAI's JobSet plugin (a KAI built without it), gangmap's JobSet definition applies.
+	table := native.DefaultTable()
+	require.NoError(t, table.Remove("jobset.x-k8s.io/v1alpha2/JobSet"))
+	h = &Hub{Native: TableNatives{Table: table}, Registry: h.Registry}
+	assert.Equal(t, Gangmap, h.Choose(jobSet))
+	// No registry, no table: KAI's default for everything.
+	assert.Equal(t, Default, (&Hub{}).Choose(jobSet))
+}

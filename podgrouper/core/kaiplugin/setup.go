@@ -1,0 +1,168 @@
+package kaiplugin
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/definitions/catalog"
+	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/definitions/sources"
+	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
+)
+
+// Options are gangmap's options inside KAI's pod-grouper: the definition sources and the
+// grouper's bounds. KAI's own flags (scheduler name, queue and node-pool label keys, QPS,
+// metrics and probe addresses, leader election) stay KAI's; Setup takes the three gangmap must
+// agree on from them.
+type Options struct {
+	// DefinitionPaths are definition files or directories, polled every DefinitionsPoll.
+	DefinitionPaths []string
+	DefinitionsPoll time.Duration
+	// ClusterDefinitions watches Karta objects (they win over files and the catalog).
+	ClusterDefinitions bool
+	// Catalog loads gangmap's built-in catalog (the lowest precedence).
+	Catalog bool
+	// StrictDefinitions leaves out definitions with unknown fields.
+	StrictDefinitions bool
+	// PlanCacheSize bounds the cached gang plans (zero: workloadmap.DefaultPlanCacheSize).
+	PlanCacheSize int
+	// Timeout bounds one pod's decision (zero: DefaultTimeout).
+	Timeout time.Duration
+}
+
+// DefaultOptions are the defaults of AddFlags: the standalone grouper's defaults for the same
+// options.
+func DefaultOptions() Options {
+	return Options{DefinitionsPoll: 10 * time.Second, ClusterDefinitions: true, Catalog: true, StrictDefinitions: true,
+		PlanCacheSize: workloadmap.DefaultPlanCacheSize, Timeout: DefaultTimeout}
+}
+
+// AddFlags registers the options on fs, a Go flag set: KAI's pod-grouper parses flag.CommandLine
+// (cmd/podgrouper/app NewWithScheme calls flag.Parse), so gangmap's flags go there, before
+// app.New. The names are the standalone grouper's (gangmap-grouper --help).
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.Func("definitions", "gangmap: definition files or directories (e.g. a mounted ConfigMap), comma-separated, polled for changes; each must exist at start. (default none: cluster Kartas and the built-in catalog only)", func(s string) error {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				o.DefinitionPaths = append(o.DefinitionPaths, p)
+			}
+		}
+		return nil
+	})
+	fs.DurationVar(&o.DefinitionsPoll, "definitions-poll", o.DefinitionsPoll, "gangmap: how often definition files are checked for changes; must be positive.")
+	fs.BoolVar(&o.ClusterDefinitions, "cluster-definitions", o.ClusterDefinitions, "gangmap: watch Karta (run.ai/v1alpha1) objects in the cluster; they win over files and the built-in catalog. Needs get, list and watch on kartas.")
+	fs.BoolVar(&o.Catalog, "catalog", o.Catalog, "gangmap: load the built-in catalog of definitions (lowest precedence; kinds with a native KAI plugin are KAI's whatever it says).")
+	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "gangmap: leave out definitions (files and cluster Kartas) with unknown fields, with a Warning Event; false accepts them with a warning.")
+	fs.IntVar(&o.PlanCacheSize, "plan-cache-size", o.PlanCacheSize, "gangmap: most gang plans cached, one per workload; at least 1.")
+	fs.DurationVar(&o.Timeout, "gangmap-timeout", o.Timeout, "gangmap: longest time one pod's decision may take (plan, placement, re-read of a stale workload); past it KAI retries the pod. Must be positive.")
+}
+
+// Validate checks the options; errors name the flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DefinitionsPoll <= 0 {
+		errs = append(errs, fmt.Errorf("--definitions-poll must be positive, got %s", o.DefinitionsPoll))
+	}
+	if o.PlanCacheSize < 1 {
+		errs = append(errs, fmt.Errorf("--plan-cache-size must be at least 1, got %d", o.PlanCacheSize))
+	}
+	if o.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--gangmap-timeout must be positive, got %s", o.Timeout))
+	}
+	for _, p := range o.DefinitionPaths {
+		if _, err := os.Stat(p); err != nil {
+			errs = append(errs, fmt.Errorf("--definitions: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// KAIConfig is what gangmap takes from KAI's pod-grouper flags, so both write the same PodGroups:
+// --scheduler-name, --queue-label-key and --nodepool-label-key.
+type KAIConfig struct {
+	SchedulerName    string
+	QueueLabelKey    string
+	NodePoolLabelKey string
+}
+
+// Setup builds gangmap's hub and grouper on KAI's manager: the registry with its sources (the
+// catalog now; files and cluster Kartas as manager runnables, which Hub waits for), the workload
+// grouper on KAI's default metadata (gangmap's copy, with the manager's client for priority
+// classes) and the decider that re-reads stale workloads. native is KAI's plugin table
+// (DefaultPluginsHub). Errors: invalid options, a catalog that does not load, clients that
+// cannot be built.
+func Setup(mgr manager.Manager, o Options, kai KAIConfig, native NativePlugins) (*Hub, *Grouper, error) {
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	compiler, err := expr.NewCompiler(expr.DefaultLimits())
+	if err != nil {
+		return nil, nil, err
+	}
+	registry := definitions.NewRegistry(compiler)
+	if o.Catalog {
+		if err := catalog.Register(registry); err != nil {
+			return nil, nil, err
+		}
+	}
+	hub := &Hub{Native: native, Registry: registry}
+	isNative := func(gvk schema.GroupVersionKind) bool {
+		return native != nil && native.HasMatchingPlugin(metav1.GroupVersionKind(gvk))
+	}
+	registry.OnChange(func() { controller.SetDefinitionMetrics(registry, isNative) })
+	controller.SetDefinitionMetrics(registry, isNative)
+	if err := addSources(mgr, o, registry, hub); err != nil {
+		return nil, nil, err
+	}
+	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
+	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: kai.QueueLabelKey, NodePoolLabelKey: kai.NodePoolLabelKey}
+	wm := &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: recorder, PlanCacheSize: o.PlanCacheSize, KAIPlugin: true}
+	g := &Grouper{
+		Decider: &controller.Decider{APIReader: mgr.GetAPIReader(), SchedulerName: kai.SchedulerName},
+		Grouper: wm, Timeout: o.Timeout, Log: mgr.GetLogger().WithName("gangmap"),
+	}
+	return hub, g, nil
+}
+
+// addSources adds the file and cluster definition sources to the manager and to the hub's
+// Sources.
+func addSources(mgr manager.Manager, o Options, registry *definitions.Registry, hub *Hub) error {
+	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
+	if len(o.DefinitionPaths) > 0 {
+		files := &sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}
+		if err := mgr.Add(files); err != nil {
+			return err
+		}
+		hub.Sources = append(hub.Sources, files)
+	}
+	if !o.ClusterDefinitions {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	cluster := &sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: recorder, Strict: o.StrictDefinitions}
+	if err := mgr.Add(cluster); err != nil {
+		return err
+	}
+	hub.Sources = append(hub.Sources, cluster)
+	return nil
+}

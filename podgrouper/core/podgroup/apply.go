@@ -1,0 +1,234 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+)
+
+// Result says what Applier.Apply did to the cluster.
+type Result string
+
+// The results of Applier.Apply.
+const (
+	// Created: no PodGroup of that name existed, and one was created.
+	Created Result = "Created"
+	// Updated: the existing PodGroup differed, and it was updated.
+	Updated Result = "Updated"
+	// Unchanged: the existing PodGroup already matched; nothing was written.
+	Unchanged Result = "Unchanged"
+)
+
+// Applier writes PodGroups the way KAI's pod grouper does (KAI
+// pkg/podgrouper/podgroup/handler.go Handler, constructed there by NewHandler(client,
+// nodePoolKey, queueLabelKey)).
+type Applier struct {
+	// Client reads and writes PodGroups. Apply reads the existing PodGroup through it, so a
+	// cached client can make Apply write from a stale copy; the write then fails with Conflict
+	// (or AlreadyExists) and is retried by the caller.
+	Client client.Client
+	// NodePoolLabelKey is the PodGroup label that names the node pool (KAI flag
+	// --nodepool-label-key, default kai.scheduler/node-pool). It can only be set at creation.
+	NodePoolLabelKey string
+	// QueueLabelKey is the PodGroup label that names the queue (KAI flag --queue-label-key,
+	// default kai.scheduler/queue). An existing value is kept.
+	QueueLabelKey string
+
+	// flights makes creates single-flight per PodGroup (see createFlights); an Applier must not
+	// be copied after first use.
+	flights createFlights
+}
+
+// Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster
+// (pkg/podgrouper/podgroup/handler.go) does:
+//
+//  1. Build the desired PodGroup and Get the existing one (the deferred subgroups of a role the
+//     existing PodGroup has written are kept: keptReleased, gangmap's start order); NotFound ⇒ Create it (Created). Creates
+//     are single-flight per PodGroup (createFlights): a caller that finds another's create of
+//     the same PodGroup in flight (or, with CacheEvents wired, done but not in the cache yet)
+//     sends none and returns Unchanged when that create wrote what it would, else AlreadyExists.
+//  2. Otherwise keep what other controllers own (KAI ignoreFields): Spec.MarkUnschedulable,
+//     Spec.SchedulingBackoff and Spec.Queue come from the existing PodGroup (the queue is
+//     immutable after creation); the node-pool label comes from the existing PodGroup, or is
+//     removed from the desired labels when the existing one lacks it (so it is only ever set at
+//     creation); an existing queue label is kept; and when the desired
+//     Spec.TopologyConstraint.Topology is empty, the existing topology constraint is kept.
+//  3. Compare (KAI updater.go podGroupsEqual): Spec and OwnerReferences must be deeply equal,
+//     and the desired labels and annotations must be a subset of the existing ones. Equal ⇒
+//     nothing is written (Unchanged).
+//  4. Otherwise (KAI updatePodGroup) merge the desired labels and annotations into the existing
+//     ones (desired values win, other existing keys stay, so keys other components add such as
+//     kai.scheduler/stale-podgroup-timestamp survive), replace Spec and OwnerReferences wholesale,
+//     and Update (Updated).
+//
+// Errors from the API server are returned as they are, wrapped with %w only for context: a
+// Conflict from Update (the PodGroup changed since it was read) or AlreadyExists from Create (a
+// stale read) means "read again and retry". KAI's pod controller requeues on Conflict without
+// reporting an error; callers of Apply should do the same, e.g. with apierrors.IsConflict.
+//
+// Differences from KAI, none of which changes what ends up stored:
+//   - Apply first checks the desired PodGroup with Validate and returns an Invalid API error
+//     (apierrors.IsInvalid) without calling the API server when it fails; KAI leaves that to its
+//     webhook and CRD.
+//   - Spec and OwnerReferences are compared with equality.Semantic.DeepEqual, which treats nil
+//     and empty slices and maps as equal, instead of reflect.DeepEqual. Build starts
+//     Spec.SubGroups as an empty slice, and a PodGroup read back from the API server has nil
+//     there (the field is omitempty), so with reflect.DeepEqual a PodGroup without subgroups
+//     never compares equal and KAI issues a no-op Update on every reconcile.
+//   - For the same reason an empty desired label or annotation map counts as a subset of a
+//     missing one (KAI's mapsEqualBySourceKeys treats (empty, nil) as different).
+func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
+	desired := Build(md)
+	if errs := Validate(desired); len(errs) > 0 {
+		return "", apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), desired.Name, errs)
+	}
+
+	// The existing PodGroup is read without a deep copy (from the manager's cache: the stored
+	// object's maps and slices are shared) and only read until it must change: the usual
+	// outcome is Unchanged, and a deep copy per reconcile of every pod was most of this
+	// function's allocations. It is copied before mergeInto writes to it.
+	existing := &v2alpha2.PodGroup{}
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing, client.UnsafeDisableDeepCopy); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("getting PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		res, err := a.create(ctx, desired)
+		if err != nil {
+			return "", fmt.Errorf("creating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		return res, nil
+	}
+	a.flights.seen(client.ObjectKeyFromObject(desired))
+
+	if released := keptReleased(md, existing); len(released) > 0 {
+		desired = Desired(md, existing)
+		if errs := Validate(desired); len(errs) > 0 {
+			return "", apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), desired.Name, errs)
+		}
+	}
+	desired = a.keepOwnedFields(existing, desired)
+	if podGroupsEqual(existing, desired) {
+		return Unchanged, nil
+	}
+	existing = existing.DeepCopy()
+	// desired kept the cached object's own pointers (keepOwnedFields); the Update decodes the
+	// server's answer into what it sends, through its pointers: send the copy's.
+	desired.Spec.MarkUnschedulable, desired.Spec.SchedulingBackoff = existing.Spec.MarkUnschedulable, existing.Spec.SchedulingBackoff
+	mergeInto(existing, desired)
+	if err := a.Client.Update(ctx, existing); err != nil {
+		return "", fmt.Errorf("updating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	return Updated, nil
+}
+
+// Desired is the PodGroup Apply writes for md over existing (nil: none exists yet), before the
+// fields other controllers own are kept: Build, with the deferred subgroups of the roles
+// existing has written kept (keptReleased).
+func Desired(md *Metadata, existing *v2alpha2.PodGroup) *v2alpha2.PodGroup {
+	if existing == nil {
+		return Build(md)
+	}
+	return BuildReleased(md, keptReleased(md, existing))
+}
+
+// keptReleased lists the deferred roles of md (SubGroupMetadata.Deferred) whose subgroups the
+// existing PodGroup has already written: a pod of the role released them, and they stay written
+// (a pod of another role must not take them back) until md.DropDeferred.
+func keptReleased(md *Metadata, existing *v2alpha2.PodGroup) map[string]bool {
+	if md.DropDeferred {
+		return nil
+	}
+	var out map[string]bool
+	for _, sg := range md.SubGroups {
+		if sg == nil || sg.Deferred == "" || out[sg.Deferred] {
+			continue
+		}
+		for i := range existing.Spec.SubGroups {
+			if existing.Spec.SubGroups[i].Name == sg.Name {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[sg.Deferred] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// keepOwnedFields is KAI's handler.go ignoreFields: it returns a copy of desired that keeps the
+// fields of existing that other controllers own.
+func (a *Applier) keepOwnedFields(existing, desired *v2alpha2.PodGroup) *v2alpha2.PodGroup {
+	out := desired.DeepCopy()
+	out.Spec.MarkUnschedulable = existing.Spec.MarkUnschedulable
+	out.Spec.SchedulingBackoff = existing.Spec.SchedulingBackoff
+	out.Spec.Queue = existing.Spec.Queue
+
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if a.NodePoolLabelKey != "" {
+		if pool, ok := existing.Labels[a.NodePoolLabelKey]; ok {
+			out.Labels[a.NodePoolLabelKey] = pool
+		} else {
+			delete(out.Labels, a.NodePoolLabelKey)
+		}
+	}
+	if a.QueueLabelKey != "" {
+		if queue, ok := existing.Labels[a.QueueLabelKey]; ok {
+			out.Labels[a.QueueLabelKey] = queue
+		}
+	}
+
+	if out.Spec.TopologyConstraint.Topology == "" {
+		out.Spec.TopologyConstraint = existing.Spec.TopologyConstraint
+	}
+	return out
+}
+
+// podGroupsEqual is KAI's updater.go podGroupsEqual, with nil and empty treated as equal (see
+// Apply).
+func podGroupsEqual(existing, desired *v2alpha2.PodGroup) bool {
+	return equality.Semantic.DeepEqual(existing.Spec, desired.Spec) &&
+		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) &&
+		isSubset(desired.Labels, existing.Labels) &&
+		isSubset(desired.Annotations, existing.Annotations)
+}
+
+// isSubset reports whether every entry of sub is in super (KAI updater.go
+// mapsEqualBySourceKeys, except that an empty sub is a subset of a nil super).
+func isSubset(sub, super map[string]string) bool {
+	for k, v := range sub {
+		if got, ok := super[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeInto is KAI's updater.go updatePodGroup: labels and annotations are merged (desired
+// values win), Spec and OwnerReferences are replaced.
+func mergeInto(existing, desired *v2alpha2.PodGroup) {
+	existing.Annotations = mergeMaps(existing.Annotations, desired.Annotations)
+	existing.Labels = mergeMaps(existing.Labels, desired.Labels)
+	existing.Spec = desired.Spec
+	existing.OwnerReferences = desired.OwnerReferences
+}
+
+func mergeMaps(dst, src map[string]string) map[string]string {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[string]string, len(src))
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+	return dst
+}

@@ -1,0 +1,92 @@
+package podgroup
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+)
+
+// Build returns the PodGroup for md, as KAI's createPodGroupForMetadata
+// (pkg/podgrouper/podgroup/handler.go) builds it:
+//
+//   - Name, Namespace, Labels and Annotations come from md; OwnerReferences is the single md.Owner,
+//     as given.
+//   - Spec copies Queue, PriorityClassName, Preemptibility, PreemptionDelay and
+//     StalenessGracePeriod, and SubGroups starts as an empty, non-nil slice.
+//   - md.MinSubGroup set ⇒ Spec.MinSubGroup, and MinMember stays nil; otherwise
+//     Spec.MinMember = md.MinAvailable. Never both.
+//   - Each subgroup gets Name, Parent and its TopologyConstraint (when it has one), and
+//     MinSubGroup when set, otherwise MinMember = MinAvailable (so a subgroup minimum of 0 is
+//     written as minMember: 0).
+//   - Spec.TopologyConstraint is always built from the three topology strings.
+//
+// Unlike KAI, the result shares no maps or pointers with md, so either can be changed afterwards
+// without affecting the other; the object is otherwise identical. Build also sets TypeMeta
+// (scheduling.run.ai/v2alpha2, PodGroup), which KAI leaves empty and no API server stores.
+// Nil entries of md.SubGroups are skipped, and so are deferred ones (SubGroupMetadata.Deferred,
+// gangmap's start order: see BuildReleased). md must not be nil.
+func Build(md *Metadata) *v2alpha2.PodGroup { return BuildReleased(md, nil) }
+
+// BuildReleased is Build with the deferred subgroups of the roles in released written too: each
+// written top-level one adds 1 to minSubGroup (Metadata.MinSubGroup counts the others).
+func BuildReleased(md *Metadata, released map[string]bool) *v2alpha2.PodGroup {
+	pg := &v2alpha2.PodGroup{
+		TypeMeta: metav1.TypeMeta{APIVersion: v2alpha2.SchemeGroupVersion.String(), Kind: v2alpha2.Kind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            md.Name,
+			Namespace:       md.Namespace,
+			Labels:          maps.Clone(md.Labels),
+			Annotations:     maps.Clone(md.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*md.Owner.DeepCopy()},
+		},
+		Spec: v2alpha2.PodGroupSpec{
+			Queue:                md.Queue,
+			PriorityClassName:    md.PriorityClassName,
+			SubGroups:            []v2alpha2.SubGroup{},
+			Preemptibility:       md.Preemptibility,
+			PreemptionDelay:      md.PreemptionDelay.DeepCopy(),
+			StalenessGracePeriod: md.StalenessGracePeriod.DeepCopy(),
+		},
+	}
+	if md.MinSubGroup != nil {
+		pg.Spec.MinSubGroup = ptr.To(*md.MinSubGroup)
+	} else {
+		pg.Spec.MinMember = ptr.To(md.MinAvailable)
+	}
+
+	for _, sg := range md.SubGroups {
+		if sg == nil || sg.Deferred != "" && !released[sg.Deferred] {
+			continue
+		}
+		if sg.Deferred != "" && sg.Parent == nil && pg.Spec.MinSubGroup != nil {
+			*pg.Spec.MinSubGroup++
+		}
+		out := v2alpha2.SubGroup{Name: sg.Name}
+		if sg.Parent != nil {
+			out.Parent = ptr.To(*sg.Parent)
+		}
+		if sg.TopologyConstraints != nil {
+			out.TopologyConstraint = &v2alpha2.TopologyConstraint{
+				PreferredTopologyLevel: sg.TopologyConstraints.PreferredTopologyLevel,
+				RequiredTopologyLevel:  sg.TopologyConstraints.RequiredTopologyLevel,
+				Topology:               sg.TopologyConstraints.Topology,
+			}
+		}
+		if sg.MinSubGroup != nil {
+			out.MinSubGroup = ptr.To(*sg.MinSubGroup)
+		} else {
+			out.MinMember = ptr.To(sg.MinAvailable)
+		}
+		pg.Spec.SubGroups = append(pg.Spec.SubGroups, out)
+	}
+
+	pg.Spec.TopologyConstraint = v2alpha2.TopologyConstraint{
+		PreferredTopologyLevel: md.PreferredTopologyLevel,
+		RequiredTopologyLevel:  md.RequiredTopologyLevel,
+		Topology:               md.Topology,
+	}
+	return pg
+}

@@ -1,0 +1,121 @@
+// Package podgroup turns the result of grouping a pod (Metadata) into a KAI PodGroup and writes it,
+// following KAI Scheduler's contract for that step exactly (pkg/podgrouper/podgroup in KAI,
+// release v0.17.0 line):
+//
+//   - Metadata, SubGroupMetadata and TopologyConstraintMetadata mirror KAI's metadata.go.
+//   - Build is KAI's handler.go createPodGroupForMetadata.
+//   - Applier.Apply is KAI's handler.go ApplyToCluster with updater.go podGroupsEqual and
+//     updatePodGroup: it leaves alone the fields other controllers own and skips writes that
+//     would change nothing.
+//   - Validate is the structural part of KAI's PodGroup validating webhook
+//     (pkg/apis/scheduling/v2alpha2/podgroup_webhook.go validatePodGroupSpec) plus the per-field
+//     rules of KAI's CRD, so a PodGroup can be checked before it is written.
+//   - CacheView is the grouper's PodGroup cache transform: it keeps what every reader of a cached
+//     PodGroup reads (listed there, reader by reader) and stores equal strings and maps once.
+package podgroup
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+)
+
+// TopologyConstraintMetadata is the topology constraint of a subgroup, the three strings of a
+// v2alpha2.TopologyConstraint (KAI pkg/podgrouper/podgroup/metadata.go TopologyConstraintMetadata).
+type TopologyConstraintMetadata struct {
+	PreferredTopologyLevel string
+	RequiredTopologyLevel  string
+	Topology               string
+}
+
+// SubGroupMetadata is one subgroup of a PodGroup (KAI pkg/podgrouper/podgroup/metadata.go
+// SubGroupMetadata).
+//
+// Build writes MinSubGroup when it is set and MinAvailable (as minMember) otherwise, never both,
+// as KAI's createPodGroupForMetadata does. PodsReferences names the pods (in the Metadata's
+// namespace) that belong to this subgroup; it is not written to the PodGroup, the pod grouper uses
+// it to label pods (FindSubGroupForPod).
+type SubGroupMetadata struct {
+	// Name is the subgroup name; it must be a DNS label (KAI CRD pattern), and it becomes the
+	// value of each member pod's kai.scheduler/subgroup-name label.
+	Name string
+	// MinAvailable is the subgroup's minMember, used when MinSubGroup is nil.
+	MinAvailable int32
+	// MinSubGroup is the number of direct child subgroups required; set only on a subgroup that
+	// has children.
+	MinSubGroup *int32
+	// Parent names the parent subgroup; nil for a direct child of the PodGroup.
+	Parent *string
+	// PodsReferences lists the names of the pods that belong to this subgroup.
+	PodsReferences []string
+	// TopologyConstraints is the subgroup's own topology constraint, or nil.
+	TopologyConstraints *TopologyConstraintMetadata
+	// Deferred, gangmap's addition, names the role whose start the subgroup waits for (a start
+	// rule holds it until the operator creates its pods); "" for a subgroup written now. Build
+	// leaves a deferred subgroup out; Applier.Apply writes it once released: by the Metadata of
+	// a pod of that role (the grouper clears Deferred then), or because the existing PodGroup
+	// has it already (kept until Metadata.DropDeferred). A written top-level subgroup counts
+	// in the PodGroup's minSubGroup, which counts those of MinSubGroup plus the released ones.
+	Deferred string
+}
+
+// Metadata is everything a grouper decided about a pod's PodGroup (KAI
+// pkg/podgrouper/podgroup/metadata.go Metadata): its identity, owner, gang minimum, subgroups,
+// scheduling parameters and topology.
+//
+// Build writes MinSubGroup when it is set and MinAvailable (as minMember) otherwise, never both.
+type Metadata struct {
+	// Annotations and Labels are put on the PodGroup (merged into an existing PodGroup's).
+	Annotations map[string]string
+	Labels      map[string]string
+	// PriorityClassName, Preemptibility, PreemptionDelay and StalenessGracePeriod are copied to
+	// the PodGroup spec.
+	PriorityClassName    string
+	Preemptibility       v2alpha2.Preemptibility
+	PreemptionDelay      *metav1.Duration
+	StalenessGracePeriod *metav1.Duration
+	// Queue is the PodGroup's queue; it is set at creation only (Apply keeps an existing queue).
+	Queue string
+	// Namespace and Name identify the PodGroup.
+	Namespace string
+	Name      string
+	// MinAvailable is the PodGroup's minMember, used when MinSubGroup is nil.
+	MinAvailable int32
+	// MinSubGroup is the number of direct child subgroups required.
+	MinSubGroup *int32
+	// Owner becomes the PodGroup's only owner reference. KAI's groupers set only APIVersion, Kind,
+	// Name and UID of the top owner (no Controller, no BlockOwnerDeletion); Build copies it as given.
+	Owner metav1.OwnerReference
+	// SubGroups are the PodGroup's subgroups, in order.
+	SubGroups []*SubGroupMetadata
+	// DropDeferred, gangmap's addition, says the deferred subgroups the existing PodGroup has
+	// are dropped, not kept: the pod was of a role that starts first and has not started, so
+	// the deferred roles' pods cannot exist (the workload starts over).
+	DropDeferred bool
+	// PreferredTopologyLevel, RequiredTopologyLevel and Topology make the PodGroup's topology
+	// constraint. An empty Topology keeps an existing PodGroup's constraint (see Applier.Apply).
+	PreferredTopologyLevel string
+	RequiredTopologyLevel  string
+	Topology               string
+}
+
+// FindSubGroupForPod returns the first subgroup whose PodsReferences contains the pod name, or nil
+// when none does or when the pod is not in the Metadata's namespace (KAI
+// pkg/podgrouper/podgroup/metadata.go FindSubGroupForPod). KAI's pod controller labels the pod
+// kai.scheduler/subgroup-name=<name> only when a subgroup is found.
+func (m *Metadata) FindSubGroupForPod(namespace, name string) *SubGroupMetadata {
+	if m.Namespace != namespace {
+		return nil
+	}
+	for _, subGroup := range m.SubGroups {
+		if subGroup == nil {
+			continue
+		}
+		for _, podName := range subGroup.PodsReferences {
+			if podName == name {
+				return subGroup
+			}
+		}
+	}
+	return nil
+}

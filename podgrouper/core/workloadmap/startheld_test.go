@@ -1,0 +1,48 @@
+package workloadmap
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+)
+
+// The PodGroup of a workload whose definition has a start rule says which roles the rule keeps
+// out of the minimum now (gangmap.io/start-held), and follows the workload's status: JobSet's
+// dependsOn example before any status (launcher and worker wait), then with the initializer's
+// Job succeeded and the launcher's ready (only the finished initializer is held).
+func TestStartHeldAnnotation(t *testing.T) {
+	g := newGrouper(t)
+	js := workload(t, "jobset-depends-on-initializer-launcher-worker.yaml", nil)
+	p := pod("init", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "initializer", "jobset.sigs.k8s.io/job-index": "0"})
+	md, err := g.GetPodGroupMetadata(context.Background(), js, p)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"launcher":"dependsOn: the JobSet controller creates it only when initializer is Complete",
+		"worker":"dependsOn: the JobSet controller creates it only when launcher is Ready"}`, md.Annotations[kaikeys.StartHeld])
+	assert.Equal(t, int32(1), *md.MinSubGroup)
+
+	require.NoError(t, unstructured.SetNestedSlice(js.Object, []any{
+		map[string]any{"name": "initializer", "succeeded": int64(1)},
+		map[string]any{"name": "launcher", "ready": int64(1)},
+		map[string]any{"name": "worker"},
+	}, "status", "replicatedJobsStatus"))
+	js.SetResourceVersion("2")
+	w := pod("worker-0", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "worker", "jobset.sigs.k8s.io/job-index": "0"})
+	md, err = g.GetPodGroupMetadata(context.Background(), js, w)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"initializer":"all 1 of its Jobs succeeded (status.replicatedJobsStatus): its pods have finished"}`, md.Annotations[kaikeys.StartHeld])
+	assert.Equal(t, int32(3), *md.MinSubGroup, "launcher and worker required, the finished initializer (minimum 0) counted")
+	assert.Equal(t, int32(4), md.FindSubGroupForPod("bench", "worker-0").MinAvailable)
+
+	// A definition with a start rule that holds nothing now (LWS without LeaderReady) writes {},
+	// so a value written earlier never lingers (PodGroup annotations are merged on update).
+	lws := workload(t, "lws-replicas2-size4-8gpu-limits.yaml", nil)
+	md, err = g.GetPodGroupMetadata(context.Background(), lws, pod("l", map[string]string{
+		"leaderworkerset.sigs.k8s.io/group-index": "0", "leaderworkerset.sigs.k8s.io/worker-index": "0"}))
+	require.NoError(t, err)
+	assert.Equal(t, "{}", md.Annotations[kaikeys.StartHeld])
+}

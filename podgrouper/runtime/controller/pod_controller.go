@@ -1,0 +1,356 @@
+// Package controller is gangmap's pod controller: for each pod scheduled by KAI whose top owner
+// is a kind gangmap groups, it writes the pod's PodGroup and labels the pod as KAI's own
+// pod-grouper would. It never binds, admits or places a pod: KAI keeps that authority.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
+	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
+	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
+)
+
+// Event reasons gangmap emits.
+const (
+	ReasonPodGroupCreated = "PodGroupCreated"
+	ReasonPodGroupUpdated = "PodGroupUpdated"
+	ReasonWouldWrite      = "DryRunPodGroup"
+	ReasonGroupingFailed  = "GangmapGroupingFailed"
+	ReasonRepaired        = "GangmapRepairedPod"
+	// ReasonInvalidOwner is the Warning Event, once per pod, on a pod whose owner reference names
+	// an object of another namespace or a replaced owner: gangmap treats it as having no owner.
+	ReasonInvalidOwner = "GangmapInvalidOwnerReference"
+)
+
+// PodReconciler groups pods. Client is the manager's client; Pods, when set, is the pod cache
+// (podcache: each pod's podview.Record), else pods are read through Client (a cache of typed
+// pods filtered by scheduler name); Decider decides each pod's PodGroup (shared with the
+// admission webhook).
+type PodReconciler struct {
+	Client   client.Client
+	Pods     *podcache.Cache
+	Decider  *Decider
+	Applier  *podgroup.Applier
+	Recorder record.EventRecorder
+	// Release is the KAI release beside gangmap (nil: the latest). On a release that does not
+	// honour the skip annotation (before v0.15) gangmap never takes back a pod KAI's pod-grouper
+	// regrouped (see yieldToKAI).
+	Release *kairelease.Release
+	// Metrics, when set, gets every grouped workload and pod (the gangmap_workload_* series).
+	Metrics *workloadmetrics.Tracker
+	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
+	// nothing.
+	DryRun bool
+	// WebhookServed says this grouper serves gangmap's admission webhook (--webhook-port is not
+	// 0): the repair Event then says the webhook had not set the pods although it is served.
+	WebhookServed bool
+
+	// Book, when set, is the record of every pod the controller groups (shared with Findings and
+	// Metrics, so that each pod has one entry); nil: a Book of the reconciler's own. In it the
+	// controller keeps each pod's top owner (for the workload watches) and the UID of the pod it
+	// last repaired, so that a reconcile that reads a cached pod older than its own repair patch
+	// (a workload event regroups every pod at once) neither counts nor reports the pod again.
+	Book     *podbook.Book
+	bookOnce sync.Once
+	// Findings, when set, counts each pod against its workload's plan (see package findings).
+	Findings *findings.Tracker
+	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
+	Owners *ownerskip.Marker
+	// Strays, when set, deletes (in dry-run: reports) the workload's PodGroups no pod names any
+	// more.
+	Strays *strays.Collector
+	// PodGroupOwners, when set, gives a workload's own PodGroups by its UID (strays.OwnerIndex)
+	// to the workload status keeper, which then reads them instead of its namespace's PodGroups
+	// (podgroup.ActualNames).
+	PodGroupOwners podgroup.OwnerLister
+
+	// marked holds the resourceVersion each workload had when gangmap marked it; marking holds,
+	// by UID, the workloads a reconcile is marking now (a channel closed when it is done);
+	// markUntold the workloads marked whose mark no Event has told yet (see writePodGroup).
+	marked, marking, markUntold sync.Map
+
+	// workloads starts a watch per workload kind the first time a pod of it is grouped.
+	workloads *workloadWatcher
+	// invalidOwners remembers the pods already told their owner reference is ignored.
+	invalidOwners onceReporter
+	// outsidePlan remembers the pods already told they are outside their workload's plan.
+	outsidePlan onceReporter
+	// episodes holds the Events written once per workload and episode (repairs, dry run).
+	episodes     podEpisodes
+	episodesOnce sync.Once
+}
+
+var _ reconcile.Reconciler = (*PodReconciler)(nil)
+
+// Reconcile fetches the pod and groups it; see reconcile for the steps.
+func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pod, err := r.getPod(ctx, req.NamespacedName)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetFinding(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.ForgetPod(req.NamespacedName)
+			}
+			r.book().Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KObj(pod))
+	return r.reconcile(ctrl.LoggerInto(ctx, log), pod)
+}
+
+func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	start := time.Now()
+	key := client.ObjectKeyFromObject(pod)
+
+	// 1. Decide: our scheduler, owners walked to the top owner, a kind gangmap groups (not
+	// native, with a definition), the gang plan of the live workload, the pod's place in it.
+	d, err := r.Decider.DecideCached(ctx, pod, r.fullPod())
+	if err != nil {
+		var de *DecideError
+		if IsInvalidOwnerReference(err) && errors.As(err, &de) {
+			r.book().Ungroup(key)
+			r.ignoreOwner(ctx, pod, de.Err)
+			return ctrl.Result{}, nil
+		}
+		if errors.As(err, &de) {
+			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
+		}
+		return r.fail(ctx, pod, nil, "Decide", err)
+	}
+	if d != nil && d.Pod != nil {
+		pod = d.Pod
+	}
+	r.observe(key, pod, d)
+	if d != nil && d.Seen.NotInPlan != nil {
+		r.reportOutsidePlan(ctx, pod, d)
+	}
+	if d == nil || d.Metadata == nil {
+		r.book().Ungroup(key)
+		if r.Metrics != nil {
+			r.Metrics.ForgetPod(key)
+		}
+		log.V(4).Info("Pod is not gangmap's")
+		return ctrl.Result{}, nil
+	}
+	decisionSeconds.Observe(time.Since(start).Seconds())
+	md, owner := d.Metadata, d.Owner
+	log = log.WithValues("podGroup", klog.KRef(md.Namespace, md.Name), "subGroup", d.SubGroup, "workload", klog.KObj(owner))
+
+	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
+	// the workload (scaling, labels) regroups its pods even when no pod changes.
+	r.book().Group(key, owner.GetUID())
+	if r.workloads != nil {
+		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
+			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
+		}
+	}
+
+	if r.DryRun {
+		r.collectStrays(d)
+		podGroupWrites.WithLabelValues("DryRun").Inc()
+		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
+		r.reportDryRun(ctx, pod, d)
+		r.track(ctx, pod, d)
+		return ctrl.Result{}, nil
+	}
+
+	// 3. On a KAI that cannot be told to skip the pod, leave a pod its pod-grouper took.
+	if r.yieldToKAI(ctx, pod, owner, md.Name) {
+		return ctrl.Result{}, nil
+	}
+
+	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
+	// when it already matches); one Event on the workload says what this reconcile wrote.
+	marked := r.markOwner(ctx, d)
+	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner, marked); requeue || err != nil {
+		if err != nil {
+			return r.fail(ctx, pod, owner, "PodGroupWrite", err)
+		}
+		return ctrl.Result{Requeue: true}, nil
+	}
+
+	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
+	if err := r.labelPod(ctx, pod, d); err != nil {
+		return r.fail(ctx, pod, owner, "PodPatch", err)
+	}
+	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
+	r.track(ctx, pod, d)
+	r.collectStrays(d)
+	return ctrl.Result{}, nil
+}
+
+// writePodGroup writes the PodGroup (nothing when it already matches) and says so with an Event on
+// the workload; requeue is true when another writer won a race (conflict, already exists). When
+// the workload's mark (markOwner) is not told yet, the PodGroupCreated or PodGroupUpdated Event
+// tells it too, so that a workload's first pods cost one Event, not two; marked says this
+// reconcile set the mark, and it then tells the mark on its own (GangmapMarkedWorkload) when no
+// PodGroup Event has.
+func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata, owner *unstructured.Unstructured, marked bool) (requeue bool, err error) {
+	defer func() {
+		if marked && r.tellMark(owner.GetUID()) {
+			r.Recorder.Event(owner, corev1.EventTypeNormal, ReasonOwnerMarked, "set "+markNote)
+		}
+	}()
+	res, err := r.Applier.Apply(ctx, md)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	podGroupWrites.WithLabelValues(string(res)).Inc()
+	log := ctrl.LoggerFrom(ctx)
+	also := func() string {
+		if r.tellMark(owner.GetUID()) {
+			return "; also set " + markNote
+		}
+		return ""
+	}
+	switch res {
+	case podgroup.Created:
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s%s", md.Name, gangSummary(md), also())
+		log.V(1).Info("PodGroup created")
+	case podgroup.Updated:
+		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s%s", md.Name, gangSummary(md), also())
+		log.V(1).Info("PodGroup updated")
+	}
+	return false, nil
+}
+
+// yieldToKAI reports whether gangmap leaves the pod to KAI's pod-grouper: the KAI release does not
+// honour kai.scheduler/skip-podgrouper (before v0.15, kai-releases.md §2), and the pod's
+// pod-group-name is KAI's default grouper's name for it (pg-<owner name>-<owner UID>, dg, with the
+// workload or, when KAI may not read the workload, the pod as owner) instead of gangmap's. KAI
+// rewrites the annotation whenever it differs from its own result (pc Reconcile), so taking the
+// pod back would start a tug-of-war of patches; gangmap stops after one Warning Event
+// (GangmapYieldedToKAI) and counts gangmap_pods_yielded_total.
+func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *unstructured.Unstructured, pgName string) bool {
+	if r.Release.HonoursSkipAnnotation() {
+		return false
+	}
+	cur := pod.Annotations[kaikeys.PodGroupName]
+	if cur == "" || cur == pgName || !strings.HasPrefix(cur, "pg-") ||
+		!(strings.HasSuffix(cur, "-"+string(owner.GetUID())) || strings.HasSuffix(cur, "-"+string(pod.UID))) {
+		return false
+	}
+	yielded.Inc()
+	r.Recorder.Eventf(pod, corev1.EventTypeWarning, kairelease.ReasonYielded,
+		"KAI's pod-grouper put the pod in PodGroup %s; KAI %s does not honour kai.scheduler/skip-podgrouper (v0.15+), so gangmap leaves it there instead of fighting over it (its gang %s is not used): keep KAI's pod-grouper off these pods or upgrade KAI",
+		cur, r.Release.Line, pgName)
+	ctrl.LoggerFrom(ctx).Info("Pod left to KAI's pod-grouper (no skip annotation in this KAI release)", "kaiPodGroup", cur, "kaiVersion", r.Release.Requested)
+	return true
+}
+
+// observe counts the pod against its workload's plan for the findings (or forgets it when it is
+// not gangmap's): a map update, no API call.
+func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *Decision) {
+	if r.Findings == nil {
+		return
+	}
+	now := time.Now()
+	if d == nil || d.Seen.Plan == nil {
+		r.Findings.Forget(key, now)
+		return
+	}
+	r.Findings.SetPlan(d.Seen.Plan, findings.DefinitionOf(d.Seen.Definition), now)
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	r.Findings.Observe(key, findings.Observation{Owner: d.Owner.GetUID(), Role: d.Seen.Role, Unclaimed: d.Seen.Unclaimed, Terminal: terminal}, now)
+	if d.Seen.Unclaimed {
+		def := d.Seen.Definition
+		r.Findings.NoteUnclaimed(d.Owner.GetUID(), pod.Name, pod.Labels, func() string { return findings.SelectorsOf(def) })
+	}
+}
+
+func (r *PodReconciler) forgetFinding(key types.NamespacedName) {
+	if r.Findings != nil {
+		r.Findings.Forget(key, time.Now())
+	}
+}
+
+// book returns the reconciler's Book (see Book).
+func (r *PodReconciler) book() *podbook.Book {
+	r.bookOnce.Do(func() {
+		if r.Book == nil {
+			r.Book = podbook.New()
+		}
+	})
+	return r.Book
+}
+
+// requests returns a reconcile request for every pod grouped under the top owner with uid.
+func (r *PodReconciler) requests(uid types.UID) []reconcile.Request {
+	pods := r.book().Grouped(uid)
+	out := make([]reconcile.Request, len(pods))
+	for i, pod := range pods {
+		out[i] = reconcile.Request{NamespacedName: pod}
+	}
+	return out
+}
+
+// fail reports an error on the pod (and the workload when known) with a Warning Event, counts
+// it, and returns it so the pod is retried with backoff without blocking other pods.
+func (r *PodReconciler) fail(ctx context.Context, pod *corev1.Pod, owner *unstructured.Unstructured, reason string, err error) (ctrl.Result, error) {
+	groupingErrors.WithLabelValues(reason).Inc()
+	if errors.Is(err, context.Canceled) {
+		return ctrl.Result{}, err
+	}
+	msg := fmt.Sprintf("gangmap could not group the pod (%s): %v", reason, err)
+	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonGroupingFailed, msg)
+	if owner != nil {
+		r.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonGroupingFailed, "pod %s: %s", pod.Name, msg)
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
+}
+
+// ignoreOwner reports, once per pod and owner reference, a pod whose owner reference gangmap
+// treats as absent: a Warning Event on the pod, a count, an Info log. It is not an error to
+// retry: the reference itself is wrong, and the pod's next change reconciles it again anyway.
+func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err error) {
+	if !r.invalidOwners.first(pod.UID, pod.OwnerReferences) {
+		return
+	}
+	groupingErrors.WithLabelValues(invalidOwnerReference).Inc()
+	ctrl.LoggerFrom(ctx).Info("Owner reference ignored; the pod is not grouped by gangmap", "reason", err.Error())
+	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonInvalidOwner, err.Error())
+}
+
+// gangSummary renders minMember or minSubGroup with the sub-groups and GPUs for Events.
+func gangSummary(md *podgroup.Metadata) string {
+	s := ""
+	if md.MinSubGroup != nil {
+		s = fmt.Sprintf("minSubGroup %d", *md.MinSubGroup)
+		for _, sg := range md.SubGroups {
+			s += fmt.Sprintf(", %s minMember %d", sg.Name, sg.MinAvailable)
+		}
+	} else {
+		s = fmt.Sprintf("minMember %d", md.MinAvailable)
+	}
+	if g := md.Annotations[kaikeys.GPUs]; g != "" {
+		s += fmt.Sprintf(", %s GPUs", g)
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
+)
+
+// podEpisodes are the reconciler's Events about pods written once per workload and episode
+// (package workloadevents): a workload's pods labelled after creation (ReasonRepaired) and, in
+// dry-run, the pods that would join its PodGroups (ReasonWouldWrite). Each pod stays in the
+// log and in gangmap_pods_repaired_total or gangmap_pods_grouped_total.
+type podEpisodes struct {
+	repaired, dryRun *workloadevents.Aggregator
+}
+
+// events returns the reconciler's episode aggregators, made at the first use.
+func (r *PodReconciler) events() *podEpisodes {
+	r.episodesOnce.Do(func() {
+		r.episodes = podEpisodes{
+			repaired: &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeWarning, Reason: ReasonRepaired,
+				Message: repairMessage(r.WebhookServed)},
+			dryRun: &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeNormal, Reason: ReasonWouldWrite,
+				Message: dryRunMessage},
+		}
+	})
+	return &r.episodes
+}
+
+// FlushEvents writes the Events of every open episode now (the manager's stop; tests).
+func (r *PodReconciler) FlushEvents() {
+	e := r.events()
+	e.repaired.Flush()
+	e.dryRun.Flush()
+}
+
+// labelPod merge-patches only what differs: the pod-group-name annotation, KAI's skip
+// annotation (so KAI's pod-grouper leaves the pod alone from now on), and the sub-group label
+// (removed when stale, which KAI never does). A pod without the skip annotation was not mutated by
+// gangmap's admission webhook at its creation, so KAI's pod-grouper may have grouped it meanwhile:
+// reportRepair counts and logs it, and its workload gets one Warning Event per episode
+// (GangmapRepairedPod) for all such pods.
+func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *Decision) error {
+	pgName, subGroup := d.Metadata.Name, d.SubGroup
+	ann, labels := map[string]any{}, map[string]any{}
+	cur := pod.Annotations[kaikeys.PodGroupName]
+	if cur != pgName {
+		ann[kaikeys.PodGroupName] = pgName
+	}
+	repaired := pod.Annotations[kaikeys.SkipPodGrouper] != "true"
+	if repaired {
+		ann[kaikeys.SkipPodGrouper] = "true"
+	}
+	curSG, has := pod.Labels[kaikeys.SubGroupName]
+	switch {
+	case subGroup == "" && has:
+		labels[kaikeys.SubGroupName] = nil
+	case subGroup != "" && curSG != subGroup:
+		labels[kaikeys.SubGroupName] = subGroup
+	}
+	if len(ann) == 0 && len(labels) == 0 {
+		return nil
+	}
+	md := map[string]any{}
+	if len(ann) > 0 {
+		md["annotations"] = ann
+	}
+	if len(labels) > 0 {
+		md["labels"] = labels
+	}
+	patch, err := jsonMarshal(map[string]any{"metadata": md})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	if repaired && r.book().FirstRepair(client.ObjectKeyFromObject(pod), pod.UID) {
+		r.reportRepair(ctx, pod, d, cur)
+	}
+	return nil
+}
+
+// reportRepair tells of a pod labelled after creation: gangmap_pods_repaired_total, an Info log
+// with the PodGroup it joined (and the one it had, when another writer, KAI's pod-grouper, had
+// put it in one), and the pod counted in its workload's repair episode.
+func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *Decision, previous string) {
+	repairs.Inc()
+	pgName := d.Metadata.Name
+	detail := "joined PodGroup " + pgName
+	log := ctrl.LoggerFrom(ctx)
+	if previous != "" && previous != pgName {
+		detail = fmt.Sprintf("moved from PodGroup %s to %s", previous, pgName)
+		log.Info("Pod labelled after creation, moved from another PodGroup (gangmap's admission webhook had not set it)", "previousPodGroup", previous)
+	} else {
+		log.Info("Pod labelled after creation (gangmap's admission webhook had not set it)")
+	}
+	r.events().repaired.Add(d.Owner, pod.Name, detail)
+}
+
+// reportDryRun counts a pod the dry run would group in its workload's dry-run episode (one
+// DryRunPodGroup Event per workload and episode, naming each PodGroup with its gang) and logs it.
+func (r *PodReconciler) reportDryRun(ctx context.Context, pod *corev1.Pod, d *Decision) {
+	md := d.Metadata
+	ctrl.LoggerFrom(ctx).V(2).Info("Dry-run: PodGroup decided, nothing written")
+	r.events().dryRun.Add(d.Owner, pod.Name, fmt.Sprintf("would join PodGroup %s (%s)", md.Name, gangSummary(md)))
+}
+
+// repairMessage renders a repair episode's Event. What is known: the pods had no
+// kai.scheduler/skip-podgrouper when the controller first saw them, so gangmap's admission
+// webhook had not mutated them at creation; whether this grouper serves the webhook; which pods
+// another writer (KAI's pod-grouper) had put in another PodGroup. Why the webhook had not is not
+// known to the controller, so the possible causes are named.
+func repairMessage(webhookServed bool) func(*workloadevents.Episode) string {
+	why := "this grouper does not serve gangmap's admission webhook (--webhook-port=0), so the controller labels every pod after creation"
+	if webhookServed {
+		why = "this grouper serves gangmap's admission webhook, so the API server's call to it failed or timed out (failurePolicy Ignore admits the pod unchanged), " +
+			"the webhook configuration's namespace or object selector leaves these pods out, or they were created before the webhook was configured " +
+			"(gangmap_webhook_errors_total and the API server's log tell which)"
+	}
+	return func(e *workloadevents.Episode) string {
+		return fmt.Sprintf("labelled %s after creation (%s): %s. They had no kai.scheduler/skip-podgrouper when gangmap first saw them, "+
+			"so KAI's pod-grouper may have grouped them meanwhile; %s",
+			pods(e.Pods), e.SampleList(), e.DetailList(), why)
+	}
+}
+
+// dryRunMessage renders a dry-run episode's Event.
+func dryRunMessage(e *workloadevents.Episode) string {
+	return fmt.Sprintf("dry-run: %s (%s) decided, nothing written: %s", pods(e.Pods), e.SampleList(), e.DetailList())
+}
+
+// pods is "1 pod" or "n pods".
+func pods(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}

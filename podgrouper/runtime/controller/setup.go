@@ -1,0 +1,202 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/hub"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
+)
+
+// Name is the controller's name in logs and metrics.
+const Name = "gangmap-pod-grouper"
+
+// SetupWithManager registers the pod controller. regroup receives a value whenever every pod
+// must be looked at again (a definition changed); the controller then enqueues every cached pod.
+// Workload kinds are watched as they are first grouped (see workloadWatcher).
+func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, regroup <-chan struct{}) error {
+	events := make(chan event.TypedGenericEvent[*corev1.Pod])
+	if regroup != nil {
+		prune := func(ctx context.Context) {
+			if r.workloads != nil {
+				r.workloads.prune(ctx, func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped })
+			}
+		}
+		if err := mgr.Add(&regrouper{client: mgr.GetClient(), pods: r.Pods, in: regroup, out: events, prune: prune}); err != nil {
+			return err
+		}
+	}
+	// The Events of the episodes still open when the manager stops are written then.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.FlushEvents()
+		return nil
+	})); err != nil {
+		return err
+	}
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && p.Spec.SchedulerName == r.Decider.SchedulerName
+	})
+	b := ctrl.NewControllerManagedBy(mgr).Named(Name)
+	if r.Pods != nil {
+		// Every pod of the cache is of our scheduler (its field selector).
+		b = b.WatchesRawSource(r.Pods.Source())
+	} else {
+		b = b.For(&corev1.Pod{}, builder.WithPredicates(ours))
+	}
+	c, err := b.
+		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
+		Watches(&v2alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(r.podsOfPodGroup), builder.WithPredicates(gangChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), requests: r.requests, ungroup: r.book().UngroupOwner, statusMatters: r.startRuleReadsStatus, findings: r.Findings,
+		beforeStop: r.unmarkKind, forget: r.Strays.Forget}
+	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
+		keeper := newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, p, r.Metrics, r.DryRun)
+		if err := mgr.Add(keeper); err != nil {
+			return err
+		}
+		r.workloads.changed, r.workloads.deleted = keeper.changed, r.Metrics.ForgetWorkload
+	}
+	return nil
+}
+
+// gangChanged passes the PodGroup events after which gangmap must look at the pods again: a
+// PodGroup deleted while its workload lives, or one whose gang (minMember, minSubGroup,
+// sub-groups) someone else changed. Changes to what KAI and others own (queue, status,
+// markUnschedulable, labels) do not pass, so writers beside gangmap cause no work.
+var gangChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isGangmaps(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v2alpha2.PodGroup)
+		n, ok2 := e.ObjectNew.(*v2alpha2.PodGroup)
+		if !ok1 || !ok2 || !isGangmaps(n) {
+			return false
+		}
+		return !equality.Semantic.DeepEqual(o.Spec.MinMember, n.Spec.MinMember) ||
+			!equality.Semantic.DeepEqual(o.Spec.MinSubGroup, n.Spec.MinSubGroup) ||
+			!equality.Semantic.DeepEqual(o.Spec.SubGroups, n.Spec.SubGroups)
+	},
+}
+
+// isGangmaps reports whether gangmap wrote the PodGroup (it carries gangmap.io/definition).
+func isGangmaps(o client.Object) bool {
+	_, ok := o.GetAnnotations()[kaikeys.Definition]
+	return ok
+}
+
+// podsOfPodGroup maps a PodGroup to the pods of its workload (its single owner reference) in the
+// PodGroup's own namespace, from the index the reconciler keeps. gangmap writes a pod's PodGroup in
+// the pod's namespace only, so the pods of other namespaces (a cluster-scoped owner's) are not
+// this PodGroup's; and a PodGroup anyone creates in their own namespace, with gangmap's annotation
+// and another namespace's workload UID as owner (UIDs are public: PodGroup names carry them),
+// makes gangmap reconcile nothing of that namespace.
+func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []reconcile.Request {
+	refs := o.GetOwnerReferences()
+	if len(refs) != 1 {
+		return nil
+	}
+	reqs := r.requests(refs[0].UID)
+	ns := o.GetNamespace()
+	mine := reqs[:0]
+	for _, req := range reqs {
+		if req.Namespace == ns {
+			mine = append(mine, req)
+		}
+	}
+	return mine
+}
+
+// regrouper turns "definitions changed" signals into one generic event per cached pod, after
+// stopping the watches of kinds gangmap no longer groups.
+type regrouper struct {
+	client client.Client
+	// pods, when set, is the pod cache to list instead of client's.
+	pods  *podcache.Cache
+	in    <-chan struct{}
+	out   chan<- event.TypedGenericEvent[*corev1.Pod]
+	prune func(context.Context)
+}
+
+// Start implements manager.Runnable.
+func (g *regrouper) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-g.in:
+			if g.prune != nil {
+				g.prune(ctx)
+			}
+			pods, err := g.list(ctx)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Listing pods to regroup after a definition change")
+				continue
+			}
+			for _, p := range pods {
+				select {
+				case g.out <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// list returns every cached pod, as much of it as the event needs (its key).
+func (g *regrouper) list(ctx context.Context) ([]*corev1.Pod, error) {
+	if g.pods != nil {
+		keys := g.pods.Keys()
+		out := make([]*corev1.Pod, len(keys))
+		for i, k := range keys {
+			out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		}
+		return out, nil
+	}
+	pods := &corev1.PodList{}
+	if err := g.client.List(ctx, pods); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		out[i] = &pods.Items[i]
+	}
+	return out, nil
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows
+// the workload's state (spec.gangmap.gang.startup.holds), so that its pods are regrouped when the
+// operator records progress in the status (a dependency Complete, a replicated job Ready).
+func (r *PodReconciler) startRuleReadsStatus(gvk schema.GroupVersionKind) bool {
+	if r.Decider.Hub == nil || r.Decider.Hub.Registry == nil {
+		return false
+	}
+	c := r.Decider.Hub.Registry.Lookup(gvk)
+	return c != nil && c.Startup != nil && c.Startup.Holds != nil
+}

@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+)
+
+// workloadWatcher starts, the first time a pod of a workload kind is grouped, a watch on that
+// kind through the manager's cache (the informer the top-owner reads already started), so that a
+// change of a workload's spec, labels or annotations regroups its pods even when no pod event
+// follows (scaling a CustomJob from 2 to 4 workers updates the PodGroup at once). When a kind
+// stops being gangmap's (its definition went away, or KAI now groups it natively), prune stops
+// its informer; the watch starts again if the kind comes back.
+type workloadWatcher struct {
+	ctrl  controller.Controller
+	cache cache.Cache
+	// requests lists the pods grouped under a top owner; ungroup forgets a deleted one.
+	requests func(types.UID) []reconcile.Request
+	ungroup  func(types.UID)
+	// statusMatters says whether a kind's plan reads the workload's status (a start rule that
+	// follows the operator's progress, such as JobSet dependsOn); nil means never. For those
+	// kinds a status-only update regroups too.
+	statusMatters func(schema.GroupVersionKind) bool
+	// findings, when set, forgets a deleted workload's counters.
+	findings *findings.Tracker
+	// changed, when set, gets every update of a watched workload (status included); deleted every
+	// deleted workload's UID.
+	changed func(*unstructured.Unstructured)
+	deleted func(types.UID)
+	// beforeStop, when set, runs for a kind before its watch stops (its informer is still there).
+	beforeStop func(context.Context, schema.GroupVersionKind)
+	// forget, when set, is told of each deleted workload's UID.
+	forget func(types.UID)
+
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+}
+
+// ensure starts the watch on gvk unless it is started already.
+func (w *workloadWatcher) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched[gvk] {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := w.ctrl.Watch(source.Kind(w.cache, obj, w.handler())); err != nil {
+		return err
+	}
+	if w.watched == nil {
+		w.watched = map[schema.GroupVersionKind]bool{}
+	}
+	w.watched[gvk] = true
+	workloadWatches.Inc()
+	ctrl.LoggerFrom(ctx).Info("Watching a workload kind to regroup its pods on changes", "kind", gvk.String())
+	return nil
+}
+
+// prune stops the watch (and removes the informer) of every watched kind for which keep says
+// false. Errors are logged: a watch that cannot be stopped only costs its informer.
+func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersionKind) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gvk := range w.watched {
+		if keep(gvk) {
+			continue
+		}
+		if w.beforeStop != nil {
+			w.beforeStop(ctx, gvk)
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := w.cache.RemoveInformer(ctx, obj); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Stopping the watch of a kind gangmap no longer groups", "kind", gvk.String())
+			continue
+		}
+		delete(w.watched, gvk)
+		workloadWatches.Dec()
+		ctrl.LoggerFrom(ctx).Info("Stopped watching a workload kind gangmap no longer groups", "kind", gvk.String())
+	}
+}
+
+// handler maps a workload update to its indexed pods. Only changes that can change a plan or the
+// default metadata count: the spec (generation), labels, annotations, and the status for kinds
+// whose start rule reads it (statusMatters); other status-only updates do not regroup. Every
+// update, and every workload the watch lists when it (re)starts, goes to changed (the status
+// keeper). A deleted workload's pods are forgotten: garbage collection removes them and their
+// PodGroup.
+func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
+		// A workload seen when the watch (re)starts (the informer's list, e.g. after a definition
+		// change pruned and re-added the kind) may have changed while the kind was not watched:
+		// the status keeper looks again (a workload it does not track costs one lookup).
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], _ queue) {
+			if w.changed != nil {
+				w.changed(e.Object)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
+			o, n := e.ObjectOld, e.ObjectNew
+			if w.changed != nil {
+				w.changed(n)
+			}
+			if o.GetGeneration() == n.GetGeneration() && equalMaps(o.GetLabels(), n.GetLabels()) && equalMaps(o.GetAnnotations(), n.GetAnnotations()) &&
+				(w.statusMatters == nil || !w.statusMatters(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
+				return
+			}
+			reqs := w.requests(n.GetUID())
+			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs))
+			for _, r := range reqs {
+				q.Add(r)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
+			w.ungroup(e.Object.GetUID())
+			if w.findings != nil {
+				w.findings.ForgetOwner(e.Object.GetUID())
+			}
+			if w.deleted != nil {
+				w.deleted(e.Object.GetUID())
+			}
+			if w.forget != nil {
+				w.forget(e.Object.GetUID())
+			}
+		},
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}

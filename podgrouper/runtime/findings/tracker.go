@@ -1,0 +1,493 @@
+package findings
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+)
+
+// Definition names the definition that planned a workload, for metrics and Events.
+type Definition struct {
+	// Name is the definition's name (the Karta's name).
+	Name string
+	// Source is where it was loaded from: cluster, file or catalog.
+	Source string
+	// KartaUID is the cluster Karta's UID ("" for files and the catalog: no object to report on).
+	KartaUID types.UID
+}
+
+// Observation is what the pod controller saw of one pod of a workload gangmap groups.
+type Observation struct {
+	// Owner is the top owner's UID.
+	Owner types.UID
+	// Role is the pod's role in the plan (its sub-group name), or "" when the definition places
+	// the pod in no role (Unclaimed) or in a role that is in no gang.
+	Role string
+	// Unclaimed says no component's podSelector matched the pod.
+	Unclaimed bool
+	// Terminal says the pod has finished (phase Succeeded or Failed): it was created, but no
+	// longer runs.
+	Terminal bool
+}
+
+// Tracker keeps, per top owner, the plan's desired and required pods per role and counters of
+// the pods seen. Every method is safe for concurrent use and costs a map lookup and a few
+// counter updates under one mutex; nothing is listed or read from the API. Each pod's last
+// observation is kept in a podbook.Book (the grouper's one record per pod).
+type Tracker struct {
+	mu        sync.Mutex
+	workloads map[types.UID]*workload
+	pods      *podbook.Book
+	// epoch is the origin of the roles' clocks, kept as durations since it (8 bytes where a
+	// time.Time is 24; the durations are monotonic when the times are, as time.Now's).
+	epoch time.Time
+	// definitions holds each Definition once for the workloads to point to (three strings, the
+	// same for every workload of a definition); emptied past maxDefinitions.
+	definitions map[Definition]*Definition
+}
+
+// maxDefinitions bounds Tracker.definitions (a Karta deleted and created again is another).
+const maxDefinitions = 256
+
+// workload is one top owner's plan and counters: 152 bytes (session 6: 256), the UID being the
+// map's key and the rarely used state apart.
+type workload struct {
+	// apiVersion, kind, namespace and name are the plan's gang.WorkloadRef but the UID.
+	apiVersion, kind, namespace, name string
+	definition                        *Definition
+	// plan identifies the plan last set, without keeping it alive: the plan cache bounds the
+	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan
+	// (10,000 workloads' plans were 50 MB beyond the cache's bound). planned says one was set.
+	plan weak.Pointer[gang.Plan]
+	// podGroups are the plan's PodGroup names.
+	podGroups []string
+	roles     roleSet
+	// pods counts the observed pods; a workload without a plan is dropped with its last pod.
+	pods    int32
+	planned bool
+	// rare is what few workloads have (unclaimed pods, missed paths); nil when they have none.
+	rare *rareState
+}
+
+// rareState is the part of a workload's state that most workloads never have.
+type rareState struct {
+	misses    []string
+	unclaimed int64
+	// unclaimedPod names one unclaimed pod, for the message; unclaimedLabels are its labels and
+	// selectors what the definition's selectors want (NoteUnclaimed), both bounded.
+	unclaimedPod, unclaimedLabels, selectors string
+}
+
+// noRareState is the rare state of a workload that has none (read only).
+var noRareState rareState
+
+// rareState returns the workload's rare state, made when it has none.
+func (w *workload) rareState() *rareState {
+	if w.rare == nil {
+		w.rare = &rareState{}
+	}
+	return w.rare
+}
+
+// tidy drops the rare state when it holds nothing.
+func (w *workload) tidy() {
+	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" {
+		w.rare = nil
+	}
+}
+
+// roleState is one role's plan and pods: 64 bytes (session 6: 104).
+type roleState struct {
+	name              string
+	desired, required int64
+	live, created     int32
+	// overSince is when live first exceeded desired (valid while over), shortSince when created
+	// last changed while below required (valid while short), as durations since the epoch.
+	overSince, shortSince time.Duration
+	planned, over, short  bool
+}
+
+// NewTracker returns an empty Tracker with a Book of its own.
+func NewTracker() *Tracker { return NewTrackerIn(podbook.New()) }
+
+// NewTrackerIn returns an empty Tracker that keeps each pod's observation in pods (the Book the
+// pod controller shares with the workload metrics).
+func NewTrackerIn(pods *podbook.Book) *Tracker {
+	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods, epoch: time.Now(), definitions: map[Definition]*Definition{}}
+}
+
+// since is the time as a duration since the epoch.
+func (t *Tracker) since(now time.Time) time.Duration { return now.Sub(t.epoch) }
+
+// definition returns the Tracker's copy of d.
+func (t *Tracker) definition(d Definition) *Definition {
+	if p, ok := t.definitions[d]; ok {
+		return p
+	}
+	if len(t.definitions) >= maxDefinitions {
+		clear(t.definitions)
+	}
+	p := &d
+	t.definitions[d] = p
+	return p
+}
+
+func (o Observation) finding() *podbook.Finding {
+	return &podbook.Finding{Owner: o.Owner, Role: o.Role, Unclaimed: o.Unclaimed, Terminal: o.Terminal}
+}
+
+func observation(f podbook.Finding) Observation {
+	return Observation{Owner: f.Owner, Role: f.Role, Unclaimed: f.Unclaimed, Terminal: f.Terminal}
+}
+
+// SetPlan records the workload's current plan (a no-op when it is the same plan). Roles keep
+// their counters; a role's desired and required counts follow the new plan, and its timers
+// restart when its state changes: its GangUnsatisfiable clock when the plan changes the pods it
+// requires, not when an equal plan is built again.
+func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
+	if plan == nil {
+		return
+	}
+	uid := types.UID(plan.Workload.UID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.workloads[uid]
+	if w == nil {
+		w = &workload{}
+		t.workloads[uid] = w
+	}
+	wp := weak.Make(plan)
+	if w.planned && w.plan == wp {
+		return
+	}
+	w.plan, w.planned = wp, true
+	ref := plan.Workload
+	w.apiVersion, w.kind, w.namespace, w.name = ref.APIVersion, ref.Kind, ref.Namespace, ref.Name
+	w.definition = t.definition(def)
+	w.podGroups = w.podGroups[:0]
+	for _, pg := range plan.PodGroups {
+		w.podGroups = append(w.podGroups, pg.Name)
+	}
+	if len(plan.Misses) > 0 || w.rare != nil {
+		r := w.rareState()
+		r.misses = r.misses[:0]
+		for _, m := range plan.Misses {
+			r.misses = append(r.misses, m.Path)
+		}
+		w.tidy()
+	}
+	// A role's GangUnsatisfiable clock restarts only when the plan changes what it requires: the
+	// same plan built again (its cached copy was evicted, grouper --plan-cache-size) is not news.
+	prev := make([]int64, len(w.roles.list)) // required, -1 when not planned
+	at := t.since(now)
+	for i := range w.roles.list {
+		rs := &w.roles.list[i]
+		prev[i] = -1
+		if rs.planned {
+			prev[i] = rs.required
+		}
+		rs.desired, rs.required, rs.planned = 0, 0, false
+	}
+	for _, pg := range plan.PodGroups {
+		for _, m := range pg.Members() {
+			rs := w.role(m.Role.Name)
+			rs.planned = true
+			rs.desired += m.Pods
+			rs.required += m.GangPods
+		}
+	}
+	i := 0 // filter calls keep once per role, in order; roles added above come after prev's
+	w.roles.filter(func(rs *roleState) bool {
+		changed := i >= len(prev) || !rs.planned || prev[i] != rs.required
+		i++
+		if !rs.planned && rs.live == 0 && rs.created == 0 {
+			return false
+		}
+		rs.update(at, changed)
+		return true
+	})
+}
+
+// role returns the workload's role, added when it has none of that name.
+func (w *workload) role(name string) *roleState {
+	if rs := w.roles.get(name); rs != nil {
+		return rs
+	}
+	return w.roles.add(name)
+}
+
+// update restarts or stops the role's timers after a change at time at (since the epoch);
+// createdChanged says a pod of the role came or went (a pod being created restarts the
+// GangUnsatisfiable clock).
+func (rs *roleState) update(at time.Duration, createdChanged bool) {
+	switch {
+	case rs.planned && int64(rs.live) > rs.desired:
+		if !rs.over {
+			rs.over, rs.overSince = true, at
+		}
+	default:
+		rs.over, rs.overSince = false, 0
+	}
+	switch {
+	case rs.planned && int64(rs.created) < rs.required:
+		if !rs.short || createdChanged {
+			rs.short, rs.shortSince = true, at
+		}
+	default:
+		rs.short, rs.shortSince = false, 0
+	}
+}
+
+// Observe records the pod's current observation, replacing the previous one (so repeated
+// reconciles of one pod count it once). The workload's plan must have been set first with
+// SetPlan; an observation of an unknown workload is still counted.
+func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f, ok := t.pods.SwapFinding(pod, o.finding()); ok {
+		old := observation(f)
+		if old == o {
+			return
+		}
+		t.removeLocked(pod, old, now)
+	}
+	w := t.workloads[o.Owner]
+	if w == nil {
+		w = &workload{}
+		t.workloads[o.Owner] = w
+	}
+	w.pods++
+	switch {
+	case o.Unclaimed:
+		r := w.rareState()
+		r.unclaimed++
+		if r.unclaimedPod == "" {
+			r.unclaimedPod = pod.Name
+		}
+	case o.Role != "":
+		rs := w.role(o.Role)
+		rs.created++
+		if !o.Terminal {
+			rs.live++
+		}
+		rs.update(t.since(now), true)
+	}
+}
+
+// maxLabelsText bounds the labels text NoteUnclaimed keeps, in bytes.
+const maxLabelsText = 400
+
+// NoteUnclaimed keeps, for the workload's UnclaimedPods and GangNotAdmittable messages, the
+// labels of an unclaimed pod (the first one noted while none is kept, or the pod already named)
+// and what the definition's selectors want (selectors is called only then: SelectorsOf). Call it
+// after Observe of an unclaimed pod.
+func (t *Tracker) NoteUnclaimed(owner types.UID, pod string, labels map[string]string, selectors func() string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.workloads[owner]
+	if w == nil || w.rare == nil || w.rare.unclaimed == 0 {
+		return
+	}
+	r := w.rare
+	if r.unclaimedLabels != "" && r.unclaimedPod != pod {
+		return
+	}
+	r.unclaimedPod = pod
+	parts := make([]string, 0, len(labels))
+	for _, k := range sortedKeys(labels) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	r.unclaimedLabels = "{" + strings.Join(parts, ", ") + "}"
+	if len(r.unclaimedLabels) > maxLabelsText {
+		r.unclaimedLabels = r.unclaimedLabels[:maxLabelsText] + "...}"
+	}
+	if selectors != nil {
+		r.selectors = selectors()
+	}
+}
+
+// Forget drops the pod (deleted, being deleted, or no longer gangmap's).
+func (t *Tracker) Forget(pod types.NamespacedName, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f, ok := t.pods.SwapFinding(pod, nil); ok {
+		t.removeLocked(pod, observation(f), now)
+	}
+}
+
+// removeLocked takes a pod's previous observation o off its workload's counters (the Book no
+// longer holds it).
+func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time.Time) {
+	w := t.workloads[o.Owner]
+	if w == nil {
+		return
+	}
+	if w.pods--; w.pods == 0 && !w.planned {
+		delete(t.workloads, o.Owner)
+		return
+	}
+	switch {
+	case o.Unclaimed:
+		if r := w.rare; r != nil {
+			r.unclaimed--
+			if r.unclaimedPod == pod.Name {
+				r.unclaimedPod, r.unclaimedLabels = "", ""
+			}
+			if r.unclaimed == 0 {
+				r.selectors = ""
+			}
+			w.tidy()
+		}
+	case o.Role != "":
+		if rs := w.roles.get(o.Role); rs != nil {
+			rs.created--
+			if !o.Terminal {
+				rs.live--
+			}
+			rs.update(t.since(now), true)
+		}
+	}
+}
+
+// ForgetOwner drops a deleted workload. Its pods' observations go as the pods are deleted.
+func (t *Tracker) ForgetOwner(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.workloads, uid)
+}
+
+// Report is the findings of one workload at one time.
+type Report struct {
+	Workload   gang.WorkloadRef
+	Definition Definition
+	// PodGroups are the names of the workload's planned PodGroups (in its namespace).
+	PodGroups []string
+	Findings  []Finding
+}
+
+// Evaluate returns the findings of every workload whose plan is known, at time now.
+func (t *Tracker) Evaluate(now time.Time, cfg Config) []Report {
+	return t.EvaluateSome(now, cfg, func(types.UID) bool { return true })
+}
+
+// EvaluateSome returns the findings, at time now, of every workload whose plan is known and that
+// has findings or for which report (called under the Tracker's lock: it must not call the
+// Tracker) returns true. The Reporter asks for the workloads it reported on before: a tick over
+// 10,000 healthy workloads allocated 1.9 MB of Reports (BenchmarkReporterTick).
+func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID) bool) []Report {
+	cfg = cfg.WithDefaults()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Report
+	at := t.since(now)
+	for uid, w := range t.workloads {
+		if !w.planned {
+			continue
+		}
+		fs := w.findings(at, cfg)
+		if len(fs) == 0 && !report(uid) {
+			continue
+		}
+		r := Report{Workload: gang.WorkloadRef{APIVersion: w.apiVersion, Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: string(uid)},
+			Definition: *w.definition, Findings: fs}
+		r.PodGroups = append(r.PodGroups, w.podGroups...)
+		out = append(out, r)
+	}
+	return out
+}
+
+// findings evaluates one workload at time at (since the tracker's epoch); see the package doc
+// for the rules.
+func (w *workload) findings(at time.Duration, cfg Config) []Finding {
+	var fs []Finding
+	rare := w.rare
+	if rare == nil {
+		rare = &noRareState
+	}
+	ex := ""
+	if rare.unclaimed > 0 {
+		if rare.unclaimedPod != "" {
+			ex = " (e.g. pod " + rare.unclaimedPod
+			if rare.unclaimedLabels != "" {
+				ex += " with labels " + rare.unclaimedLabels
+			}
+			ex += ")"
+		}
+		if rare.selectors != "" {
+			ex += "; the selectors want " + rare.selectors
+		}
+		fs = append(fs, Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(rare.unclaimed, 10), Message: fmt.Sprintf(
+			"%d pod(s) of the workload match no component's podSelector%s: they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", rare.unclaimed, ex)})
+	}
+	othersCreated := int64(0)
+	for i := range w.roles.list {
+		othersCreated += int64(w.roles.list[i].created)
+	}
+	for i := range w.roles.list {
+		rs := &w.roles.list[i]
+		name := rs.name
+		if rs.over && at-rs.overSince >= cfg.MoreThanPlannedGrace {
+			fs = append(fs, Finding{Reason: MoreThanPlanned, Role: name, Counts: fmt.Sprint(rs.live, "/", rs.desired), Message: fmt.Sprintf(
+				"%d live pods for %s, the plan counts %d: the definition undercounts the role (the operator runs more pods per replica than podsPerReplicaPath says, or the role's selector takes other pods), so the gang may admit part of the job",
+				rs.live, (at - rs.overSince).Round(time.Second), rs.desired)})
+		}
+		if rs.short && rare.unclaimed > 0 && othersCreated-int64(rs.created) > 0 {
+			fs = append(fs, Finding{Reason: GangNotAdmittable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created, "/", rare.unclaimed), Message: fmt.Sprintf(
+				"KAI cannot admit the gang: sub-group %s requires %d pods, %d are placed in it, while %d pod(s) of the workload match no component%s; the role's selector likely misses its pods: fix it, and the waiting pods join their sub-group",
+				name, rs.required, rs.created, rare.unclaimed, ex)})
+			continue
+		}
+		if rs.short && at-rs.shortSince >= cfg.GangUnsatisfiableGrace && othersCreated-int64(rs.created) > 0 {
+			fs = append(fs, Finding{Reason: GangUnsatisfiable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created), Message: fmt.Sprintf(
+				"the gang requires %d pods of the role, %d exist and none came for %s while other roles' pods exist: the operator does not create these pods (yet); check the role's replicasPath and minReplicasPath, or put the roles that start first in gangmap.gang.startup",
+				rs.required, rs.created, (at - rs.shortSince).Round(time.Second))})
+		}
+	}
+	if len(rare.misses) > 0 {
+		misses := strings.Join(sortedCopy(rare.misses), ", ")
+		fs = append(fs, Finding{Reason: Drift, Counts: misses, Message: fmt.Sprintf(
+			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", misses)})
+	}
+	sortFindings(fs)
+	return fs
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// Counts is a workload's observed pods, for tests and the CLI.
+type Counts struct {
+	// Live and Created are per role.
+	Live, Created map[string]int64
+	Unclaimed     int64
+}
+
+// Counts returns the workload's counters (zero Counts for an unknown workload).
+func (t *Tracker) Counts(uid types.UID) Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := Counts{Live: map[string]int64{}, Created: map[string]int64{}}
+	w := t.workloads[uid]
+	if w == nil {
+		return c
+	}
+	if w.rare != nil {
+		c.Unclaimed = w.rare.unclaimed
+	}
+	for _, rs := range w.roles.list {
+		c.Live[rs.name], c.Created[rs.name] = int64(rs.live), int64(rs.created)
+	}
+	return c
+}

@@ -1,0 +1,228 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/definitions/onboard"
+	"github.com/gangmap/gangmap/podgrouper/core/owners"
+	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
+)
+
+// Onboarder applies the onboarding policy to pods at creation, before gangmap decides their
+// PodGroup: a pod whose top owner is a kind a rule names, in a namespace the rule selects, is given
+// the rule's scheduler name, queue label, labels and annotations (onboard.Settings.Changes, the
+// rules `gangmap onboard` applies to manifests). It never fails a creation: on any error the pod
+// is left as it is and the error logged.
+type Onboarder struct {
+	// Policy is the policy in force (onboarding.Source.Current).
+	Policy func() *onboarding.Compiled
+	// Namespaces reads the pod's namespace when a rule needs its labels.
+	Namespaces client.Reader
+	// SchedulerName and QueueLabelKey are the grouper's (KAI's) scheduler name and queue label key.
+	SchedulerName, QueueLabelKey string
+	// Recorder records an Event on the top owner for each onboarded pod (aggregated by client-go's
+	// event correlator).
+	Recorder record.EventRecorder
+}
+
+// Onboarded results, the result label of gangmap_onboarded_pods_total.
+const (
+	OnboardedResult     = "Onboarded"
+	OnboardedDryRun     = "DryRun"
+	OnboardedNoQueue    = "NoQueue"
+	OnboardedOtherSched = "OtherScheduler"
+	// OnboardedRefused: the rule selects the pod's namespace but the namespace lacks the label
+	// the rule takes the queue from; the pod is created unchanged.
+	OnboardedRefused     = "NamespaceQueueMissing"
+	onboardedEventReason = "GangmapOnboarded"
+)
+
+// mayOnboard reports whether a rule could apply to pod (a nil Onboarder: never), cheaply, before
+// any read: the policy has rules, and the pod has metadata, owners and another scheduler name.
+func (o *Onboarder) mayOnboard(pod *corev1.Pod, hasMetadata bool) bool {
+	return o != nil && hasMetadata && len(pod.OwnerReferences) > 0 && pod.Spec.SchedulerName != o.SchedulerName && !o.Policy().Empty()
+}
+
+// onboardPod returns the JSON patch operations that onboard pod under the policy and applies the
+// same changes to pod (so the grouping decision sees a KAI pod), or nil when no rule applies. The
+// top owner is found by d's owner walk (the decision's own, cached). In dry run (shadow mode) it
+// reports and changes nothing. Only pods with owner references and metadata are onboarded.
+//
+// dryRunRequest is the admission request's dryRun (kubectl create --dry-run=server): the pod gets
+// the same patch, so the dry run shows what a create would, but no Event is recorded and nothing
+// counted, since no pod is created (the chart declares the webhook sideEffects: None).
+func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadata, dryRunRequest bool) ([]patchOp, error) {
+	o := m.Onboarding
+	if !o.mayOnboard(pod, hasMetadata) {
+		return nil, nil
+	}
+	policy := o.Policy()
+	chain, err := m.Decider.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
+	var invalid *owners.InvalidReferenceError
+	if errors.As(err, &invalid) || (err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err))) {
+		// An owner reference the pod may not have (another namespace's object, a replaced owner),
+		// or an owner that does not exist (deleted, made up, of a kind the API server does not
+		// serve): the pod has no owner for gangmap, so no rule applies; not an error to count per
+		// pod (the decision path treats it the same, and the pod controller tells the pod once).
+		return nil, nil
+	}
+	if err != nil || chain == nil {
+		return nil, fmt.Errorf("finding the top owner to onboard the pod: %w", err)
+	}
+	top := chain.Top()
+	t := onboarding.Target{Kind: top.GroupVersionKind().GroupKind(), OwnerLabels: top.Labels, Namespace: pod.Namespace}
+	if policy.NeedsNamespaces() {
+		ns := &corev1.Namespace{}
+		if err := o.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+			return nil, fmt.Errorf("reading namespace %s to onboard the pod: %w", pod.Namespace, err)
+		}
+		t.NamespaceLabels = ns.Labels
+	}
+	match := policy.Match(t, o.SchedulerName, o.QueueLabelKey)
+	if match == nil {
+		return nil, nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("rule", match.Rule, "workload", klog.KRef(top.Namespace, top.Name), "kind", t.Kind)
+	ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
+	report := !dryRunRequest // Events and counts only for pods that are created
+	if match.Refused != nil {
+		log.V(1).Info("Pod not onboarded: the rule's queue source is missing on the namespace", "problem", match.Refused.Error())
+		if report {
+			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedRefused).Inc()
+		}
+		if report && o.Recorder != nil {
+			o.Recorder.Event(ref, corev1.EventTypeWarning, onboardedEventReason, "Pods not onboarded: "+match.Refused.Error())
+		}
+		return nil, nil
+	}
+	changes, err := match.Settings.Changes(podDocument(pod), onboard.PodSlots(nil))
+	var skip *onboard.SkipError
+	if errors.As(err, &skip) {
+		if report {
+			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedOtherSched).Inc()
+		}
+		log.V(1).Info("Pod names another scheduler; the onboarding rule does not override it", "scheduler", skip.Scheduler)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.DryRun {
+		if report {
+			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedDryRun).Inc()
+		}
+		log.Info("Dry-run: the onboarding policy would set on the pod", "changes", len(changes))
+		return nil, nil
+	}
+	ops := onboardOps(pod, changes)
+	applyChanges(pod, changes)
+	log.V(1).Info("Pod onboarded", "changes", len(changes), "problem", match.Problem, "dryRunRequest", dryRunRequest)
+	if report {
+		o.reportOnboarded(ref, match.Rule, match.Problem, pod.Spec.SchedulerName)
+	}
+	return ops, nil
+}
+
+// reportOnboarded counts a pod onboarded by rule in gangmap_onboarded_pods_total and records the
+// Event on its workload ref: a Warning when the pod got no queue label (problem says why).
+func (o *Onboarder) reportOnboarded(ref *corev1.ObjectReference, rule, problem, scheduler string) {
+	result, typ, msg := OnboardedResult, corev1.EventTypeNormal, fmt.Sprintf("Pods onboarded to %s by onboarding rule %s", scheduler, rule)
+	if problem != "" {
+		result, typ, msg = OnboardedNoQueue, corev1.EventTypeWarning, msg+" without a queue label: "+problem
+	}
+	onboarding.Onboarded.WithLabelValues(rule, result).Inc()
+	if o.Recorder != nil {
+		o.Recorder.Event(ref, typ, onboardedEventReason, msg)
+	}
+}
+
+// podDocument is the part of pod that onboarding reads, in JSON shape.
+func podDocument(pod *corev1.Pod) map[string]any {
+	md := map[string]any{}
+	if pod.Labels != nil {
+		md["labels"] = stringMap(pod.Labels)
+	}
+	if pod.Annotations != nil {
+		md["annotations"] = stringMap(pod.Annotations)
+	}
+	return map[string]any{"metadata": md, "spec": map[string]any{"schedulerName": pod.Spec.SchedulerName}}
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// onboardOps are the JSON patch operations of changes on the pod as admitted (before applyChanges):
+// `add` of /spec/schedulerName, of each label and annotation, or of the whole map when the pod has
+// none. Nothing else of the pod is touched.
+func onboardOps(pod *corev1.Pod, changes []onboard.Change) []patchOp {
+	var ops []patchOp
+	labels, annotations := map[string]string{}, map[string]string{}
+	for _, c := range changes {
+		switch {
+		case len(c.Path) == 2 && c.Path[0] == "spec" && c.Path[1] == "schedulerName":
+			ops = append(ops, patchOp{Op: "add", Path: "/spec/schedulerName", Value: c.New})
+		case len(c.Path) == 3 && c.Path[1] == "labels":
+			labels[c.Path[2].(string)] = c.New
+		case len(c.Path) == 3 && c.Path[1] == "annotations":
+			annotations[c.Path[2].(string)] = c.New
+		}
+	}
+	ops = addKeys(ops, "/metadata/labels", pod.Labels, labels)
+	return addKeys(ops, "/metadata/annotations", pod.Annotations, annotations)
+}
+
+// addKeys appends the operations that set want in the map at path (cur: the pod's map, nil when
+// absent): the whole map when absent, else an `add` per key, in key order.
+func addKeys(ops []patchOp, path string, cur, want map[string]string) []patchOp {
+	if len(want) == 0 {
+		return ops
+	}
+	if cur == nil {
+		return append(ops, patchOp{Op: "add", Path: path, Value: want})
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ops = append(ops, patchOp{Op: "add", Path: path + "/" + escapePointer(k), Value: want[k]})
+	}
+	return ops
+}
+
+// applyChanges makes changes on the typed pod.
+func applyChanges(pod *corev1.Pod, changes []onboard.Change) {
+	for _, c := range changes {
+		switch {
+		case len(c.Path) == 2 && c.Path[1] == "schedulerName":
+			pod.Spec.SchedulerName = c.New
+		case len(c.Path) == 3 && c.Path[1] == "labels":
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[c.Path[2].(string)] = c.New
+		case len(c.Path) == 3 && c.Path[1] == "annotations":
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[c.Path[2].(string)] = c.New
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
+)
+
+// patchOp is one JSON Patch (RFC 6902) operation.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// Patch returns the JSON patch (RFC 6902) that makes on the admitted pod the change Label makes:
+// KAI's skip annotation and pod-group-name set, the sub-group label set (or removed when the pod
+// has no sub-group). It touches nothing else: its operations are `add` (which also replaces an
+// existing member) of /metadata/annotations/<key> and /metadata/labels/<key>, `add` of the whole
+// /metadata/annotations or /metadata/labels map (or of /metadata) when the object has none, and
+// `remove` of a stale sub-group label. Keys are escaped as JSON pointers ("~" as "~0", "/" as
+// "~1"). It returns nil when the pod already carries every key. Error: an empty podGroup.
+func Patch(pod *podview.Decoded, podGroup, subGroup string) ([]byte, error) {
+	ops, err := groupOps(pod, podGroup, subGroup)
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return json.Marshal(ops)
+}
+
+// groupOps are Patch's operations.
+func groupOps(pod *podview.Decoded, podGroup, subGroup string) ([]patchOp, error) {
+	if podGroup == "" {
+		return nil, errors.New("no PodGroup name to set")
+	}
+	ann := map[string]string{kaikeys.SkipPodGrouper: "true", kaikeys.PodGroupName: podGroup}
+	var lbl map[string]string
+	if subGroup != "" {
+		lbl = map[string]string{kaikeys.SubGroupName: subGroup}
+	}
+	if !pod.HasMetadata {
+		md := map[string]any{"annotations": ann}
+		if lbl != nil {
+			md["labels"] = lbl
+		}
+		return []patchOp{{Op: "add", Path: "/metadata", Value: md}}, nil
+	}
+	ops := make([]patchOp, 0, 3)
+	ops = setKeys(ops, "/metadata/annotations", pod.Pod.Annotations, ann, kaikeys.SkipPodGrouper, kaikeys.PodGroupName)
+	_, has := pod.Pod.Labels[kaikeys.SubGroupName]
+	switch {
+	case subGroup != "":
+		ops = setKeys(ops, "/metadata/labels", pod.Pod.Labels, lbl, kaikeys.SubGroupName)
+	case has:
+		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(kaikeys.SubGroupName)})
+	}
+	return ops, nil
+}
+
+// setKeys appends the operations that give the map at path (cur, nil when the object has none)
+// the values in want, for keys in order: the whole map when there is none, else an `add` per key
+// whose value differs.
+func setKeys(ops []patchOp, path string, cur, want map[string]string, keys ...string) []patchOp {
+	if cur == nil {
+		return append(ops, patchOp{Op: "add", Path: path, Value: want})
+	}
+	for _, k := range keys {
+		if v, ok := cur[k]; !ok || v != want[k] {
+			ops = append(ops, patchOp{Op: "add", Path: path + "/" + escapePointer(k), Value: want[k]})
+		}
+	}
+	return ops
+}
+
+// pointerEscaper escapes a JSON pointer reference token (RFC 6901: "~" as "~0", "/" as "~1").
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }

@@ -1,0 +1,312 @@
+// Package workloadmetrics exports the workloads gangmap groups as Prometheus series, in the style
+// of kube-state-metrics: one set of series per grouped workload (its status from the definition's
+// status mapping, GPUs per workload and role, desired and gang minimum, live pods per role and
+// phase, and the conditions KAI wrote on its PodGroups), generated at scrape time from what the
+// pod controller last saw. The number of workloads is capped (Tracker.MaxWorkloads); a workload
+// beyond the cap gets no series, and gangmap_workload_metrics_dropped_total and a log line say so.
+//
+// The figures come from the workload's gang plan (gang.Plan: Roles, TotalGPUs, GangGPUs, Status),
+// the same values `gangmap get` and `gangmap describe` print.
+package workloadmetrics
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+)
+
+// Workload is what the series of one grouped workload show.
+type Workload struct {
+	UID       types.UID
+	Namespace string
+	// Kind is the workload's group and kind as Kind.group (JobSet.jobset.x-k8s.io).
+	Kind string
+	Name string
+	// Status is the matched words of the common status vocabulary (see gang.Plan.Status).
+	Status []string
+	// GPUs is the desired GPUs (every pod of every role); GangGPUs what the gang minimum needs.
+	// Both in devices, fractions as decimals.
+	GPUs, GangGPUs float64
+	Roles          []Role
+	// PodGroups are the names of the workload's planned PodGroups (in its namespace).
+	PodGroups []string
+}
+
+// Role is one role of a workload with its GPUs (devices; fractions as decimals).
+type Role struct {
+	Name           string
+	GPUs, GangGPUs float64
+}
+
+// FromPlan is the Workload of a plan: its roles, GPUs, status and PodGroups.
+func FromPlan(p *gang.Plan, uid types.UID, groupKind string) Workload {
+	w := Workload{UID: uid, Namespace: p.Workload.Namespace, Kind: groupKind, Name: p.Workload.Name,
+		GPUs: p.TotalGPUs.Devices(), GangGPUs: p.GangGPUs().Devices()}
+	for _, s := range p.Status {
+		w.Status = append(w.Status, string(s))
+	}
+	for _, r := range p.Roles {
+		w.Roles = append(w.Roles, Role{Name: r.Name, GPUs: r.GPUs.Devices(), GangGPUs: r.GangGPUs.Devices()})
+	}
+	for _, pg := range p.PodGroups {
+		w.PodGroups = append(w.PodGroups, pg.Name)
+	}
+	return w
+}
+
+// DefaultMaxWorkloads is the default cap on tracked workloads (--max-workload-metrics).
+const DefaultMaxWorkloads = 10000
+
+// Tracker holds the workloads and pods gangmap grouped, and is the prometheus.Collector of their
+// series. Safe for concurrent use. The zero value is not usable: set MaxWorkloads (0 tracks none).
+type Tracker struct {
+	// MaxWorkloads caps the workloads that have series; 0 turns the workload series off.
+	MaxWorkloads int
+	// Reader, when set, reads the workloads' PodGroups (the manager's cache) at scrape time for
+	// their KAI conditions.
+	Reader client.Reader
+	// Owners, when set, gives a workload's own PodGroups by its UID (strays.OwnerIndex), so that
+	// a scrape finds the PodGroups of a planned name with a key placeholder among them, not among
+	// every PodGroup of the namespace (podgroup.ActualNames).
+	Owners podgroup.OwnerLister
+	// Log reports the first workload dropped for the cap, and every 1000th after.
+	Log logr.Logger
+	// Pods, when set, is where each pod's role and phase are kept (the Book the pod controller
+	// shares with the findings); nil: a Book of the Tracker's own.
+	Pods *podbook.Book
+
+	mu        sync.Mutex
+	workloads map[types.UID]*entry
+	// serial numbers the entries, so that a pod counted under a forgotten entry (its record stays
+	// in the Book until the pod goes) is never taken off a newer entry of the same UID.
+	serial uint64
+	// gone remembers recently deleted workloads, so that a late update (a pod reconciled from a
+	// stale cache) does not bring their series back.
+	gone goneSet
+	// shapes holds one copy of the kinds, status words and roles of alike workloads.
+	shapes   shapes
+	dropped  prometheus.Counter
+	droppedN int
+	once     sync.Once
+}
+
+// entry is one tracked workload: its Workload but the UID (the map's key), with the kind,
+// status words and roles shared with alike workloads (shapes), and its pods' counts. 176 bytes
+// (session 6: 192, and 112 more of kind, status and roles for each of the scale benchmark's
+// CustomJobs).
+type entry struct {
+	namespace, kind, name string
+	status                []string
+	gpus, gangGPUs        float64
+	roles                 []Role
+	podGroups             []string
+	serial                uint64
+	// pods counts the workload's pods per role and phase.
+	pods podCounts
+}
+
+// set records w's values in the entry.
+func (t *Tracker) set(e *entry, w *Workload) {
+	e.namespace, e.kind, e.name = w.Namespace, t.shapes.kind(w.Kind), w.Name
+	e.status, e.roles = t.shapes.statusWords(w.Status), t.shapes.roleList(w.Roles)
+	e.gpus, e.gangGPUs, e.podGroups = w.GPUs, w.GangGPUs, w.PodGroups
+}
+
+// count adds n pods of the state (a count that reaches 0 is dropped).
+func (e *entry) count(s podState, n int) { e.pods.add(s, n) }
+
+var _ prometheus.Collector = (*Tracker)(nil)
+
+func (t *Tracker) init() {
+	t.once.Do(func() {
+		t.workloads = map[types.UID]*entry{}
+		if t.Pods == nil {
+			t.Pods = podbook.New()
+		}
+		t.gone.seed, t.shapes.seed = maphash.MakeSeed(), maphash.MakeSeed()
+		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "gangmap_workload_metrics_dropped_total",
+			Help: "Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them."})
+	})
+}
+
+// SetWorkload records (or replaces) w. It returns false, counting and logging the drop, when w is
+// not tracked yet and MaxWorkloads workloads already are. The Tracker keeps w's lists (Status,
+// Roles, PodGroups) and may share them with other workloads': they must not be changed after.
+func (t *Tracker) SetWorkload(w Workload) bool {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.workloads[w.UID]; ok {
+		t.set(e, &w)
+		return true
+	}
+	if t.gone.has(w.UID) {
+		return false
+	}
+	if len(t.workloads) >= t.MaxWorkloads {
+		t.dropped.Inc()
+		t.droppedN++
+		n := t.droppedN
+		if n == 1 || n%1000 == 0 {
+			t.Log.Info("Workload metrics cap reached: this workload gets no gangmap_workload_* series (raise --max-workload-metrics)",
+				"workload", w.Namespace+"/"+w.Name, "kind", w.Kind, "cap", t.MaxWorkloads, "dropped", n)
+		}
+		return false
+	}
+	t.serial++
+	e := &entry{serial: t.serial}
+	t.set(e, &w)
+	t.workloads[w.UID] = e
+	return true
+}
+
+// Tracked reports whether the workload has series.
+func (t *Tracker) Tracked(uid types.UID) bool {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.workloads[uid]
+	return ok
+}
+
+// Status returns the recorded status of a tracked workload (nil, false when it is not tracked).
+func (t *Tracker) Status(uid types.UID) ([]string, bool) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.workloads[uid]
+	if !ok {
+		return nil, false
+	}
+	return e.status, true
+}
+
+// PodRole returns the role recorded for a pod, if any.
+func (t *Tracker) PodRole(pod types.NamespacedName) (string, bool) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.Pods.Metric(pod)
+	if !ok || t.live(m) == nil {
+		return "", false
+	}
+	return m.Role, true
+}
+
+// live returns the entry a pod's record counts under, nil when that entry is gone.
+func (t *Tracker) live(m podbook.Metric) *entry {
+	if e := t.workloads[m.Owner]; e != nil && e.serial == m.Serial {
+		return e
+	}
+	return nil
+}
+
+// SetPod records a pod of a tracked workload with its role and phase; a pod of an untracked
+// workload is ignored.
+func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase string) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.workloads[uid]
+	if !ok {
+		if old, had := t.Pods.Metric(pod); had && old.Owner != uid {
+			t.forgetPodLocked(pod)
+		}
+		return
+	}
+	m := podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase}
+	if old, had := t.Pods.SwapMetric(pod, &m); had {
+		if oe := t.live(old); oe != nil {
+			oe.count(podState{role: old.Role, phase: old.Phase}, -1)
+		}
+	}
+	e.count(podState{role: role, phase: phase}, 1)
+}
+
+// ForgetPod drops a pod (deleted, or no longer gangmap's).
+func (t *Tracker) ForgetPod(pod types.NamespacedName) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetPodLocked(pod)
+}
+
+func (t *Tracker) forgetPodLocked(pod types.NamespacedName) {
+	if old, had := t.Pods.SwapMetric(pod, nil); had {
+		if e := t.live(old); e != nil {
+			e.count(podState{role: old.Role, phase: old.Phase}, -1)
+		}
+	}
+}
+
+// ForgetWorkload drops a deleted workload and its pods: its series are gone from the next scrape.
+func (t *Tracker) ForgetWorkload(uid types.UID) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Its pods' records stay in the Book until the pods go; they no longer count (serial).
+	delete(t.workloads, uid)
+	t.gone.add(uid)
+}
+
+var (
+	wl          = []string{"namespace", "kind", "name"}
+	descStatus  = prometheus.NewDesc("gangmap_workload_status", "Status of a workload gangmap groups, from its definition's status mapping (one series per matched status word: initializing, running, completed, failed, degraded, suspended, suspending, resuming, undefined), always 1.", append(wl, "status"), nil)
+	descInfo    = prometheus.NewDesc("gangmap_workload_info", "A workload gangmap groups, always 1; podgroups counts its planned PodGroups.", wl, nil)
+	descGPUs    = prometheus.NewDesc("gangmap_workload_gpus", "GPUs the workload's pods request when every role runs all its replicas, in devices (fractions as decimals).", wl, nil)
+	descGangGPU = prometheus.NewDesc("gangmap_workload_gang_min_gpus", "GPUs the workload's gang minimum requires, in devices (fractions as decimals).", wl, nil)
+	descRoleGPU = prometheus.NewDesc("gangmap_workload_role_gpus", "GPUs of one role of the workload when all its replicas run, in devices (fractions as decimals).", append(wl, "role"), nil)
+	descRoleMin = prometheus.NewDesc("gangmap_workload_role_gang_min_gpus", "GPUs of one role of the workload that the gang minimum requires, in devices (fractions as decimals).", append(wl, "role"), nil)
+	descPods    = prometheus.NewDesc("gangmap_workload_role_pods", "Live pods of one role of the workload, by pod phase (Pending, Running, Succeeded, Failed, Unknown).", append(wl, "role", "phase"), nil)
+	descPGCond  = prometheus.NewDesc("gangmap_workload_podgroup_condition", "A condition KAI wrote on the workload's PodGroup (status.conditions and status.schedulingConditions, as gangmap reads them), always 1. KAI's v2alpha2 PodGroup has no phase field.", append(wl, "podgroup", "type", "status"), nil)
+	descTracked = prometheus.NewDesc("gangmap_workload_metrics_workloads", "Workloads that have gangmap_workload_* series (at most --max-workload-metrics).", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (t *Tracker) Describe(ch chan<- *prometheus.Desc) {
+	t.init()
+	for _, d := range []*prometheus.Desc{descStatus, descInfo, descGPUs, descGangGPU, descRoleGPU, descRoleMin, descPods, descPGCond, descTracked} {
+		ch <- d
+	}
+	t.dropped.Describe(ch)
+}
+
+// MaxRoleSeries caps the roles one workload has series for: the role list is data of the
+// workload (an AppWrapper's or a DisaggregatedSet's author writes up to 1,000 instances), so
+// without a cap one author could add thousands of series to every scrape. Roles past the first
+// MaxRoleSeries (in plan order) are summed into the role OtherRoles, GPUs and pods alike.
+const MaxRoleSeries = 32
+
+// MaxPodGroupSeries caps the PodGroups one workload exports conditions for (the first, by name):
+// a workload of per-replica gangs (a LeaderWorkerSet of 1,000 groups) has one PodGroup each.
+const MaxPodGroupSeries = 32
+
+// OtherRoles is the role label of the sum of a workload's roles past MaxRoleSeries.
+const OtherRoles = "_other"
+
+// boundedRoles returns at most MaxRoleSeries+1 roles: the first MaxRoleSeries, then OtherRoles
+// summing the rest; kept holds the names of the roles that keep their own series (nil when all do).
+func boundedRoles(roles []Role) (out []Role, kept map[string]bool) {
+	if len(roles) <= MaxRoleSeries {
+		return roles, nil
+	}
+	kept = make(map[string]bool, MaxRoleSeries)
+	out = append(make([]Role, 0, MaxRoleSeries+1), roles[:MaxRoleSeries]...)
+	other := Role{Name: OtherRoles}
+	for _, r := range roles[:MaxRoleSeries] {
+		kept[r.Name] = true
+	}
+	for _, r := range roles[MaxRoleSeries:] {
+		other.GPUs += r.GPUs
+		other.GangGPUs += r.GangGPUs
+	}
+	return append(out, other), kept
+}
