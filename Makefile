@@ -29,7 +29,7 @@ SHELL := bash
 .NOTPARALLEL:
 .DEFAULT_GOAL := help
 
-.PHONY: help build control-plane test unit e2e kai-module kai-module-if-set fmt-check vet vuln demo generate fuzz clean bench bench-e2e bench-scale bench-vs-kai fuzz-smoke fuzz-long
+.PHONY: help build control-plane test unit e2e kai-module kai-module-if-set kai-sum fmt-check vet vuln demo generate fuzz clean bench bench-e2e bench-scale bench-vs-kai fuzz-smoke fuzz-long
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9][a-z0-9-]*:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -47,6 +47,7 @@ test: fmt-check vet vuln unit e2e demo fuzz-smoke kai-module-if-set ## fmt-check
 unit: ## Unit tests with the race detector (helm is built first, outside go test's timeout).
 	bash hack/helm.sh --path >/dev/null
 	$(GO) test -race ./...
+	$(GO) test -C hack/modsum -race ./...
 
 e2e: ## End-to-end tests on a real kube-apiserver and etcd (builds them first if needed).
 	@# hack/control-plane.sh prints its progress on stderr (left visible) and the directory on stdout.
@@ -61,6 +62,13 @@ KAI_SRC ?=
 
 kai-module: ## Build, vet and test kaipodgrouper/ against KAI_SRC (a KAI v0.17.0 checkout): bin/gangmap-kai-podgrouper; KAI_MODULE_E2E=1 adds its e2e tests.
 	KAI_SRC='$(KAI_SRC)' bash hack/kai-module.sh
+
+# KAI's module version kaipodgrouper/go.mod requires, for kai-sum.
+KAI_VERSION = $(shell awk '$$1 == "github.com/kai-scheduler/KAI-scheduler" {print $$2; exit}' kaipodgrouper/go.mod)
+
+kai-sum: ## Compute kaipodgrouper/go.sum's two lines of KAI's module from KAI_SRC's tag (hack/modsum: as the module proxy would; computed, not fetched).
+	@[[ -n '$(KAI_SRC)' ]] || { echo "make kai-sum: KAI_SRC is not set: give a KAI source checkout with the tag $(KAI_VERSION)" >&2; exit 2; }
+	$(GO) run -C hack/modsum . -repo '$(abspath $(KAI_SRC))' -rev '$(KAI_VERSION)' -module github.com/kai-scheduler/KAI-scheduler -gosum '$(CURDIR)/kaipodgrouper/go.sum'
 
 kai-module-if-set:
 	@if [[ -z '$(KAI_SRC)' ]]; then \
@@ -79,6 +87,7 @@ fmt-check: ## Fail, listing them, if any Go file needs gofmt.
 
 vet: ## go vet, with and without the e2e build tags.
 	$(GO) vet ./...
+	$(GO) vet -C hack/modsum ./...
 	$(GO) vet -tags e2e ./e2e/...
 	$(GO) vet -tags e2e_kai ./e2e/realkai/...
 

@@ -11,11 +11,39 @@
 #   KAI_SRC=/path/to/KAI-scheduler bash hack/kai-module.sh         build, vet, unit tests
 #   KAI_SRC=... KAI_MODULE_E2E=1 bash hack/kai-module.sh            also the e2e tests (real API server)
 #   KAI_SRC=... KAI_MODULE_BUILD_ONLY=1 bash hack/kai-module.sh      only the binary (e2e/realkai/inkai)
+#   KAI_MODULE_PROXY=1 KAI_MODULE_BUILD_ONLY=1 bash hack/kai-module.sh  the binary from the module proxy
+#                                                                    (no KAI_SRC, no go.work: the image)
+#
+# The binary is built by build_binary below, the one go build command of gangmap-kai-podgrouper:
+# kaipodgrouper/Dockerfile runs this script with KAI_MODULE_PROXY=1 (podgrouper/kaiplugin
+# TestDockerfileBuildsWithTheMakefilesCommand checks it does), so the image's binary and make
+# kai-module's are built the same way. With KAI_MODULE_PROXY=1 KAI's module comes from the module
+# proxy and is checked against kaipodgrouper/go.sum's lines for it (computed from the tag by
+# hack/modsum: make kai-sum).
 #
 # Output: bin/gangmap-kai-podgrouper, or KAI_MODULE_OUT.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${KAI_MODULE_OUT:-$root/bin/gangmap-kai-podgrouper}
+
+# build_binary builds gangmap-kai-podgrouper into $out from kaipodgrouper/ (the working
+# directory): static (CGO_ENABLED=0, distroless has no libc), reproducible paths (-trimpath), no
+# symbol tables (-s -w). GOOS/GOARCH come from the environment (the image sets them).
+build_binary() {
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out" ./cmd/gangmap-kai-podgrouper
+}
+
+if [[ ${KAI_MODULE_PROXY:-} == 1 ]]; then
+  if [[ ${KAI_MODULE_BUILD_ONLY:-} != 1 ]]; then
+    echo "kai-module: KAI_MODULE_PROXY=1 builds the binary only (KAI_MODULE_BUILD_ONLY=1)" >&2
+    exit 2
+  fi
+  cd "$root/kaipodgrouper"
+  echo "kai-module: building against KAI from the module proxy (GOWORK=off)" >&2
+  GOWORK=off build_binary
+  exit 0
+fi
 if [[ -z ${KAI_SRC:-} ]]; then
   echo "kai-module: KAI_SRC is unset: set it to a KAI Scheduler source checkout (v0.17.0)" >&2
   exit 2
@@ -45,9 +73,8 @@ replace github.com/kai-scheduler/KAI-scheduler $version => $kai
 WORK
 export GOWORK=$work
 cd "$root/kaipodgrouper"
-out=${KAI_MODULE_OUT:-$root/bin/gangmap-kai-podgrouper}
 echo "kai-module: building against KAI $version at $kai (GOWORK=$work)" >&2
-go build -o "$out" ./cmd/gangmap-kai-podgrouper
+build_binary
 if [[ ${KAI_MODULE_BUILD_ONLY:-} == 1 ]]; then
   exit 0
 fi
