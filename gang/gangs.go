@@ -61,7 +61,7 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 			if len(pg.members) == 0 {
 				continue // nothing to group: never a PodGroup with a made-up size
 			}
-			if gs.subGroups != nil || pg.asksForPlacement() {
+			if gs.subGroups != nil || pg.asksForPlacement() || pg.defersAGang() {
 				if err := pg.buildSubGroups(gs.subGroups, c, p.perReplica, budget); err != nil {
 					return err
 				}
@@ -80,6 +80,25 @@ func (p *Plan) buildGangs(ctx context.Context, c *definitions.Compiled, w *defin
 		}
 	}
 	return p.sumGPUs()
+}
+
+// defersAGang reports whether a member of the PodGroup is a role the start rule holds until the
+// operator creates its pods (not one whose pods have finished) with more than one pod of its own
+// minimum. A flat PodGroup cannot defer it: its pods would join the gang already admitted and
+// KAI's elastic phase binds them one at a time (allocation_info.go collectTasksFromSubGroupSet,
+// getNumTasksToAllocate: one task per attempt once the minimum is met), so a Volcano task with
+// dependsOn could run on part of its pods. Such a PodGroup gets a sub-group per role instead
+// (buildSubGroups), whose held one is Deferred and later written with its own minimum (finish):
+// the held pods then start together. A held role of one pod needs none: one pod is whole (an
+// MPIJob's launcher with launcherCreationPolicy WaitForWorkersReady keeps the flat PodGroup
+// KAI's own MPI plugin writes).
+func (pg *PodGroup) defersAGang() bool {
+	for _, m := range pg.members {
+		if m.role.StartupHold != "" && !m.role.StartupFinished && m.heldPods > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // sumGPUs sets each role's gang and total GPUs and the plan's total. Errors: a count out of
