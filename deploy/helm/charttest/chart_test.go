@@ -266,6 +266,7 @@ func TestGrouperArgs(t *testing.T) {
 		check("burst", o.Burst, v.APIRateLimit.Burst)
 		check("cluster-definitions", o.ClusterDefinitions, v.ClusterDefs)
 		check("strict-definitions", o.StrictDefinitions, v.StrictDefs)
+		check("topology-segments", o.TopologySegments, v.TopoSegs)
 		check("definitions", o.DefinitionPaths, []string{definitionsDir})
 		poll, err := time.ParseDuration(v.DefinitionsPoll)
 		if err != nil {

@@ -141,6 +141,7 @@ type chartValues struct {
 	} `json:"apiRateLimit"`
 	ClusterDefs bool           `json:"clusterDefinitions"`
 	StrictDefs  bool           `json:"strictDefinitions"`
+	TopoSegs    string         `json:"topologySegments"`
 	Definitions map[string]any `json:"definitions"`
 	Onboarding  struct {
 		Enabled bool             `json:"enabled"`

@@ -407,6 +407,8 @@ func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	want.add("scheduling.k8s.io", "priorityclasses", "get", "list", "watch")
 	// podgrouper/runtime/crdlint: the workload kind's CRD, read by name to lint each definition.
 	want.add("apiextensions.k8s.io", "customresourcedefinitions", "get")
+	// podgrouper/runtime/kaitopology.Watcher: a dynamic informer on KAI's Topology objects (findings).
+	want.add("kai.scheduler", "topologies", "get", "list", "watch")
 	// sources.Cluster: a dynamic informer on Karta objects, with --cluster-definitions.
 	if v.ClusterDefs {
 		want.add("run.ai", "kartas", "get", "list", "watch")
@@ -577,6 +579,7 @@ func TestDefaultRBACMatchesTheCode(t *testing.T) {
 		{APIGroups: []string{"scheduling.run.ai"}, Resources: []string{"podgroups"}, Verbs: []string{"create", "delete", "get", "list", "update", "watch"}},
 		{APIGroups: []string{"scheduling.k8s.io"}, Resources: []string{"priorityclasses"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"kai.scheduler"}, Resources: []string{"topologies"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"run.ai"}, Resources: []string{"kartas"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"serving.kserve.io"}, Resources: []string{"inferenceservices", "llminferenceservices"}, Verbs: []string{"get", "list", "patch", "watch"}},
 		{APIGroups: []string{"apps.nvidia.com"}, Resources: []string{"nimservices"}, Verbs: []string{"get", "list", "patch", "watch"}},

@@ -22,6 +22,10 @@
 //     not create (yet), so KAI waits forever.
 //   - Drift: definition paths that resolved to nothing on the workload (a renamed field, a
 //     typo); at once.
+//   - TopologyUnresolved: a kai.scheduler/ topology or segment request the plan cannot honour
+//     (gang.Plan.TopologyIssues: no Topology named, no level, no pod index, a bad size); at once.
+//   - TopologyNotFound: a constraint the plan writes names a KAI Topology that does not exist or
+//     a level it lacks (checked against the Tracker's Topologies, kaitopology); at once.
 package findings
 
 import (
@@ -45,10 +49,16 @@ const (
 	GangUnsatisfiable Reason = "GangUnsatisfiable"
 	GangNotAdmittable Reason = "GangNotAdmittable"
 	Drift             Reason = "Drift"
+	// TopologyUnresolved: a topology or segment request of the workload the plan cannot honour
+	// (gang.TopologyIssue); at once.
+	TopologyUnresolved Reason = "TopologyUnresolved"
+	// TopologyNotFound: a constraint the plan writes names a KAI Topology that does not exist, or
+	// a level the Topology does not have; at once, and cleared when the Topology appears.
+	TopologyNotFound Reason = "TopologyNotFound"
 )
 
 // Reasons lists every Reason in report order.
-var Reasons = []Reason{UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift}
+var Reasons = []Reason{UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift, TopologyUnresolved, TopologyNotFound}
 
 // Finding is one disagreement between a workload's plan and its pods.
 type Finding struct {

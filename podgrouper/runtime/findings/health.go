@@ -49,7 +49,7 @@ var (
 	// Gauge counts the workloads currently affected, by workload kind, definition and reason.
 	Gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gangmap_gang_findings",
-		Help: "Workloads whose pods currently disagree with their gang plan, by workload kind, definition and reason (UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift).",
+		Help: "Workloads whose pods currently disagree with their gang plan, by workload kind, definition and reason (UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift, TopologyUnresolved, TopologyNotFound).",
 	}, []string{"kind", "definition", "reason"})
 	// Total counts findings raised (a workload entering a finding), by the same labels.
 	Total = prometheus.NewCounterVec(prometheus.CounterOpts{

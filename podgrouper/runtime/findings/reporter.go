@@ -140,9 +140,9 @@ func (r *Reporter) Tick(ctx context.Context) {
 	}
 }
 
-// reasonsOf is the set of reasons among a workload's sent findings (at most the four Reasons).
+// reasonsOf is the set of reasons among a workload's sent findings (at most every Reason).
 func reasonsOf(sent map[findingKey]sentFinding) map[Reason]bool {
-	out := make(map[Reason]bool, 4)
+	out := make(map[Reason]bool, len(Reasons))
 	for k := range sent {
 		out[k.reason] = true
 	}

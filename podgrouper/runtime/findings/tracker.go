@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
@@ -53,6 +54,10 @@ type Tracker struct {
 	// definitions holds each Definition once for the workloads to point to (three strings, the
 	// same for every workload of a definition); emptied past maxDefinitions.
 	definitions map[Definition]*Definition
+
+	// Topologies, when set (before the first evaluation), are the cluster's KAI Topologies the
+	// plans' constraints are checked against (TopologyNotFound); without it they are not checked.
+	Topologies kaitopology.Lookup
 }
 
 // maxDefinitions bounds Tracker.definitions (a Karta deleted and created again is another).
@@ -85,6 +90,8 @@ type rareState struct {
 	// unclaimedPod names one unclaimed pod, for the message; unclaimedLabels are its labels and
 	// selectors what the definition's selectors want (NoteUnclaimed), both bounded.
 	unclaimedPod, unclaimedLabels, selectors string
+	// topology is what the plan asks of KAI's topology (nil when nothing).
+	topology *topologyState
 }
 
 // noRareState is the rare state of a workload that has none (read only).
@@ -100,7 +107,7 @@ func (w *workload) rareState() *rareState {
 
 // tidy drops the rare state when it holds nothing.
 func (w *workload) tidy() {
-	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" {
+	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" && r.topology == nil {
 		w.rare = nil
 	}
 }
@@ -177,6 +184,7 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	for _, pg := range plan.PodGroups {
 		w.podGroups = append(w.podGroups, pg.Name)
 	}
+	w.setTopology(plan)
 	if len(plan.Misses) > 0 || w.rare != nil {
 		r := w.rareState()
 		r.misses = r.misses[:0]
@@ -393,7 +401,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 		if !w.planned {
 			continue
 		}
-		fs := w.findings(at, cfg)
+		fs := w.findings(at, cfg, t.Topologies)
 		if len(fs) == 0 && !report(uid) {
 			continue
 		}
@@ -407,7 +415,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 
 // findings evaluates one workload at time at (since the tracker's epoch); see the package doc
 // for the rules.
-func (w *workload) findings(at time.Duration, cfg Config) []Finding {
+func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology.Lookup) []Finding {
 	var fs []Finding
 	rare := w.rare
 	if rare == nil {
@@ -457,6 +465,7 @@ func (w *workload) findings(at time.Duration, cfg Config) []Finding {
 		fs = append(fs, Finding{Reason: Drift, Counts: misses, Message: fmt.Sprintf(
 			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", misses)})
 	}
+	fs = append(fs, rare.topology.findings(topologies)...)
 	sortFindings(fs)
 	return fs
 }
@@ -465,29 +474,4 @@ func sortedCopy(s []string) []string {
 	out := append([]string(nil), s...)
 	sort.Strings(out)
 	return out
-}
-
-// Counts is a workload's observed pods, for tests and the CLI.
-type Counts struct {
-	// Live and Created are per role.
-	Live, Created map[string]int64
-	Unclaimed     int64
-}
-
-// Counts returns the workload's counters (zero Counts for an unknown workload).
-func (t *Tracker) Counts(uid types.UID) Counts {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := Counts{Live: map[string]int64{}, Created: map[string]int64{}}
-	w := t.workloads[uid]
-	if w == nil {
-		return c
-	}
-	if w.rare != nil {
-		c.Unclaimed = w.rare.unclaimed
-	}
-	for _, rs := range w.roles.list {
-		c.Live[rs.name], c.Created[rs.name] = int64(rs.live), int64(rs.created)
-	}
-	return c
 }

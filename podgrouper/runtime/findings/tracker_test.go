@@ -28,6 +28,13 @@ const uid = "11111111-2222-3333-4444-555555555555"
 // be set to n replicas.
 func seedPlan(t testing.TB, workers int64) *gang.Plan {
 	t.Helper()
+	return seedPlanWith(t, workers, nil, nil)
+}
+
+// seedPlanWith is seedPlan of the seed JobSet with the workload's annotations and the workers'
+// pod template annotations set.
+func seedPlanWith(t testing.TB, workers int64, annotations, workerTemplate map[string]string) *gang.Plan {
+	t.Helper()
 	c, err := expr.NewCompiler(expr.DefaultLimits())
 	require.NoError(t, err)
 	reg := definitions.NewRegistry(c)
@@ -39,6 +46,10 @@ func seedPlan(t testing.TB, workers int64) *gang.Plan {
 	obj.SetUID(uid)
 	rjs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "replicatedJobs")
 	rjs[1].(map[string]any)["replicas"] = workers
+	if workerTemplate != nil {
+		require.NoError(t, unstructured.SetNestedStringMap(rjs[1].(map[string]any), workerTemplate, "template", "spec", "template", "metadata", "annotations"))
+	}
+	obj.SetAnnotations(annotations)
 	require.NoError(t, unstructured.SetNestedSlice(obj.Object, rjs, "spec", "replicatedJobs"))
 	p, err := gang.Build(context.Background(), reg.Lookup(obj.GroupVersionKind()), obj)
 	require.NoError(t, err)
