@@ -48,8 +48,21 @@ func New(kai KAINatives, hub *kaiplugin.Hub, g *kaiplugin.Grouper) *PluginsHub {
 // GetPodGrouperPlugin implements pluginshub.PluginsHub. It never returns nil: KAI's pod
 // controller calls Name on the result before anything else (podgrouper.go GetPGMetadata), and a
 // nil pointer in a non-nil interface (KAI v0.17's Karta hub bug) is never returned either.
+//
+// In shadow mode (kaiplugin.Shadow) every kind but a native one gets stock KAI's answer
+// (h.KAI.GetPodGrouperPlugin: its default grouper, or its Karta fallback when that is on), and a
+// kind gangmap would group gets it through a shadow grouper that asks gangmap first and reports
+// the difference.
 func (h *PluginsHub) GetPodGrouperPlugin(gvk metav1.GroupVersionKind) grouper.Grouper {
-	switch h.Hub.Choose(gvk) {
+	choice := h.Hub.Choose(gvk)
+	if h.Grouper.Gangmap.Shadow != nil && choice != kaiplugin.Native {
+		stock := h.KAI.GetPodGrouperPlugin(gvk)
+		if choice == kaiplugin.Gangmap {
+			return &shadowGrouper{gangmap: h.Grouper, kai: stock}
+		}
+		return stock
+	}
+	switch choice {
 	case kaiplugin.Native:
 		return h.KAI.GetPodGrouperPlugin(gvk)
 	case kaiplugin.Gangmap:
@@ -90,4 +103,47 @@ func (waiting) Name() string { return "gangmap-waiting-for-definitions" }
 
 func (waiting) GetPodGroupMetadata(*unstructured.Unstructured, *v1.Pod, ...*metav1.PartialObjectMetadata) (*kaipodgroup.Metadata, error) {
 	return nil, kaiplugin.ErrDefinitionsLoading
+}
+
+// shadowGrouper is, in shadow mode, the grouper of a kind gangmap would group: it asks gangmap's
+// grouper (its findings and metrics count the pod), then stock KAI's grouper for the kind, tells
+// the difference (kaiplugin.Shadow.Compare) and returns KAI's answer.
+type shadowGrouper struct {
+	gangmap *Grouper
+	kai     grouper.Grouper
+}
+
+var _ grouper.Grouper = (*shadowGrouper)(nil)
+
+// Name implements grouper.Grouper: the name of KAI's grouper, whose answer is returned.
+func (s *shadowGrouper) Name() string { return s.kai.Name() }
+
+// GetPodGroupMetadata implements grouper.Grouper: KAI's grouper's metadata and error, after
+// gangmap's decision is compared with it.
+func (s *shadowGrouper) GetPodGroupMetadata(topOwner *unstructured.Unstructured, pod *v1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*kaipodgroup.Metadata, error) {
+	gm, gmErr := s.gangmap.Gangmap.Metadata(topOwner, pod, otherOwners...)
+	md, err := s.kai.GetPodGroupMetadata(topOwner, pod, otherOwners...)
+	if err != nil {
+		return nil, err
+	}
+	var gmGang, kaiGang *kaiplugin.Gang
+	if gm != nil {
+		g := kaiplugin.GangOf(gm)
+		gmGang = &g
+	}
+	if md != nil {
+		g := GangOf(md)
+		kaiGang = &g
+	}
+	s.gangmap.Gangmap.Shadow.Compare(topOwner, pod, gmGang, gmErr, s.kai.Name(), kaiGang)
+	return md, nil
+}
+
+// GangOf is KAI's metadata's gang, as kaiplugin.GangOf gives gangmap's.
+func GangOf(md *kaipodgroup.Metadata) kaiplugin.Gang {
+	g := kaiplugin.Gang{Name: md.Name, MinMember: md.MinAvailable, MinSubGroup: md.MinSubGroup}
+	for _, sg := range md.SubGroups {
+		g.SubGroups = append(g.SubGroups, kaiplugin.SubGroupGang{Name: sg.Name, MinMember: sg.MinAvailable})
+	}
+	return g
 }

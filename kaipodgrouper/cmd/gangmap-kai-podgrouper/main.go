@@ -7,7 +7,9 @@
 // KAI's default grouper. It replaces KAI's pod-grouper image; no gangmap controller or webhook
 // runs beside it (docs/kai-podgrouper.md).
 //
-// Flags: every flag of KAI's pod-grouper, plus gangmap's definitions flags (kaiplugin.Options).
+// Flags: every flag of KAI's pod-grouper, plus gangmap's (kaiplugin.Options): definitions, catalog,
+// findings grace periods, workload metrics and shadow mode (--gangmap-shadow, which alone allows
+// --generic-karta-fallback=true).
 package main
 
 import (
@@ -47,11 +49,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if v := flagValue(kartaFallbackFlag); v != "false" {
-		return fmt.Errorf("--%s=%s: KAI's Karta fallback would group the kinds gangmap's definitions describe by other rules; gangmap is this pod-grouper's fallback (leave the flag out)", kartaFallbackFlag, v)
+	if v := flagValue(kartaFallbackFlag); v != "false" && !o.Shadow {
+		return fmt.Errorf("--%s=%s: KAI's Karta fallback would group the kinds gangmap's definitions describe by other rules; gangmap is this pod-grouper's fallback (leave the flag out, or compare them with --gangmap-shadow)", kartaFallbackFlag, v)
 	}
 	kai := kaiplugin.KAIConfig{SchedulerName: flagValue("scheduler-name"), QueueLabelKey: flagValue("queue-label-key"),
-		NodePoolLabelKey: flagValue("nodepool-label-key")}
+		NodePoolLabelKey: flagValue("nodepool-label-key"), PodGroups: kaihub.PodGroupClient{KAI: a.Mgr.GetClient()}}
 	hub, g, err := kaiplugin.Setup(a.Mgr, o, kai, a.DefaultPluginsHub)
 	if err != nil {
 		return err
@@ -69,7 +71,8 @@ func run(args []string) error {
 	ctrl.Log.WithName("setup").Info("Starting KAI's pod-grouper with gangmap's plugin hub",
 		"schedulerName", kai.SchedulerName, "queueLabelKey", kai.QueueLabelKey, "nodePoolLabelKey", kai.NodePoolLabelKey,
 		"definitions", o.DefinitionPaths, "clusterDefinitions", o.ClusterDefinitions, "catalog", o.Catalog,
-		"strictDefinitions", o.StrictDefinitions, "kartaFallback", false)
+		"strictDefinitions", o.StrictDefinitions, "kartaFallback", flagValue(kartaFallbackFlag) == "true",
+		"shadow", o.Shadow, "maxWorkloadMetrics", o.MaxWorkloadMetrics)
 	return a.Run()
 }
 
@@ -90,7 +93,12 @@ func usage() {
 Native KAI plugins first, gangmap's definitions (cluster Kartas, --definitions, the built-in catalog)
 for kinds KAI has no plugin for, KAI's default grouper otherwise.
 
---%s is false here (KAI's default: true) and may not be set true: gangmap is the fallback.
+--%s is false here (KAI's default: true) and may be set true only with --gangmap-shadow
+(shadow mode: KAI writes what stock KAI with these flags would; gangmap decides, reports through
+Events, findings and metrics, and writes nothing).
+
+gangmap's findings (Warning Events on the workload and its Karta; gangmap_gang_findings) and
+workload metrics (gangmap_workload_*) are served on KAI's --metrics-bind-address.
 
 `, kartaFallbackFlag)
 	flag.PrintDefaults()

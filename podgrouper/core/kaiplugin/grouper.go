@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -42,6 +43,11 @@ type Grouper struct {
 	Timeout time.Duration
 	// Log is the logger (the discard logger when unset).
 	Log logr.Logger
+	// Observer, when set, records each decision for the findings and the workload metrics.
+	Observer *Observer
+	// Shadow, when set, is shadow mode (see Shadow): KAI's own grouper's result is written, and
+	// Shadow tells how gangmap's differs. The nested module's hub reads it.
+	Shadow *Shadow
 }
 
 // Metadata returns the KAI-shaped metadata of the pod's PodGroup (KAIMetadata: detached from
@@ -69,8 +75,14 @@ func (g *Grouper) Metadata(topOwner *unstructured.Unstructured, pod *corev1.Pod,
 	}
 	if dec == nil {
 		decisions.WithLabelValues(resultNone).Inc()
+		if g.Observer != nil {
+			g.Observer.Forget(client.ObjectKeyFromObject(pod))
+		}
 		log.V(1).Info("gangmap places the pod in no PodGroup")
 		return nil, nil
+	}
+	if g.Observer != nil {
+		g.Observer.Observe(ctx, pod, dec)
 	}
 	var existing *v2alpha2.PodGroup
 	if g.PodGroups != nil && hasDeferred(dec.Metadata) && !dec.Metadata.DropDeferred {

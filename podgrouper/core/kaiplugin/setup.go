@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -21,6 +24,9 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
 // Options are gangmap's options inside KAI's pod-grouper: the definition sources and the
@@ -41,13 +47,24 @@ type Options struct {
 	PlanCacheSize int
 	// Timeout bounds one pod's decision (zero: DefaultTimeout).
 	Timeout time.Duration
+	// Findings holds the grace periods of the observed-vs-planned findings (package findings),
+	// reported as Warning Events and the gangmap_gang_findings metrics.
+	Findings findings.Config
+	// MaxWorkloadMetrics caps the workloads with gangmap_workload_* series; 0 turns them off.
+	MaxWorkloadMetrics int
+	// Shadow is shadow mode (see Shadow): KAI groups every pod as stock KAI, gangmap only
+	// decides and reports.
+	Shadow bool
 }
 
 // DefaultOptions are the defaults of AddFlags: the standalone grouper's defaults for the same
 // options.
 func DefaultOptions() Options {
 	return Options{DefinitionsPoll: 10 * time.Second, ClusterDefinitions: true, Catalog: true, StrictDefinitions: true,
-		PlanCacheSize: workloadmap.DefaultPlanCacheSize, Timeout: DefaultTimeout}
+		PlanCacheSize: workloadmap.DefaultPlanCacheSize, Timeout: DefaultTimeout,
+		Findings: findings.Config{MoreThanPlannedGrace: findings.DefaultMoreThanPlannedGrace,
+			GangUnsatisfiableGrace: findings.DefaultGangUnsatisfiableGrace, ResendInterval: findings.DefaultResendInterval},
+		MaxWorkloadMetrics: workloadmetrics.DefaultMaxWorkloads}
 }
 
 // AddFlags registers the options on fs, a Go flag set: KAI's pod-grouper parses flag.CommandLine
@@ -68,6 +85,11 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.StrictDefinitions, "strict-definitions", o.StrictDefinitions, "gangmap: leave out definitions (files and cluster Kartas) with unknown fields, with a Warning Event; false accepts them with a warning.")
 	fs.IntVar(&o.PlanCacheSize, "plan-cache-size", o.PlanCacheSize, "gangmap: most gang plans cached, one per workload; at least 1.")
 	fs.DurationVar(&o.Timeout, "gangmap-timeout", o.Timeout, "gangmap: longest time one pod's decision may take (plan, placement, re-read of a stale workload); past it KAI retries the pod. Must be positive.")
+	fs.DurationVar(&o.Findings.MoreThanPlannedGrace, "findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace, "gangmap: how long a role may have more live pods than its definition plans before gangmap reports MoreThanPlanned (a Warning Event); must be positive.")
+	fs.DurationVar(&o.Findings.GangUnsatisfiableGrace, "findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace, "gangmap: how long a role the gang requires may lack pods, with none being created, while other roles' pods exist, before gangmap reports GangUnsatisfiable; must be positive.")
+	fs.DurationVar(&o.Findings.ResendInterval, "findings-event-interval", o.Findings.ResendInterval, "gangmap: least time between two identical findings Warning Events on one workload or Karta; must be positive.")
+	fs.IntVar(&o.MaxWorkloadMetrics, "max-workload-metrics", o.MaxWorkloadMetrics, "gangmap: most workloads with gangmap_workload_* series (status, GPUs per role, pods per phase) on KAI's metrics endpoint; 0 turns them off.")
+	fs.BoolVar(&o.Shadow, "gangmap-shadow", o.Shadow, "gangmap: shadow mode: every pod is grouped as stock KAI with these flags would group it (KAI's own grouper's PodGroup is written, pods are never held while definitions load); for a kind gangmap would group, gangmap still decides, counts its findings and metrics, and tells on the workload (DryRunPodGroup Event) where its PodGroup would differ. Allows --generic-karta-fallback=true. (default false)")
 }
 
 // Validate checks the options; errors name the flag.
@@ -81,6 +103,17 @@ func (o *Options) Validate() error {
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--gangmap-timeout must be positive, got %s", o.Timeout))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace}, {"findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace}, {"findings-event-interval", o.Findings.ResendInterval}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", d.flag, d.v))
+		}
+	}
+	if o.MaxWorkloadMetrics < 0 {
+		errs = append(errs, fmt.Errorf("--max-workload-metrics must not be negative, got %d", o.MaxWorkloadMetrics))
 	}
 	for _, p := range o.DefinitionPaths {
 		if _, err := os.Stat(p); err != nil {
@@ -96,6 +129,10 @@ type KAIConfig struct {
 	SchedulerName    string
 	QueueLabelKey    string
 	NodePoolLabelKey string
+	// PodGroups reads KAI's PodGroups as gangmap's copy of the type (the nested module's
+	// kaihub.PodGroupClient over KAI's manager client), for the workload metrics' PodGroup
+	// conditions; nil: none are read.
+	PodGroups client.Reader
 }
 
 // Setup builds gangmap's hub and grouper on KAI's manager: the registry with its sources (the
@@ -134,7 +171,58 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native NativePlugins) 
 		Decider: &controller.Decider{APIReader: mgr.GetAPIReader(), SchedulerName: kai.SchedulerName},
 		Grouper: wm, Timeout: o.Timeout, Log: mgr.GetLogger().WithName("gangmap"),
 	}
+	if o.Shadow {
+		g.Shadow = &Shadow{Recorder: mgr.GetEventRecorderFor("gangmap")}
+	}
+	obs, err := addObserver(mgr, o, wm, kai.PodGroups)
+	if err != nil {
+		return nil, nil, err
+	}
+	g.Observer = obs
 	return hub, g, nil
+}
+
+// addObserver builds the Observer of the findings and the workload metrics and adds it and the
+// findings Reporter to the manager. The Reporter writes no gangmap.io/health annotation inside
+// KAI (its Client is nil): KAI's pod-grouper is the PodGroups' only writer (its handler
+// ApplyToCluster), and gangmap's copy of the PodGroup type is not in KAI's scheme; the findings
+// are Warning Events on the workload and its Karta and the gangmap_gang_findings metrics. The
+// workload metrics read the PodGroups' conditions through podGroups (KAI's typed PodGroups as
+// gangmap's copy; nil: no condition series).
+func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups client.Reader) (*Observer, error) {
+	book := podbook.New()
+	obs := &Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book, Informers: mgr.GetCache(),
+		Log: mgr.GetLogger().WithName("gangmap-observer")}
+	if o.MaxWorkloadMetrics > 0 {
+		obs.Metrics = registerWorkloadMetrics(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
+			Log: mgr.GetLogger().WithName("workload-metrics"), Pods: book})
+	}
+	if err := mgr.Add(obs); err != nil {
+		return nil, err
+	}
+	rep := &findings.Reporter{Tracker: obs.Findings, Config: o.Findings, Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.Shadow}
+	if err := mgr.Add(rep); err != nil {
+		return nil, err
+	}
+	return obs, nil
+}
+
+// registered is the workload-metrics Tracker registered with controller-runtime's registry (the
+// one KAI's metrics endpoint serves), one per process: a second Setup in the same process (tests)
+// gets the first one's, since the registry can serve one set of gangmap_workload_* series.
+var (
+	registeredMu sync.Mutex
+	registered   *workloadmetrics.Tracker
+)
+
+func registerWorkloadMetrics(t *workloadmetrics.Tracker) *workloadmetrics.Tracker {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if registered == nil {
+		registered = t
+		metrics.Registry.MustRegister(t)
+	}
+	return registered
 }
 
 // addSources adds the file and cluster definition sources to the manager and to the hub's

@@ -1,0 +1,196 @@
+package kaiplugin
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
+)
+
+// Planner is the part of gangmap's workload grouper (workloadmap.Grouper) the workload metrics
+// need: a pod's role in its workload's cached plan.
+type Planner interface {
+	Role(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod) (*gang.Plan, string, error)
+}
+
+// Informers is where the Observer finds the informers of pods and of workload kinds: KAI's
+// manager cache (crcache.Cache), which already holds a pod informer (pods of KAI's scheduler,
+// cmd/podgrouper/app getCacheOptions) and an unstructured informer per top-owner kind KAI read.
+type Informers interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...crcache.InformerGetOption) (crcache.Informer, error)
+}
+
+// Observer gives gangmap's findings and workload metrics their pods inside KAI's pod-grouper.
+// KAI's pod controller (pkg/podgrouper/pod_controller.go Reconcile) calls gangmap's grouper for
+// every event of a pod of a kind gangmap groups, so each decision is observed there
+// (Grouper.Metadata calls Observe); but it returns at a pod's NotFound without asking any
+// grouper, and never sees a workload's deletion. The Observer therefore also runs as a manager
+// Runnable of its own (Start): a delete handler on KAI's cached pod informer forgets each deleted
+// pod, and one on each observed workload kind's informer forgets a deleted workload, as the
+// standalone grouper's pod controller and workload watches do. Safe for concurrent use.
+type Observer struct {
+	// Findings counts each pod against its workload's plan (package findings); nil: none.
+	Findings *findings.Tracker
+	// Metrics holds the gangmap_workload_* series; nil: none.
+	Metrics *workloadmetrics.Tracker
+	// Planner gives a pod's role for the workload metrics.
+	Planner Planner
+	// Book is the pods' shared record (of Findings and Metrics).
+	Book *podbook.Book
+	// Informers is KAI's manager cache.
+	Informers Informers
+	// Log is the logger (the discard logger when unset).
+	Log logr.Logger
+
+	// kinds holds the workload kinds whose informer has the delete handler.
+	kinds sync.Map
+}
+
+var _ manager.Runnable = (*Observer)(nil)
+
+// Observe records gangmap's decision on a pod: its observation against the plan (findings, with
+// the pod's labels when no component claims it) and its role and phase (workload metrics), and
+// watches its workload's kind for the workload's deletion. No API call: map updates and, the
+// first time a kind is seen, an event handler on KAI's informer of it.
+func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *controller.Decision) {
+	key := client.ObjectKeyFromObject(pod)
+	uid := d.Owner.GetUID()
+	o.Book.Group(key, uid)
+	if o.Findings != nil && d.Seen.Plan != nil {
+		now := time.Now()
+		o.Findings.SetPlan(d.Seen.Plan, findings.DefinitionOf(d.Seen.Definition), now)
+		terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		o.Findings.Observe(key, findings.Observation{Owner: uid, Role: d.Seen.Role, Unclaimed: d.Seen.Unclaimed, Terminal: terminal}, now)
+		if d.Seen.Unclaimed {
+			def := d.Seen.Definition
+			o.Findings.NoteUnclaimed(uid, pod.Name, pod.Labels, func() string { return findings.SelectorsOf(def) })
+		}
+	}
+	o.track(ctx, pod, d)
+	o.watchKind(ctx, d.Kind)
+}
+
+// track records the pod's workload (its plan: roles, GPUs, status) and the pod's role and phase in
+// the workload metrics, as the standalone pod controller's track does: a pod with no role in the
+// plan is counted under none.
+func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *controller.Decision) {
+	if o.Metrics == nil || o.Planner == nil {
+		return
+	}
+	key, uid := client.ObjectKeyFromObject(pod), d.Owner.GetUID()
+	plan, role, err := o.Planner.Role(ctx, d.Owner, pod)
+	if err != nil || plan == nil || role == "" {
+		o.Metrics.ForgetPod(key)
+		if plan != nil {
+			o.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String()))
+		}
+		return
+	}
+	if o.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String())) {
+		phase := string(pod.Status.Phase)
+		if phase == "" {
+			phase = string(corev1.PodPending)
+		}
+		o.Metrics.SetPod(uid, key, role, phase)
+	}
+}
+
+// Forget drops a pod that is deleted or no longer gangmap's from the findings, the metrics and
+// the Book.
+func (o *Observer) Forget(pod types.NamespacedName) {
+	if o.Findings != nil {
+		o.Findings.Forget(pod, time.Now())
+	}
+	if o.Metrics != nil {
+		o.Metrics.ForgetPod(pod)
+	}
+	o.Book.Forget(pod)
+}
+
+// ForgetWorkload drops a deleted workload (its pods go as they are deleted).
+func (o *Observer) ForgetWorkload(uid types.UID) {
+	if o.Findings != nil {
+		o.Findings.ForgetOwner(uid)
+	}
+	if o.Metrics != nil {
+		o.Metrics.ForgetWorkload(uid)
+	}
+	o.Book.UngroupOwner(uid)
+}
+
+// Start implements manager.Runnable: it adds the pod delete handler to KAI's pod informer and
+// waits for the manager to stop. Errors: the informer cannot be had.
+func (o *Observer) Start(ctx context.Context) error {
+	inf, err := o.Informers.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if key, ok := deletedKey(obj); ok {
+			o.Forget(key)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return inf.RemoveEventHandler(reg)
+}
+
+// watchKind adds, once per kind, a delete handler to KAI's informer of the workload kind (an
+// unstructured informer: KAI's manager client reads top owners unstructured from its cache).
+// Errors are logged: the workload then stays in the findings and metrics until its pods go.
+func (o *Observer) watchKind(ctx context.Context, gvk schema.GroupVersionKind) {
+	if o.Informers == nil {
+		return
+	}
+	if _, loaded := o.kinds.LoadOrStore(gvk, true); loaded {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	inf, err := o.Informers.GetInformer(ctx, u, crcache.BlockUntilSynced(false))
+	if err == nil {
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+			if m, ok := deletedObject(obj); ok {
+				o.ForgetWorkload(m.GetUID())
+			}
+		}})
+	}
+	if err != nil {
+		o.kinds.Delete(gvk)
+		o.Log.Error(err, "Cannot watch the workload kind for deletions; a deleted workload's findings and metrics stay until its pods are gone", "kind", gvk.String())
+	}
+}
+
+// deletedObject is the object of an informer's delete notification (also a tombstone's).
+func deletedObject(obj any) (client.Object, bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(client.Object)
+	return m, ok
+}
+
+func deletedKey(obj any) (types.NamespacedName, bool) {
+	m, ok := deletedObject(obj)
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	return client.ObjectKeyFromObject(m), true
+}
