@@ -25,7 +25,9 @@ import (
 // TestMissingRBACIsReported: a grouper whose ClusterRole grants everything it needs except list
 // and watch on the defined kind (CustomJob: get only) groups none of its pods and says why: a
 // Warning Event on the Karta naming the missing verbs, gangmap_rbac_missing_total{kind}, and no
-// fallback (the pod is never patched). Without the check, a cache read of the kind would block.
+// fallback: the pod is given KAI's skip annotation and nothing else (held from KAI's pod-grouper,
+// which would group it alone, controller.PodReconciler.holdFromKAI). Without the check, a cache
+// read of the kind would block.
 func TestMissingRBACIsReported(t *testing.T) {
 	ctx := context.Background()
 	const scheduler = "rbac-scheduler"
@@ -70,7 +72,12 @@ func TestMissingRBACIsReported(t *testing.T) {
 	got := &corev1.Pod{}
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), got))
 	assert.Empty(t, got.Annotations[kaikeys.PodGroupName], "no fallback grouping")
-	assert.Equal(t, pod.ResourceVersion, got.ResourceVersion, "the pod was not written")
+	assert.Empty(t, got.Labels[kaikeys.SubGroupName], "no sub-group")
+	require.Eventually(t, func() bool {
+		return cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), got) == nil && got.Annotations[kaikeys.SkipPodGrouper] == "true"
+	}, 30*time.Second, 100*time.Millisecond, "the pod is held from KAI's pod-grouper")
+	assert.Equal(t, map[string]string{kaikeys.SkipPodGrouper: "true"}, got.Annotations, "only KAI's skip annotation is written")
+	assert.Equal(t, 1.0, counterValue(t, "gangmap_pods_held_total", nil))
 	assertEvent(t, ctx, ns, pod.Name, controller.ReasonGroupingFailed, "RBACMissing")
 }
 

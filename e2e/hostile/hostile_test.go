@@ -102,11 +102,13 @@ func TestHostileAppWrapperPodAdmitted(t *testing.T) {
 			assert.GreaterOrEqual(t, delta[webhook.ResultMutated]+delta[webhook.ResultError], 1.0, "the API server called gangmap's webhook for the pod")
 			require.Len(t, pod.Spec.Containers, 1)
 			assert.Equal(t, "registry.example/none:0", pod.Spec.Containers[0].Image)
-			outcome := "admitted unchanged"
+			outcome := "held from KAI's pod-grouper"
 			if pg := pod.Annotations[kaikeys.PodGroupName]; pg != "" {
 				outcome = "grouped into " + pg
 			} else {
-				assert.Empty(t, pod.Labels[kaikeys.SubGroupName], "a pod admitted unchanged carries none of gangmap's keys")
+				assert.Empty(t, pod.Labels[kaikeys.SubGroupName], "a pod held carries no sub-group")
+				assert.Equal(t, "true", pod.Annotations[kaikeys.SkipPodGrouper],
+					"a pod of a defined kind whose plan failed is held from KAI's pod-grouper (webhook.PodMutator.hold), never left for it to group alone")
 			}
 			t.Logf("%s: pod %s in %v (webhook results %v)", c.name, outcome, elapsed.Round(time.Millisecond), delta)
 		})

@@ -123,6 +123,29 @@ func (e *DecideError) Error() string { return fmt.Sprintf("%s: %v", e.Reason, e.
 // Unwrap returns the cause.
 func (e *DecideError) Unwrap() error { return e.Err }
 
+// Claimed reports whether the decision failed after the top owner's kind was found to be one
+// gangmap groups (a definition claimed the workload): the owner may not be read (RBACMissing),
+// its read failed (TopOwnerRead, PodRead), or its gang plan failed (Plan). Such a pod is
+// gangmap's to group even though no PodGroup is known for it yet, and must not be left to KAI's
+// pod-grouper, which would give it a PodGroup of its own outside its gang. A failure before that
+// point (OwnerWalk, InvalidOwnerReference) says nothing about the kind.
+func (e *DecideError) Claimed() bool { return claimedReason(e.Reason) }
+
+// claimedReason reports whether a DecideError of reason is Claimed.
+func claimedReason(reason string) bool {
+	switch reason {
+	case "RBACMissing", "TopOwnerRead", "PodRead", "Plan":
+		return true
+	}
+	return false
+}
+
+// ClaimedFailure reports whether err is a DecideError that is Claimed.
+func ClaimedFailure(err error) bool {
+	var de *DecideError
+	return errors.As(err, &de) && de.Claimed()
+}
+
 // Decide returns the pod's Decision, or nil without an error when the pod is not gangmap's: another
 // scheduler, being deleted, no owner references (KAI's Pod plugin groups those), or a top owner
 // whose kind is native to KAI or has no definition. The pod's namespace must be set (the webhook

@@ -319,6 +319,7 @@ func (r *PodReconciler) fail(ctx context.Context, pod *corev1.Pod, owner *unstru
 		return ctrl.Result{}, err
 	}
 	msg := fmt.Sprintf("gangmap could not group the pod (%s): %v", reason, err)
+	r.holdFromKAI(ctx, pod, reason)
 	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonGroupingFailed, msg)
 	if owner != nil {
 		r.Recorder.Eventf(owner, corev1.EventTypeWarning, ReasonGroupingFailed, "pod %s: %s", pod.Name, msg)

@@ -88,6 +88,27 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *Decisi
 	return nil
 }
 
+// holdFromKAI gives a pod whose decision failed (reason: DecideError.Reason) after a definition claimed its workload
+// (DecideError.Claimed: the plan failed, the owner could not be read) KAI's skip annotation, as
+// the admission webhook does at creation (webhook.PodMutator.hold), when the pod lacks it (created
+// while the webhook was down, or before the definition applied): KAI's pod-grouper would
+// otherwise give it a PodGroup of its own and KAI bind it outside its gang. The pod then waits,
+// with no PodGroup, until a retry groups it. Nothing is written in shadow mode (DryRun) or for a
+// pod KAI's pod-grouper already put in a PodGroup (the next successful decision repairs it). A
+// failed patch is logged; the caller's retry tries again.
+func (r *PodReconciler) holdFromKAI(ctx context.Context, pod *corev1.Pod, reason string) {
+	if r.DryRun || !claimedReason(reason) || pod.Annotations[kaikeys.SkipPodGrouper] == "true" ||
+		pod.Annotations[kaikeys.PodGroupName] != "" {
+		return
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + kaikeys.SkipPodGrouper + `":"true"}}}`)
+	if perr := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); perr != nil {
+		ctrl.LoggerFrom(ctx).Error(perr, "Cannot hold the pod from KAI's pod-grouper")
+		return
+	}
+	podsHeld.Inc()
+}
+
 // reportRepair tells of a pod labelled after creation: gangmap_pods_repaired_total, an Info log
 // with the PodGroup it joined (and the one it had, when another writer, KAI's pod-grouper, had
 // put it in one), and the pod counted in its workload's repair episode.

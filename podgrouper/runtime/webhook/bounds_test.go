@@ -104,21 +104,25 @@ func podOf(t *testing.T, obj *unstructured.Unstructured) admission.Request {
 		Namespace: obj.GetNamespace(), Name: pod.Name, Object: runtime.RawExtension{Raw: raw}}}
 }
 
-// TestHostileAppWrapperPodAdmitted: a pod of an AppWrapper with a 300 KB pod set path is
-// admitted unchanged (the plan fails by a bound, and the pod controller reports it), within the
-// production decision timeout (5s; the API server's call is 10s): the bound, not the timeout,
-// ends the decision, so the answer comes long before it even on a loaded machine.
-func TestHostileAppWrapperPodAdmitted(t *testing.T) {
+// TestHostileAppWrapperPodHeld: a pod of an AppWrapper with a 300 KB pod set path is admitted
+// held from KAI's pod-grouper (its skip annotation only: the plan fails by a bound after the
+// catalog's AppWrapper definition claimed the workload, and the pod controller reports it), within
+// the production decision timeout (5s; the API server's call is 10s): the bound, not the timeout,
+// ends the decision, so the answer comes long before it even on a loaded machine. Admitted
+// unchanged, as before the fix, KAI's pod-grouper would give the pod a one-pod PodGroup of its
+// own and KAI bind it alone.
+func TestHostileAppWrapperPodHeld(t *testing.T) {
 	const timeout = 5 * time.Second
 	m := mutatorFor(t, &objectReader{obj: hostileAppWrapper()}, timeout)
 	start := time.Now()
 	resp := m.Handle(context.Background(), podOf(t, hostileAppWrapper()))
 	elapsed := time.Since(start)
-	if !resp.Allowed || len(resp.Patches) > 0 || resp.Patch != nil {
-		t.Fatalf("want allowed and unchanged, got allowed=%v patches=%v", resp.Allowed, resp.Patches)
+	if !resp.Allowed {
+		t.Fatalf("want allowed, got %+v", resp.Result)
 	}
-	if resp.Result == nil || !strings.Contains(resp.Result.Message, "admitted unchanged") {
-		t.Errorf("want the could-not-decide answer, got %+v", resp.Result)
+	assertHeldOnly(t, resp.Patch)
+	if resp.Result == nil || !strings.Contains(resp.Result.Message, "held from KAI's pod-grouper") {
+		t.Errorf("want the held answer, got %+v", resp.Result)
 	}
 	if elapsed > timeout {
 		t.Errorf("answered after %v, past the %v decision timeout", elapsed, timeout)

@@ -8,11 +8,11 @@ import (
 var (
 	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_webhook_admissions_total",
-		Help: "Pod creations gangmap's webhook admitted, by result: Mutated, Skipped (not gangmap's or excluded by the selectors), DryRun, Error (admitted unchanged).",
+		Help: "Pod creations gangmap's webhook admitted, by result: Mutated, Skipped (not gangmap's or excluded by the selectors), DryRun, Error (admitted unchanged, or held from KAI's pod-grouper with its skip annotation only).",
 	}, []string{"result"})
 	admissionErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_webhook_errors_total",
-		Help: "Pod creations gangmap's webhook admitted unchanged because of an error, by reason (Decode, Namespace, Decide, Encode, Panic).",
+		Help: "Pod creations gangmap's webhook admitted unchanged or held because of an error, by reason (Decode, Namespace, Decide, Encode, Panic: unchanged; PlanBusy, Held: held from KAI's pod-grouper, the decision failed for a kind gangmap groups).",
 	}, []string{"reason"})
 )
 

@@ -163,7 +163,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		}
 		return skipped("the pod's owner reference names no owner it may have")
 	}
-	if errors.Is(err, workloadmap.ErrPlanBuildsBusy) && !m.DryRun {
+	if (errors.Is(err, workloadmap.ErrPlanBuildsBusy) || controller.ClaimedFailure(err)) && !m.DryRun {
 		return m.hold(ctx, req, decoded, pod, pre, err)
 	}
 	if err != nil {
@@ -314,18 +314,26 @@ func podName(req admission.Request, pod *corev1.Pod) string {
 	}
 }
 
-// hold admits a pod whose gang plan the plan gate refused for now (workloadmap.ErrPlanBuildsBusy)
-// with KAI's skip annotation (kai.scheduler/skip-podgrouper: "true") and nothing else, keeping
-// the onboarding patch pre. A definition already claimed the pod's workload, so the pod is
-// gangmap's to group: without the annotation KAI's pod-grouper could give it a PodGroup of its
-// own (a never-seen workload is not marked yet) and KAI bind it outside its gang. With it, the
-// pod waits with no PodGroup, which KAI's scheduler does not schedule, until gangmap's pod
-// controller groups it moments later (its retry builds the plan again).
+// hold admits a pod of a kind gangmap groups whose decision failed with KAI's skip annotation
+// (kai.scheduler/skip-podgrouper: "true") and nothing else, keeping the onboarding patch pre: the
+// plan gate refused its build for now (workloadmap.ErrPlanBuildsBusy, reason PlanBusy), or the
+// decision failed after a definition claimed the workload (controller.DecideError.Claimed: its
+// plan failed, its owner could not be read; reason Held). The pod is gangmap's to group: without
+// the annotation KAI's pod-grouper could give it a PodGroup of its own (a never-seen workload is
+// not marked yet) and KAI bind it outside its gang. With it, the pod waits with no PodGroup, which
+// KAI's scheduler does not schedule, until gangmap's pod controller groups it (its retry builds
+// the plan again) or, for a definition that cannot plan the workload, for as long as the
+// controller reports the failure (GroupingFailed Events): a wrong definition fails loudly and
+// never splits a gang.
 func (m *PodMutator) hold(ctx context.Context, req admission.Request, decoded *podview.Decoded, pod *corev1.Pod, pre []patchOp, err error) admission.Response {
+	reason, msg := "Held", "gangmap could not decide the pod's PodGroup: the pod is held from KAI's pod-grouper until gangmap's pod controller groups it"
+	if errors.Is(err, workloadmap.ErrPlanBuildsBusy) {
+		reason, msg = "PlanBusy", "gangmap's plan builds are busy: the pod is held from KAI's pod-grouper until gangmap's pod controller groups it"
+	}
 	admittedError.Inc()
-	admissionErrors.WithLabelValues("PlanBusy").Inc()
+	admissionErrors.WithLabelValues(reason).Inc()
 	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod held from KAI's pod-grouper; the pod controller will group it",
-		"pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
+		"reason", reason, "pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
 	skip := map[string]string{kaikeys.SkipPodGrouper: "true"}
 	var ops []patchOp
 	if decoded.HasMetadata {
@@ -333,5 +341,5 @@ func (m *PodMutator) hold(ctx context.Context, req admission.Request, decoded *p
 	} else {
 		ops = []patchOp{{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": skip}}}
 	}
-	return patched(append(pre, ops...), "gangmap's plan builds are busy: the pod is held from KAI's pod-grouper until gangmap's pod controller groups it")
+	return patched(append(pre, ops...), msg)
 }
