@@ -76,8 +76,8 @@ func hostileCases() []hostileCase {
 // TestHostileAppWrapperPodAdmitted: for each hostile AppWrapper, a pod created through the API
 // server, which calls gangmap's webhook with failurePolicy Fail and timeoutSeconds 10, is
 // created: the webhook answered within timeoutSeconds (else the API server fails the create),
-// and it admitted the pod unchanged or grouped it. Afterwards the grouper still groups a normal
-// AppWrapper's pod.
+// and it grouped the pod or, its plan failing, held it from KAI's pod-grouper (the skip
+// annotation only). Afterwards the grouper still groups a normal AppWrapper's pod.
 func TestHostileAppWrapperPodAdmitted(t *testing.T) {
 	ctx := context.Background()
 	requireFailingWebhook(ctx, t)
