@@ -199,6 +199,12 @@ others are left to the grouper's own bound (30s). */ -}}
 {{- if contains "/" $r -}}
 {{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds take resources, not subresources: %s/%s (rights on a subresource such as pods/exec are not rights on a workload; list the workload's own resource)" $k.apiGroup $r) -}}
 {{- end -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$" (lower $r)) -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds take one resource name per list entry (lower-case letters, digits, '-', '.'): %q in %s matches nothing in RBAC; write resources: [a, b]" $r $k.apiGroup) -}}
+{{- end -}}
+{{- if eq $k.apiGroup "scheduling.run.ai" -}}
+{{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name scheduling.run.ai/%s: KAI's own objects (queues hold every team's quota; PodGroups are what gangmap writes, granted by the chart on its own) are no workload, and patch on them would let the grouper (and whoever holds its token) change any team's quota or gang" $r) -}}
+{{- end -}}
 {{- if has $k.apiGroup (list "rbac.authorization.k8s.io" "admissionregistration.k8s.io" "certificates.k8s.io" "authentication.k8s.io" "authorization.k8s.io") -}}
 {{- fail (printf "workloadKinds, extraWorkloadKinds and ownerKinds may not name %s/%s: read and patch rights on RBAC, admission or certificate objects would let the grouper (and whoever holds its token) grant itself more; no workload is one" $k.apiGroup $r) -}}
 {{- end -}}
