@@ -60,7 +60,7 @@ const (
 )
 
 // TestKAIPodReconcilerSameGangs: for every catalog sample of a kind KAI v0.17 has no plugin for
-// (and the e2e CustomJob, defined by a cluster Karta), KAI's own pod controller
+// (and the e2e CustomJob, defined by a cluster Karta, and the segment samples' Volcano Job), KAI's own pod controller
 // (pkg/podgrouper PodReconciler, what KAI's pod-grouper runs) driven with gangmap's hub on a real
 // kube-apiserver writes the PodGroups, pod-group-name annotations and sub-group labels that the
 // standalone grouper (gangmap-grouper, no webhook, pods of another scheduler name in another
@@ -141,10 +141,13 @@ func loadSamples(t *testing.T) []kaisamples.Sample {
 	reg.SetSource(definitions.SourceCluster, []*definitions.Loaded{l})
 	all, err := kaisamples.Load(ctx, "../../definitions/catalog/testdata", "x", reg)
 	require.NoError(t, err)
+	// The segment samples (issue 30): of their kinds only the Volcano Job is not native in KAI.
+	segs, err := kaisamples.Load(ctx, "../../podgrouper/core/kaiplugin/kaisamples/testdata/segments", "x", reg)
+	require.NoError(t, err)
 	cj, ok, err := kaisamples.LoadFile(ctx, "../../e2e/testdata/customjob.yaml", "x", reg)
 	require.NoError(t, err)
 	require.True(t, ok)
-	return append(all, cj)
+	return append(append(all, segs...), cj)
 }
 
 func readKarta(t *testing.T) *unstructured.Unstructured {

@@ -148,7 +148,10 @@ func TestSameGangsEitherWay(t *testing.T) {
 	}
 }
 
-func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample, n *tally) {
+// compareSample compares the sample's pods on both paths (see TestSameGangsEitherWay) and
+// returns, for the pods gangmap grouped inside KAI, each pod's sub-group and the last PodGroup
+// KAI's handler would write, by name.
+func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample, n *tally) (map[string]string, map[string]*v2alpha2.PodGroup) {
 	t.Helper()
 	ctx := context.Background()
 	d := standalone(t, reg, table, s)
@@ -160,6 +163,7 @@ func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table,
 	alone, inside := map[string]*v2alpha2.PodGroup{}, map[string]*v2alpha2.PodGroup{}
 	g.PodGroups = func(_ context.Context, _, name string) (*v2alpha2.PodGroup, error) { return inside[name], nil }
 	gvk := metav1.GroupVersionKind(s.Workload.GroupVersionKind())
+	subGroups := map[string]string{}
 	for _, pod := range s.Pods {
 		n.pods++
 		want, werr := d.Decide(ctx, pod.DeepCopy())
@@ -188,12 +192,14 @@ func compareSample(t *testing.T, reg *definitions.Registry, table *native.Table,
 			sub = sg.Name
 		}
 		assert.Equal(t, want.SubGroup, sub, "%s %s: the sub-group label", s.Name, pod.Name)
+		subGroups[pod.Name] = sub
 		if want.Seen.Role != "" {
 			n.gangPods++
 		} else {
 			n.defaultPods++
 		}
 	}
+	return subGroups, inside
 }
 
 // TestMetadataConcurrentCallersWriteTheirOwn: KAI reconciles pods in parallel

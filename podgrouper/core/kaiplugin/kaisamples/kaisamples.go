@@ -1,7 +1,8 @@
 // Package kaisamples is the shared table of "the same gangs either way": for every real manifest
-// of the built-in catalog's testdata (definitions/catalog/testdata) and the e2e CustomJob, the
-// workload and a set of pods for it, so that a test can group each pod with the standalone
-// grouper and with gangmap inside KAI's pod-grouper and compare the PodGroups. The main module's
+// of the built-in catalog's testdata (definitions/catalog/testdata), the segment samples of
+// testdata/segments (KAI's docs/topology/segments.md examples and a Volcano Job) and the e2e
+// CustomJob, the workload and a set of pods for it, so that a test can group each pod with the
+// standalone grouper and with gangmap inside KAI's pod-grouper and compare the PodGroups. The main module's
 // kaiplugin test compares gangmap's two paths on gangmap's copy of KAI's types; the nested module
 // kaipodgrouper drives KAI's own PodReconciler with the same table on a real API server.
 //
@@ -9,7 +10,8 @@
 // PodGroup, as many pods per role as the PodGroup counts (at most MaxPodsPerRole), each with the
 // role's pod-template labels and the labels the definition's pod selectors read when they are
 // plain label lookups (componentTypeSelector, componentInstanceSelector, replicaSelector; the
-// per-replica key set to the PodGroup's replica). A selector of another form gets no label, so
+// per-replica key set to the PodGroup's replica), and the pod's index in its role where the
+// definition reads one (podIndexPath: see podIndex). A selector of another form gets no label, so
 // such a pod may be placed in no gang: both paths must then agree on that too (KAI's default
 // PodGroup). Where the definition's start rule holds roles (gang.Role.StartupHold: the operator
 // creates them only once the others started), the pods of the roles it does not hold are
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -113,6 +116,53 @@ func LoadFile(ctx context.Context, path, namespace string, registry *definitions
 
 // pods makes the pods of every planned PodGroup's members, then one pod of each role with pods
 // that no PodGroup holds (a role in no gang: its pod gets KAI's default PodGroup).
+// labelPrefix marks, among podIndex's keys, a label (the others are annotations).
+const labelPrefix = "label:"
+
+// indexKey finds the label and annotation keys a pod index expression reads
+// (.metadata.labels["k"], .metadata.annotations["k"]).
+var indexKey = regexp.MustCompile(`\.metadata\.(labels|annotations)\["([^"]+)"\]`)
+
+// podIndex is where pod i of a role of `of` pods (in its PodGroup) carries its index in the role,
+// as the operator writes it, for a component with a pod index (spec.gangmap.components[].
+// podIndexPath): every label and annotation key the expression reads (labels as "label:<key>"). The made pods of a role spread
+// over its pods (MaxPodsPerRole of 16 workers get 0, 4, 8, 12: one per segment of 4). The workers
+// of a segment leader count from 1, the leader being 0 (LeaderWorkerSet
+// leaderworkerset.sigs.k8s.io/worker-index; KAI docs/topology/segments.md "The leader pod has
+// index 0; workers start at 1"). nil for a component without a pod index.
+func podIndex(c *definitions.Compiled, comp *definitions.Component, i, of int64) map[string]string {
+	if comp == nil {
+		return nil
+	}
+	src, idx := comp, i
+	if of > MaxPodsPerRole {
+		idx = i * (of / MaxPodsPerRole)
+	}
+	switch {
+	case c.IsSegmentLeader(comp):
+		for _, o := range c.Components {
+			if o.SegmentLeader == comp {
+				src = o
+			}
+		}
+		idx = 0
+	case comp.SegmentLeader != nil:
+		idx++
+	}
+	if src.PodIndex == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, m := range indexKey.FindAllStringSubmatch(src.PodIndex.Source(), -1) {
+		if m[1] == "labels" {
+			out[labelPrefix+m[2]] = fmt.Sprint(idx)
+		} else {
+			out[m[2]] = fmt.Sprint(idx)
+		}
+	}
+	return out
+}
+
 func pods(c *definitions.Compiled, resolved *definitions.Workload, plan *gang.Plan, w *unstructured.Unstructured) []*corev1.Pod {
 	var out []*corev1.Pod
 	held := false
@@ -125,21 +175,21 @@ func pods(c *definitions.Compiled, resolved *definitions.Workload, plan *gang.Pl
 			inGang[m.Role] = true
 			n := min(m.Pods, MaxPodsPerRole)
 			for i := int64(0); i < n; i++ {
-				out = append(out, pod(c, resolved, m.Role, pg.Replica, pgIndex, i, w, held))
+				out = append(out, pod(c, resolved, m.Role, pg.Replica, pgIndex, i, m.Pods, w, held))
 			}
 		}
 	}
 	for _, r := range plan.Roles {
 		if !inGang[r] && r.Pods > 0 {
-			out = append(out, pod(c, resolved, r, "", len(plan.PodGroups), 0, w, held))
+			out = append(out, pod(c, resolved, r, "", len(plan.PodGroups), 0, r.Pods, w, held))
 		}
 	}
 	return out
 }
 
-// pod makes pod i of role r in the PodGroup of replica key replica; held says the plan's start
+// pod makes pod i of role r (of pods in the PodGroup) in the PodGroup of replica key replica; held says the plan's start
 // rule holds some role (then the pods of the roles it does not hold are bound).
-func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, replica string, pgIndex int, i int64, w *unstructured.Unstructured, held bool) *corev1.Pod {
+func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, replica string, pgIndex int, i, of int64, w *unstructured.Unstructured, held bool) *corev1.Pod {
 	labels := map[string]string{}
 	comp := c.Component(r.Component)
 	if rc := resolved.Component(r.Component); rc != nil {
@@ -171,6 +221,13 @@ func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, 
 			}
 		}
 	}
+	annotations := podIndex(c, comp, i, of)
+	for k, v := range annotations {
+		if strings.HasPrefix(k, labelPrefix) {
+			labels[strings.TrimPrefix(k, labelPrefix)] = v
+			delete(annotations, k)
+		}
+	}
 	name := fmt.Sprintf("%s-%s-%d-%d", w.GetName(), r.Name, pgIndex, i)
 	node, phase := "", corev1.PodPhase("")
 	if held && r.StartupHold == "" {
@@ -179,7 +236,7 @@ func pod(c *definitions.Compiled, resolved *definitions.Workload, r *gang.Role, 
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: w.GetNamespace(), UID: types.UID("uid-pod-" + name), Labels: labels,
+			Name: name, Namespace: w.GetNamespace(), UID: types.UID("uid-pod-" + name), Labels: labels, Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: w.GetAPIVersion(), Kind: w.GetKind(), Name: w.GetName(), UID: w.GetUID(),
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
