@@ -35,11 +35,11 @@ const (
 	holdPeriod = 10 * time.Second
 )
 
-// grouperArgs: JobSet and LeaderWorkerSet are native kinds of KAI v0.17; gangmap groups them
-// here as on a KAI without those plugins (the configuration in which issue 27's start-order
-// deadlocks were measured). Strays are collected quickly.
+// grouperArgs: JobSet, LeaderWorkerSet and MPIJob v2beta1 are native kinds of KAI v0.17; gangmap
+// groups them here as on a KAI without those plugins (the configuration in which issue 27's
+// start-order deadlocks were measured). Strays are collected quickly.
 var grouperArgs = []string{
-	"--native-kinds-remove=jobset.x-k8s.io/v1alpha2/JobSet,leaderworkerset.x-k8s.io/v1/LeaderWorkerSet",
+	"--native-kinds-remove=jobset.x-k8s.io/v1alpha2/JobSet,leaderworkerset.x-k8s.io/v1/LeaderWorkerSet,kubeflow.org/v2beta1/MPIJob",
 	"--stray-podgroup-grace=5s",
 }
 
@@ -52,6 +52,8 @@ func run(m *testing.M) int {
 		"../testdata/crds/e2e.example.com_customjobs.yaml",
 		"../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
 		"../testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+		"../testdata/crds/batch.volcano.sh_jobs.yaml",
+		"../testdata/crds/kubeflow.org_mpijobs.yaml",
 		"testdata/e2e.example.com_typojobs.yaml",
 		"testdata/serving.kserve.io_llminferenceservices.yaml",
 	}, realkai.Options{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{realkai.GangmapWebhook()}},
