@@ -230,3 +230,19 @@ func podIndex(ctx context.Context, comp *Component, prog expr.Program, name stri
 	}
 	return n, nil
 }
+
+// ReplicaKeyOfPod reads the per-replica component's replica key (PerReplicaOf's
+// podSelector.replicaSelector.keyPath) on a pod no component may claim, for the pods a plan
+// places in no role: ok is false when the definition has no per-replica component with a key,
+// or the key yields nothing or more than one value on the pod.
+func (c *Compiled) ReplicaKeyOfPod(ctx context.Context, pod map[string]any) (key string, ok bool) {
+	if c.PerReplicaOf == nil || c.PerReplicaOf.ReplicaKey == nil {
+		return "", false
+	}
+	pod, _ = expr.Normalize(pod).(map[string]any)
+	if err := expr.CheckInput(pod, c.limits); err != nil {
+		return "", false
+	}
+	key, err := singleKey(ctx, c.PerReplicaOf.ReplicaKey, expr.Input{Pod: pod, Normalized: true})
+	return key, err == nil
+}

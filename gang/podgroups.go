@@ -386,3 +386,14 @@ func (p *Plan) Flatten(reason string) {
 		p.Notes = append(p.Notes, reason)
 	}
 }
+
+// PodGroupOfReplica returns the plan's first PodGroup of the per-replica gang's replica key, or
+// nil when no PodGroup has that replica (a replica the plan lacks, or a plan not per replica).
+func (p *Plan) PodGroupOfReplica(key string) *PodGroup {
+	for _, pg := range p.PodGroups {
+		if pg.Replica != "" && pg.Replica == key {
+			return pg
+		}
+	}
+	return nil
+}

@@ -374,7 +374,8 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		seen.Unclaimed = true
 		// The definition does not describe this pod (a selector that misses a role): it joins
 		// the workload's gang without a sub-group, never a PodGroup of its own (intoGang).
-		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners)
+		key, ok := compiled.ReplicaKeyOfPod(ctx, podMap)
+		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners, key, ok)
 		return md, seen, err
 	}
 	if err != nil {
@@ -389,7 +390,11 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 	if errors.Is(err, gang.ErrNotInPlan) {
 		// The pod's instance or replica is outside the plan (a path that reads nothing, a role
 		// counted 0 pods, a plan older than the workload): it joins the gang without a sub-group.
-		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners)
+		key, ok := "", false
+		if compiled.PerReplicaOf != nil {
+			key, ok = placement.ReplicaKeys[compiled.PerReplicaOf.Name]
+		}
+		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners, key, ok)
 		return md, seen, err
 	}
 	if errors.Is(err, gang.ErrNotGrouped) {
