@@ -49,13 +49,16 @@ func New(kai KAINatives, hub *kaiplugin.Hub, g *kaiplugin.Grouper) *PluginsHub {
 // controller calls Name on the result before anything else (podgrouper.go GetPGMetadata), and a
 // nil pointer in a non-nil interface (KAI v0.17's Karta hub bug) is never returned either.
 //
-// In shadow mode (kaiplugin.Shadow) every kind but a native one gets stock KAI's answer
-// (h.KAI.GetPodGrouperPlugin: its default grouper, or its Karta fallback when that is on), and a
+// A native kind's plugin is behind a guard that refuses a pod KAI's owner walk stopped short of a
+// workload of a kind gangmap groups (kaiplugin.Hub.UnreadOwner: RBAC missing on that kind).
+//
+// In shadow mode (kaiplugin.Shadow) every kind gets stock KAI's answer (h.KAI.GetPodGrouperPlugin:
+// its native plugin, its default grouper, or its Karta fallback when that is on; no guard), and a
 // kind gangmap would group gets it through a shadow grouper that asks gangmap first and reports
 // the difference.
 func (h *PluginsHub) GetPodGrouperPlugin(gvk metav1.GroupVersionKind) grouper.Grouper {
 	choice := h.Hub.Choose(gvk)
-	if h.Grouper.Gangmap.Shadow != nil && choice != kaiplugin.Native {
+	if h.Grouper.Gangmap.Shadow != nil {
 		stock := h.KAI.GetPodGrouperPlugin(gvk)
 		if choice == kaiplugin.Gangmap {
 			return &shadowGrouper{gangmap: h.Grouper, kai: stock}
@@ -64,7 +67,7 @@ func (h *PluginsHub) GetPodGrouperPlugin(gvk metav1.GroupVersionKind) grouper.Gr
 	}
 	switch choice {
 	case kaiplugin.Native:
-		return h.KAI.GetPodGrouperPlugin(gvk)
+		return &ownerGuard{kai: h.KAI.GetPodGrouperPlugin(gvk), hub: h.Hub}
 	case kaiplugin.Gangmap:
 		return h.Grouper
 	case kaiplugin.Waiting:
@@ -146,4 +149,27 @@ func GangOf(md *kaipodgroup.Metadata) kaiplugin.Gang {
 		g.SubGroups = append(g.SubGroups, kaiplugin.SubGroupGang{Name: sg.Name, MinMember: sg.MinAvailable})
 	}
 	return g
+}
+
+// ownerGuard is KAI's native plugin for a kind, refusing a pod whose top owner as KAI read it
+// is owned by a kind gangmap groups that the pod-grouper may not read (kaiplugin.Hub.UnreadOwner):
+// KAI's walk stopped short of the workload, and its plugin would group the pod apart from its gang.
+type ownerGuard struct {
+	kai grouper.Grouper
+	hub *kaiplugin.Hub
+}
+
+var _ grouper.Grouper = (*ownerGuard)(nil)
+
+// Name implements grouper.Grouper: KAI's plugin's name.
+func (g *ownerGuard) Name() string { return g.kai.Name() }
+
+// GetPodGroupMetadata implements grouper.Grouper.
+func (g *ownerGuard) GetPodGroupMetadata(topOwner *unstructured.Unstructured, pod *v1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*kaipodgroup.Metadata, error) {
+	if topOwner != nil {
+		if err := g.hub.UnreadOwner(topOwner); err != nil {
+			return nil, err
+		}
+	}
+	return g.kai.GetPodGroupMetadata(topOwner, pod, otherOwners...)
 }

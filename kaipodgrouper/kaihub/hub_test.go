@@ -5,9 +5,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	pluginshub "github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgrouper/hub"
+	"github.com/kai-scheduler/KAI-scheduler/pkg/podgrouper/podgrouper/plugins/grouper"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -16,6 +20,15 @@ import (
 )
 
 type source struct{ synced bool }
+
+// assertNative: got is KAI's own plugin want behind the unread-owner guard, under its name.
+func assertNative(t *testing.T, want, got grouper.Grouper) {
+	t.Helper()
+	g, ok := got.(*ownerGuard)
+	require.True(t, ok, "a native kind: KAI's plugin behind the owner guard")
+	assert.Same(t, want, g.kai)
+	assert.Equal(t, want.Name(), g.Name())
+}
 
 func (s *source) Synced() bool { return s.synced }
 
@@ -37,7 +50,7 @@ func TestGetPodGrouperPlugin(t *testing.T) {
 	llmisvc := metav1.GroupVersionKind{Group: "serving.kserve.io", Version: "v1alpha2", Kind: "LLMInferenceService"}
 	vm := metav1.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"}
 
-	assert.Same(t, kai.GetPodGrouperPlugin(jobSet), h.GetPodGrouperPlugin(jobSet))
+	assertNative(t, kai.GetPodGrouperPlugin(jobSet), h.GetPodGrouperPlugin(jobSet))
 	w := h.GetPodGrouperPlugin(llmisvc)
 	_, err = w.GetPodGroupMetadata(nil, nil)
 	assert.ErrorIs(t, err, kaiplugin.ErrDefinitionsLoading)
@@ -45,7 +58,7 @@ func TestGetPodGrouperPlugin(t *testing.T) {
 	assert.ErrorIs(t, err, kaiplugin.ErrDefinitionsLoading)
 
 	src.synced = true
-	assert.Same(t, kai.GetPodGrouperPlugin(jobSet), h.GetPodGrouperPlugin(jobSet))
+	assertNative(t, kai.GetPodGrouperPlugin(jobSet), h.GetPodGrouperPlugin(jobSet))
 	assert.Same(t, h.Grouper, h.GetPodGrouperPlugin(llmisvc))
 	assert.Equal(t, "gangmap", h.GetPodGrouperPlugin(llmisvc).Name())
 	assert.Same(t, kai.GetDefaultPlugin(), h.GetPodGrouperPlugin(vm))
@@ -78,4 +91,27 @@ func TestShadowHubAnswersAsStockKAI(t *testing.T) {
 	require.True(t, ok, "a kind gangmap would group: the shadow grouper")
 	assert.Equal(t, kai.GetDefaultPlugin().Name(), sg.Name())
 	assert.Same(t, kai.GetDefaultPlugin(), sg.kai)
+}
+
+// TestOwnerGuard: a pod KAI's owner walk returned as its own top owner because its owner, an
+// LLMInferenceService (gangmap's kind), was Forbidden (podgrouper.go handleGetOwnerError) is
+// refused with ErrOwnerUnreadable by the Pod kind's native plugin behind the guard, instead of
+// getting KAI's one-pod PodGroup; a pod owned by a kind gangmap does not group is KAI's as before.
+func TestOwnerGuard(t *testing.T) {
+	kai := pluginshub.NewDefaultPluginsHub(nil, true, true, false, "kai.scheduler/queue", "kai.scheduler/node-pool", "", "")
+	c, err := expr.NewCompiler(expr.DefaultLimits())
+	require.NoError(t, err)
+	reg := definitions.NewRegistry(c)
+	require.NoError(t, catalog.Register(reg))
+	h := New(kai, &kaiplugin.Hub{Native: kai, Registry: reg}, &kaiplugin.Grouper{})
+	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "llama-0", UID: "p1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "serving.kserve.io/v1alpha2", Kind: "LLMInferenceService", Name: "llama", UID: "u1"}}}}
+	top, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	require.NoError(t, err)
+	topOwner := &unstructured.Unstructured{Object: top}
+	topOwner.SetAPIVersion("v1")
+	topOwner.SetKind("Pod")
+	_, err = h.GetPodGrouperPlugin(podKind).GetPodGroupMetadata(topOwner, pod)
+	assert.ErrorIs(t, err, kaiplugin.ErrOwnerUnreadable)
 }

@@ -24,6 +24,8 @@ var (
 	kai *realkai.Cluster
 	// podGrouper is gangmap-kai-podgrouper, the cluster's only pod-grouper.
 	podGrouper *realkai.Process
+	// podGrouperBin is its binary; metricsAddr is where podGrouper serves its metrics.
+	podGrouperBin, metricsAddr string
 )
 
 const (
@@ -73,6 +75,7 @@ func setUp(ctx context.Context, cfg realkai.Config) error {
 	if err != nil {
 		return err
 	}
+	podGrouperBin, metricsAddr = bin, metrics
 	podGrouper = &realkai.Process{Name: "gangmap-kai-podgrouper", Bin: bin,
 		Args: []string{"--kubeconfig=" + kai.Kubeconfig, "--scheduler-name=" + realkai.SchedulerName,
 			"--queue-label-key=" + realkai.QueueLabelKey, "--nodepool-label-key=" + realkai.NodePoolLabelKey,

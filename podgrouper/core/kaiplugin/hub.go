@@ -14,10 +14,12 @@ package kaiplugin
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -139,3 +141,42 @@ type TableNatives struct{ Table *native.Table }
 func (t TableNatives) HasMatchingPlugin(gvk metav1.GroupVersionKind) bool {
 	return t.Table.Has(schema.GroupVersionKind(gvk))
 }
+
+// ErrOwnerUnreadable is the error of a pod KAI's pod controller would group by an owner short of
+// its top owner: see Hub.UnreadOwner.
+var ErrOwnerUnreadable = errors.New("the pod-grouper may not read the pod's owner")
+
+// UnreadOwner returns an error (wrapping ErrOwnerUnreadable) when the top owner KAI's pod
+// controller passes has an owner reference itself and that owner's kind is one gangmap groups
+// (Choose would say Gangmap, or Waiting), else nil. KAI's owner walk
+// (pkg/podgrouper/podgrouper/podgrouper.go getResourceOwners, handleGetOwnerError) stops only at
+// an object without owners, except when reading the next owner is Forbidden: it then returns the
+// last owner it could read, or the pod itself, as the top owner, and the pod would be grouped by
+// that kind's native plugin (a Pod or a batch Job: a PodGroup of its own, minMember 1) and
+// admitted outside its gang. gangmap refuses the pod instead: KAI records the error as a
+// PodGrouperWarning Event on the pod and retries it with backoff, until the pod-grouper is given
+// get on the kind (deploy/kai-podgrouper/rbac.yaml). Only the first unread owner is looked at.
+func (h *Hub) UnreadOwner(topOwner *unstructured.Unstructured) error {
+	refs := topOwner.GetOwnerReferences()
+	if len(refs) == 0 {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(refs[0].APIVersion)
+	if err != nil {
+		return nil
+	}
+	gvk := metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: refs[0].Kind}
+	if c := h.choose(gvk); c != Gangmap && c != Waiting {
+		return nil
+	}
+	unreadOwners.Inc()
+	return fmt.Errorf("gangmap: %w: %s %s %s is owned by %s %s, a kind gangmap groups, which KAI's pod-grouper may not get (Forbidden); grouped by %s alone it would be admitted outside its gang: grant the pod-grouper's ServiceAccount get, list and watch on %s (deploy/kai-podgrouper/rbac.yaml)",
+		ErrOwnerUnreadable, topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName(), refs[0].Kind, refs[0].Name, topOwner.GetKind(), schema.GroupKind{Group: gv.Group, Kind: refs[0].Kind})
+}
+
+var unreadOwners = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "gangmap_kai_plugin_unread_owners_total",
+	Help: "Pods refused (retried by KAI) because KAI's pod-grouper may not read an owner of a kind gangmap groups, so KAI would have grouped them by a lower owner or the pod alone (Hub.UnreadOwner).",
+})
+
+func init() { metrics.Registry.MustRegister(unreadOwners) }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -67,4 +68,36 @@ func TestChoose(t *testing.T) {
 	assert.Equal(t, Gangmap, h.Choose(jobSet))
 	// No registry, no table: KAI's default for everything.
 	assert.Equal(t, Default, (&Hub{}).Choose(jobSet))
+}
+
+// TestUnreadOwner: a top owner with an owner reference is where KAI's owner walk stopped because
+// the next owner was Forbidden (podgrouper.go handleGetOwnerError: the last owner read, or the pod
+// itself); the pod is refused when that owner's kind is gangmap's (LLMInferenceService, a catalog
+// kind without a native plugin; and any non-native kind while the definitions load), and left to
+// KAI when it is a native kind (Deployment) or a kind without a definition (VirtualMachine), or
+// when the top owner has no owner (a true top owner).
+func TestUnreadOwner(t *testing.T) {
+	src := &fakeSource{}
+	h := &Hub{Native: TableNatives{Table: native.DefaultTable()}, Registry: catalogRegistry(t), Sources: []SyncedSource{src}}
+	owned := func(kind, ownerAPIVersion, ownerKind string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind(kind)
+		u.SetNamespace("team-a")
+		u.SetName("llama-0")
+		if ownerKind != "" {
+			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: ownerAPIVersion, Kind: ownerKind, Name: "llama", UID: "u1"}})
+		}
+		return u
+	}
+	pod := owned("Pod", "serving.kserve.io/v1alpha2", "LLMInferenceService")
+	err := h.UnreadOwner(pod)
+	require.ErrorIs(t, err, ErrOwnerUnreadable, "while loading")
+	src.synced.Store(true)
+	err = h.UnreadOwner(pod)
+	require.ErrorIs(t, err, ErrOwnerUnreadable)
+	assert.Equal(t, "gangmap: the pod-grouper may not read the pod's owner: Pod team-a llama-0 is owned by LLMInferenceService llama, a kind gangmap groups, which KAI's pod-grouper may not get (Forbidden); grouped by Pod alone it would be admitted outside its gang: grant the pod-grouper's ServiceAccount get, list and watch on LLMInferenceService.serving.kserve.io (deploy/kai-podgrouper/rbac.yaml)", err.Error())
+	assert.NoError(t, h.UnreadOwner(owned("Pod", "apps/v1", "Deployment")), "a native owner: stock KAI")
+	assert.NoError(t, h.UnreadOwner(owned("Pod", "kubevirt.io/v1", "VirtualMachine")), "no definition: stock KAI")
+	assert.NoError(t, h.UnreadOwner(owned("Pod", "", "")), "a true top owner")
 }

@@ -43,6 +43,13 @@ func (f *fakeInformer) RemoveEventHandler(toolscache.ResourceEventHandlerRegistr
 	return nil
 }
 
+// count is the number of handlers added.
+func (f *fakeInformer) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.handlers)
+}
+
 // deleted tells every handler obj was deleted.
 func (f *fakeInformer) deleted(obj any) {
 	f.mu.Lock()
@@ -135,7 +142,7 @@ func TestObserverCountsDecisionsAndForgetsDeletions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- obs.Start(ctx) }()
-	require.Eventually(t, func() bool { return inf.informer("Pod") != nil && len(inf.informer("Pod").handlers) == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return inf.informer("Pod") != nil && inf.informer("Pod").count() == 1 }, 5*time.Second, 10*time.Millisecond)
 	for _, p := range s.Pods {
 		md, err := g.Metadata(s.Workload, p, kaiChain(s.Workload)...)
 		require.NoError(t, err)

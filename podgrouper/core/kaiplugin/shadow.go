@@ -97,13 +97,13 @@ func (s *Shadow) Compare(owner *unstructured.Unstructured, pod *corev1.Pod, gm *
 	var outcome, msg string
 	switch {
 	case gmErr != nil:
-		outcome, msg = ShadowGangmapError, fmt.Sprintf("shadow mode: gangmap could not group pod %s: %v; KAI's %s grouper gave %s", pod.Name, gmErr, kaiGrouper, kaiSays)
+		outcome, msg = ShadowGangmapError, fmt.Sprintf("shadow mode: gangmap could not group pod %s: %v; KAI's grouper %q gave %s", pod.Name, gmErr, kaiGrouper, kaiSays)
 	case gm == nil:
-		outcome, msg = ShadowNoPodGroup, fmt.Sprintf("shadow mode: gangmap would put pod %s in no PodGroup; KAI's %s grouper gave %s", pod.Name, kaiGrouper, kaiSays)
+		outcome, msg = ShadowNoPodGroup, fmt.Sprintf("shadow mode: gangmap would put pod %s in no PodGroup; KAI's grouper %q gave %s", pod.Name, kaiGrouper, kaiSays)
 	case kai != nil && gm.String() == kai.String():
 		outcome = ShadowSame
 	default:
-		outcome, msg = ShadowDifferent, fmt.Sprintf("shadow mode: gangmap would write %s; KAI's %s grouper wrote %s", gm.String(), kaiGrouper, kaiSays)
+		outcome, msg = ShadowDifferent, fmt.Sprintf("shadow mode: gangmap would write %s; KAI's grouper %q wrote %s", gm.String(), kaiGrouper, kaiSays)
 	}
 	shadowOutcomes.WithLabelValues(outcome).Inc()
 	if msg != "" && s.Recorder != nil && s.firstTelling(owner.GetUID(), outcome+" "+trimPod(msg, pod.Name)) {

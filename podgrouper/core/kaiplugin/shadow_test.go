@@ -33,19 +33,19 @@ func TestShadowTellsEachDifferenceOnce(t *testing.T) {
 		md, err := g.Metadata(s.Workload, p, kaiChain(s.Workload)...)
 		require.NoError(t, err)
 		gm := GangOf(md)
-		assert.Equal(t, ShadowDifferent, sh.Compare(s.Workload, p, &gm, nil, "DefaultGrouper", kai))
+		assert.Equal(t, ShadowDifferent, sh.Compare(s.Workload, p, &gm, nil, "Default Grouper", kai))
 	}
 	assert.Equal(t, 3.0, testutil.ToFloat64(shadowOutcomes.WithLabelValues(ShadowDifferent))-before)
 	require.Len(t, rec.Events, 1, "one Event for the workload's three pods")
-	assert.Equal(t, "Normal DryRunPodGroup shadow mode: gangmap would write PodGroup pg-uid-customjob-customjob (minSubGroup 2: coordinator 1, worker 2); KAI's DefaultGrouper grouper wrote PodGroup pg-customjob-uid-customjob (minMember 1)", <-rec.Events)
+	assert.Equal(t, "Normal DryRunPodGroup shadow mode: gangmap would write PodGroup pg-uid-customjob-customjob (minSubGroup 2: coordinator 1, worker 2); KAI's grouper \"Default Grouper\" wrote PodGroup pg-customjob-uid-customjob (minMember 1)", <-rec.Events)
 
 	same := Gang{Name: "pg-a", MinSubGroup: ptr.To[int32](1), SubGroups: []SubGroupGang{{Name: "r", MinMember: 2}}}
 	assert.Equal(t, ShadowSame, sh.Compare(s.Workload, s.Pods[0], &same, nil, "x", &same))
-	assert.Equal(t, ShadowGangmapError, sh.Compare(s.Workload, s.Pods[0], nil, errors.New("plan: boom"), "DefaultGrouper", kai))
-	assert.Equal(t, ShadowNoPodGroup, sh.Compare(s.Workload, s.Pods[0], nil, nil, "DefaultGrouper", nil))
+	assert.Equal(t, ShadowGangmapError, sh.Compare(s.Workload, s.Pods[0], nil, errors.New("plan: boom"), "Default Grouper", kai))
+	assert.Equal(t, ShadowNoPodGroup, sh.Compare(s.Workload, s.Pods[0], nil, nil, "Default Grouper", nil))
 	require.Len(t, rec.Events, 2, "Same tells nothing")
 	assert.Contains(t, <-rec.Events, "gangmap could not group pod "+s.Pods[0].Name+": plan: boom")
-	assert.Equal(t, "Normal DryRunPodGroup shadow mode: gangmap would put pod "+s.Pods[0].Name+" in no PodGroup; KAI's DefaultGrouper grouper gave no PodGroup", <-rec.Events)
+	assert.Equal(t, "Normal DryRunPodGroup shadow mode: gangmap would put pod "+s.Pods[0].Name+" in no PodGroup; KAI's grouper \"Default Grouper\" gave no PodGroup", <-rec.Events)
 }
 
 // TestSetupWiresFindingsMetricsAndShadow: Setup on a manager (as KAI's app builds it; nothing is
