@@ -5,12 +5,10 @@ package realkai_test
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -18,14 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/e2e/realkai"
-	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-)
-
-// The topology levels of the test's KAI Topology: node labels of the fake nodes.
-const (
-	zoneLabel    = "e2e.gangmap.io/zone"
-	rackLabel    = "e2e.gangmap.io/rack"
-	topologyName = "e2e-zone-rack"
 )
 
 // segmentedJobSet is a JobSet of one replicated job: one Indexed Job of 16 pods of 1 GPU, whose
@@ -48,9 +38,9 @@ spec:
         template:
           metadata:
             annotations:
-              kai.scheduler/topology: ` + topologyName + `
+              kai.scheduler/topology: ` + realkai.TopologyName + `
               kai.scheduler/segment-size: "4"
-              kai.scheduler/segment-topology-required-placement: ` + rackLabel + `
+              kai.scheduler/segment-topology-required-placement: ` + realkai.RackLabel + `
           spec:
             containers:
             - name: main
@@ -80,18 +70,11 @@ func TestSegmentsLandEachInOneRack(t *testing.T) {
 func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) {
 	require.NoError(t, kai.CreateNamespace(ctx, ns))
 	if segmented {
-		require.NoError(t, kai.CreateTopology(ctx, topologyName, zoneLabel, rackLabel))
+		require.NoError(t, kai.CreateTopology(ctx, realkai.TopologyName, realkai.ZoneLabel, realkai.RackLabel))
 	}
 	b := &bed{ns: ns}
 	addRacks := func(first, racks, nodesPerRack int) {
-		spec := realkai.NodeSpec{GPUs: 2, Labels: map[string]string{benchLabel: ns}, PerNode: map[string]map[string]string{}}
-		for r := first; r < first+racks; r++ {
-			for n := 0; n < nodesPerRack; n++ {
-				name := fmt.Sprintf("%s-rack%d-%d", ns, r, n)
-				spec.Names = append(spec.Names, name)
-				spec.PerNode[name] = map[string]string{zoneLabel: fmt.Sprintf("zone%d", r%2), rackLabel: fmt.Sprintf("rack%d", r)}
-			}
-		}
+		spec := realkai.Racks{Prefix: ns, First: first, Count: racks, NodesPerRack: nodesPerRack, GPUs: 2, Labels: map[string]string{benchLabel: ns}}.NodeSpec()
 		require.NoError(t, kai.CreateGPUNodes(ctx, spec))
 	}
 	addRacks(0, 8, 1)
@@ -127,8 +110,8 @@ func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) 
 			assert.Equal(t, ptr.To("workers"), sg.Parent)
 			assert.Equal(t, ptr.To[int32](4), sg.MinMember)
 			if assert.NotNil(t, sg.TopologyConstraint, sg.Name) {
-				assert.Equal(t, topologyName, sg.TopologyConstraint.Topology)
-				assert.Equal(t, rackLabel, sg.TopologyConstraint.RequiredTopologyLevel)
+				assert.Equal(t, realkai.TopologyName, sg.TopologyConstraint.Topology)
+				assert.Equal(t, realkai.RackLabel, sg.TopologyConstraint.RequiredTopologyLevel)
 			}
 		}
 	}
@@ -141,31 +124,16 @@ func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) 
 	addRacks(8, 4, 2)
 	p, err = kai.WaitAllBound(ctx, ns, labels.Everything(), 16, admitTimeout)
 	require.NoError(t, err, "4 racks of 4 GPUs: KAI binds the gang, a segment a rack\n%s", kai.Report(ctx, ns))
-	nodeRack := map[string]string{}
-	var nodes corev1.NodeList
-	require.NoError(t, kai.Client.List(ctx, &nodes, client.MatchingLabels{benchLabel: ns}))
-	for _, n := range nodes.Items {
-		nodeRack[n.Name] = n.Labels[rackLabel]
-	}
-	racksOf := map[string]map[string]bool{}
-	for _, pod := range p.Bound {
-		sg := pod.Labels[kaikeys.SubGroupName]
-		if racksOf[sg] == nil {
-			racksOf[sg] = map[string]bool{}
-		}
-		racksOf[sg][nodeRack[pod.Spec.NodeName]] = true
-	}
+	racksOf, err := kai.RacksOfSubGroups(ctx, p.Bound, client.MatchingLabels{benchLabel: ns})
+	require.NoError(t, err)
 	require.Len(t, racksOf, 4, "four segments: %v", racksOf)
 	used := map[string]bool{}
 	for sg, racks := range racksOf {
-		var names []string
-		for r := range racks {
-			names = append(names, r)
+		for _, r := range racks {
 			used[r] = true
 		}
-		sort.Strings(names)
-		assert.Len(t, racks, 1, "segment %s spans racks %v", sg, names)
-		t.Logf("segment %s: rack %v", sg, names)
+		assert.Len(t, racks, 1, "segment %s spans racks %v", sg, racks)
+		t.Logf("segment %s: rack %v", sg, racks)
 	}
 	assert.Len(t, used, 4, "each segment in its own rack (a rack holds 4 GPUs)")
 }

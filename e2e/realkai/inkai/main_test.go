@@ -49,6 +49,7 @@ func run(m *testing.M) int {
 		"../../testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
 		"../testdata/e2e.example.com_typojobs.yaml",
 		"../testdata/serving.kserve.io_llminferenceservices.yaml",
+		"../../testdata/crds/batch.volcano.sh_jobs.yaml",
 	}, realkai.Options{}, func(ctx context.Context, c *realkai.Cluster, cfg realkai.Config) (func() error, error) {
 		kai = c
 		if err := setUp(ctx, cfg); err != nil {

@@ -1,0 +1,71 @@
+package realkai
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+)
+
+// The topology of the segment tests (issue 30): a KAI Topology of two levels, zone and rack, over
+// fake nodes labelled by both.
+const (
+	ZoneLabel    = "e2e.gangmap.io/zone"
+	RackLabel    = "e2e.gangmap.io/rack"
+	TopologyName = "e2e-zone-rack"
+)
+
+// Racks are fake GPU nodes in racks: racks racks from number first, nodesPerRack nodes of gpus
+// GPUs each, rack r in zone r%2; every node also carries labels (a test's own bed label).
+type Racks struct {
+	Prefix                           string
+	First, Count, NodesPerRack, GPUs int
+	Labels                           map[string]string
+}
+
+// NodeSpec is the racks' nodes, named <prefix>-rack<r>-<n>, with ZoneLabel zone<r%2> and
+// RackLabel rack<r>.
+func (r Racks) NodeSpec() NodeSpec {
+	spec := NodeSpec{GPUs: r.GPUs, Labels: r.Labels, PerNode: map[string]map[string]string{}}
+	for rack := r.First; rack < r.First+r.Count; rack++ {
+		for n := 0; n < r.NodesPerRack; n++ {
+			name := fmt.Sprintf("%s-rack%d-%d", r.Prefix, rack, n)
+			spec.Names = append(spec.Names, name)
+			spec.PerNode[name] = map[string]string{ZoneLabel: fmt.Sprintf("zone%d", rack%2), RackLabel: fmt.Sprintf("rack%d", rack)}
+		}
+	}
+	return spec
+}
+
+// RacksOfSubGroups reads the nodes of bound pods (those selected by nodes) and returns, per
+// sub-group (the pods' kai.scheduler/subgroup-name), the racks its pods are on, sorted.
+func (c *Cluster) RacksOfSubGroups(ctx context.Context, bound []corev1.Pod, nodes client.MatchingLabels) (map[string][]string, error) {
+	var list corev1.NodeList
+	if err := c.Client.List(ctx, &list, nodes); err != nil {
+		return nil, err
+	}
+	rackOf := map[string]string{}
+	for _, n := range list.Items {
+		rackOf[n.Name] = n.Labels[RackLabel]
+	}
+	sets := map[string]map[string]bool{}
+	for _, p := range bound {
+		sg := p.Labels[kaikeys.SubGroupName]
+		if sets[sg] == nil {
+			sets[sg] = map[string]bool{}
+		}
+		sets[sg][rackOf[p.Spec.NodeName]] = true
+	}
+	out := map[string][]string{}
+	for sg, racks := range sets {
+		for r := range racks {
+			out[sg] = append(out[sg], r)
+		}
+		sort.Strings(out[sg])
+	}
+	return out, nil
+}
