@@ -122,10 +122,9 @@ func (w *Walker) noteLocation(uid types.UID, namespace string) {
 
 // detached returns a copy of a slimmed owner o and its cache key whose identity strings share
 // nothing with the strings they were made from. A walk's namespace and first reference come from
-// the pod, and the webhook's decoded pod shares one copy of the admitted pod's JSON among all
-// its strings (podview.Scanned.Pod): a kept substring of it would pin that whole copy (about
-// 1.75 KB for the scale benchmark's pods, more for real pods) for as long as the cache keeps
-// the owner. Labels and annotations come from the read object, not the pod.
+// the pod, and a caller's pod strings may be substrings of a larger buffer (the webhook's
+// decoder shared one copy of the admitted pod's JSON among them until session 9): a kept
+// substring would pin the whole buffer for as long as the cache keeps the owner. Labels and annotations come from the read object, not the pod.
 func detached(o *metav1.PartialObjectMetadata, ck cacheKey) (*metav1.PartialObjectMetadata, cacheKey) {
 	c := *o
 	c.APIVersion, c.Name, c.Namespace = strings.Clone(o.APIVersion), strings.Clone(o.Name), strings.Clone(o.Namespace)

@@ -20,8 +20,8 @@ import (
 )
 
 // TestWalkerKeepsNoStringOfThePod: the namespace and owner reference a walk starts from are
-// substrings of the admitted pod's JSON when the webhook decoded the pod (podview.Scanned.Pod
-// shares one copy of the JSON among the decoded strings). What the walker keeps, the owner
+// substrings of the admitted pod's JSON when a decoder shares one copy of the JSON among the
+// decoded strings (the webhook's did until session 9). What the walker keeps, the owner
 // cache (a ReplicaSet read from the API server) and the owners' locations (also of the
 // Deployment read from the informers), must not pin that copy. Seen in the 20,000-pod scale run:
 // one 1.75 KB copy of a pod per workload stayed live.

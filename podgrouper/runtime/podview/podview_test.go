@@ -102,66 +102,6 @@ func TestDecodePodErrors(t *testing.T) {
 	}
 }
 
-// TestSchedulerName: the skim agrees with DecodePod whenever it reports ok, and declines
-// (ok false) on anything but one plain member.
-func TestSchedulerName(t *testing.T) {
-	tests := map[string]struct {
-		raw    string
-		want   string
-		wantOK bool
-	}{
-		"plain":                   {`{"metadata":{"name":"p"},"spec":{"schedulerName":"kai-scheduler"}}`, "kai-scheduler", true},
-		"in an annotation only":   {`{"metadata":{"annotations":{"x":"{\"schedulerName\":\"other\"}"}},"spec":{"schedulerName":"kai"}}`, "kai", true},
-		"absent":                  {`{"spec":{}}`, "", false},
-		"twice":                   {`{"spec":{"schedulerName":"a","x":{"schedulerName":"b"}}}`, "", false},
-		"escaped key":             {`{"spec":{"scheduler\u004eame":"a"}}`, "", false},
-		"an escape elsewhere":     {`{"metadata":{"annotations":{"a":"\u003c"}},"spec":{"schedulerName":"a"}}`, "", false},
-		"elsewhere, none in spec": {`{"status":{"schedulerName":"s"},"spec":{}}`, "s", true},
-		"escaped value":           {`{"spec":{"schedulerName":"a\"b"}}`, "", false},
-		"space after colon":       {`{"spec":{"schedulerName": "a"}}`, "", false},
-		"not a string":            {`{"spec":{"schedulerName":null}}`, "", false},
-		"truncated":               {`{"spec":{"schedulerName":"a`, "", false},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, ok := SchedulerName([]byte(tc.raw))
-			if got != tc.want || ok != tc.wantOK {
-				t.Fatalf("got %q, %v; want %q, %v", got, ok, tc.want, tc.wantOK)
-			}
-			if !ok {
-				return
-			}
-			d, err := DecodePod([]byte(tc.raw))
-			if err != nil || (d.Pod.Spec.SchedulerName != got && d.Pod.Spec.SchedulerName != "") {
-				t.Errorf("DecodePod says %q (%v), the skim %q", d.Pod.Spec.SchedulerName, err, got)
-			}
-		})
-	}
-}
-
-// FuzzSchedulerName: whenever the skim reports a scheduler name for a pod's JSON, decoding the
-// pod gives the same name, or none (then no scheduler, gangmap's included, is the pod's, and the
-// webhook passes over it either way).
-func FuzzSchedulerName(f *testing.F) {
-	for _, s := range []string{`{"spec":{"schedulerName":"kai-scheduler"}}`, `{"metadata":{"labels":{"a":"b"}},"spec":{"schedulerName":"x"}}`,
-		`{"spec":{"schedulerName":"a","x":{"schedulerName":"b"}}}`, `{"status":{"schedulerName":"s"},"spec":{}}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		name, ok := SchedulerName(raw)
-		if !ok {
-			return
-		}
-		d, err := DecodePod(raw)
-		if err != nil {
-			return // not a pod: the webhook admits it unchanged either way
-		}
-		if got := d.Pod.Spec.SchedulerName; got != name && got != "" {
-			t.Errorf("skim %q, decoded %q", name, d.Pod.Spec.SchedulerName)
-		}
-	})
-}
-
 // TestTransformWorkloadKeepsValues: the workload transform drops managed fields and nothing else
 // (its maps are rebuilt and strings made canonical: the values are equal).
 func TestTransformWorkloadKeepsValues(t *testing.T) {

@@ -42,8 +42,7 @@ func FuzzPatch(f *testing.F) {
 		if !ok {
 			return
 		}
-		scan := podview.ScanPod(raw) // as Handle decodes the pod
-		decoded, err := scan.Pod()
+		decoded, err := podview.DecodePod(raw) // as Handle decodes the pod
 		if err != nil {
 			return // the webhook admits an undecodable pod unchanged
 		}

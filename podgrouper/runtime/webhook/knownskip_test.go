@@ -10,8 +10,8 @@ import (
 
 // TestKnownSkippedAnswersAsTheFullPath: the first admission of each pod walks its owners (cold
 // owner cache: the full path, decoding the pod and deciding on its own goroutine); the second
-// finds them in the owner cache, so a pod gangmap does not group is answered from its owner
-// references alone (knownSkipped). Both answers are the same, and the grouped pod is still
+// finds them in the owner cache, so a pod gangmap does not group is answered without a decision
+// (controller.Decider.KnownNotGrouped). Both answers are the same, and the grouped pod is still
 // grouped.
 func TestKnownSkippedAnswersAsTheFullPath(t *testing.T) {
 	ctx := admissionContext()

@@ -86,12 +86,10 @@ func (m *PodMutator) Register(srv webhook.Server) {
 func requestLogger(base logr.Logger, _ *admission.Request) logr.Logger { return base }
 
 // Handle implements admission.Handler. It always allows the pod; it adds a patch only for a pod
-// gangmap groups. The pod's JSON is scanned once (podview.ScanPod): its owner references first,
-// which answer for a pod of a native kind, then gangmap's view of the pod decoded from the members
-// the scan marked (the fields the decision reads, the same the pod controller's cache keeps, as
-// podview.DecodePod decodes them), and the patch is a JSON patch of
-// gangmap's own annotations and label on the request's raw object (see Patch), so no field of
-// the pod is ever re-encoded, changed or lost.
+// gangmap groups. The pod's JSON is decoded into gangmap's view of the pod (podview.DecodePod:
+// the fields the decision reads, the same the pod controller's cache keeps), and the patch is a
+// JSON patch of gangmap's own annotations and label on the request's raw object (see Patch), so
+// no field of the pod is ever re-encoded, changed or lost.
 func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	var pod *corev1.Pod
 	defer func() {
@@ -102,18 +100,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if req.Operation != admissionv1.Create || req.Resource.Resource != "pods" || req.SubResource != "" {
 		return skipped("not a pod creation")
 	}
-	// Most pods of a cluster are another scheduler's: pass over them without decoding, unless an
-	// onboarding policy may give them gangmap's scheduler.
-	if name, ok := podview.SchedulerName(req.Object.Raw); ok && name != m.Decider.SchedulerName && !onboardingActive(m.Onboarding) {
-		return skipped("not a pod of gangmap's scheduler")
-	}
-	// One scan of the pod: its owners first (a native kind's pod ends here), then the view
-	// decoded from the members the scan marked.
-	scan := podview.ScanPod(req.Object.Raw)
-	if msg, ok := m.knownSkipped(req, &scan); ok {
-		return skipped(msg)
-	}
-	decoded, err := scan.Pod()
+	decoded, err := podview.DecodePod(req.Object.Raw)
 	if err != nil {
 		return m.admitUnchanged(ctx, req, nil, "Decode", err)
 	}
@@ -198,35 +185,6 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		return admission.Allowed("the pod already carries its PodGroup")
 	}
 	return patched(append(pre, ops...), "")
-}
-
-// knownSkipped tells, from the pod's owner references and the owner cache only, that the pod is
-// not one gangmap groups, without decoding the pod (podview.Scanned.Owners) or starting a decision:
-// the path of a pod of a kind native to KAI. It answers only when nothing else in Handle could
-// change the outcome (no onboarding policy, no selectors) and the decider can tell without a
-// read (controller.Decider.KnownNotGrouped); ok false sends the pod down the full path. msg is
-// the full path's message for the same pod.
-func (m *PodMutator) knownSkipped(req admission.Request, scan *podview.Scanned) (msg string, ok bool) {
-	if onboardingActive(m.Onboarding) || (m.ObjectSelector != nil && !m.ObjectSelector.Empty()) ||
-		(m.NamespaceSelector != nil && !m.NamespaceSelector.Empty()) {
-		return "", false
-	}
-	o, ok := scan.Owners()
-	if !ok {
-		return "", false
-	}
-	if o.SchedulerName != m.Decider.SchedulerName {
-		return "not a pod of gangmap's scheduler", true
-	}
-	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, OwnerReferences: o.References},
-		Spec: corev1.PodSpec{SchedulerName: o.SchedulerName}}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
-	}
-	if !m.Decider.KnownNotGrouped(&pod) {
-		return "", false
-	}
-	return "not a pod gangmap groups", true
 }
 
 // patched allows the pod with the JSON patch of ops (onboarding's first, then gangmap's group keys).
