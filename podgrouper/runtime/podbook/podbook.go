@@ -3,22 +3,19 @@
 // pod under, so that a workload's change regroups its pods, and the UID of the pod it last
 // repaired, so that a stale reconcile does not report a repair twice), the findings (the pod's
 // observation against its workload's plan) and the workload metrics (the pod's role and phase).
-// Each used to hold its own map by pod key (and the repairs an LRU of UIDs): about 680 bytes per
-// grouped pod, measured by the controller's BenchmarkPodBookkeepingBytes; one map of entries by
-// pod key made it about 400. The Book packs an entry into 96 bytes, stored in slabs of entries
-// (no heap object per pod) and found through an open-addressing index of 4-byte slot numbers
-// (no Go map of 32-byte keys); owners' UIDs and role and phase names are stored once each in
-// tables with reference counts, and an entry holds their 4-byte numbers; an owner's grouped pods
-// are a list linked through the entries (no slice per owner). The workloads' aggregates stay
-// with their owners (findings' counters, the metrics' pods per role and phase).
+// The workloads' aggregates stay with their owners (findings' counters, the metrics' pods per
+// role and phase).
+//
+// The Book is ordinary Go maps: one of entries by pod key, one of grouped pods per owner. Issue
+// 32 measured it against the packed store it replaced (slabs of 96-byte entries, an
+// open-addressing index, reference-counted name tables; bench/README.md, "Session 9"): the
+// grouper stays within its memory bound without it.
 //
 // Each part owns its own fields of an entry and sees only those; an entry goes when every part
-// has let go of the pod. Strings are the callers' (the pod cache's key and UID strings, the
-// first caller's copy of an owner's UID, the plan's role names), not copied.
+// has let go of the pod. Strings are the callers', not copied.
 package podbook
 
 import (
-	"hash/maphash"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -43,76 +40,49 @@ type Metric struct {
 	Phase  string
 }
 
-// Flags of an entry.
-const (
-	hasFinding = 1 << iota
-	hasMetric
-	unclaimed
-	terminal
-)
-
-// entry is one pod, in a slab slot. Owners are numbers in Book.owners, roles and phases numbers
-// in Book.words (0: none, or ""). A part's fields are unset when empty (grouped 0, repaired "",
-// no hasFinding, no hasMetric flag).
+// entry is one pod. A part's fields are unset when empty (grouped "", repaired "", finding nil,
+// metric nil).
 type entry struct {
-	// key is the pod's key (zero while the slot is free).
-	key types.NamespacedName
+	// grouped is the top owner the pod controller grouped the pod under.
+	grouped types.UID
 	// repaired is the UID of the last pod of this key the controller repaired.
 	repaired types.UID
-	// serial is Metric.Serial.
-	serial uint64
-	// prev and next link the pods grouped under the same owner (slot numbers, 0: none); next also
-	// links the free slots.
-	prev, next slot
-	// grouped is the top owner the pod controller grouped the pod under.
-	grouped name
-	// The finding's owner and role, the metric's owner, role and phase.
-	findingOwner, findingRole            name
-	metricOwner, metricRole, metricPhase name
-	flags                                uint8
+	finding  *Finding
+	metric   *Metric
 }
 
 func (e *entry) empty() bool {
-	return e.grouped == 0 && e.repaired == "" && e.flags&(hasFinding|hasMetric) == 0
+	return e.grouped == "" && e.repaired == "" && e.finding == nil && e.metric == nil
 }
 
-// Book is the record of every pod. Safe for concurrent use; every method costs a lookup in the
-// index under one mutex, and no method calls out while holding it (callers may hold their own
-// lock). The zero value is ready to use.
+// Book is the record of every pod. Safe for concurrent use; every method holds one mutex and
+// calls out to nothing while holding it (callers may hold their own lock). Use New.
 type Book struct {
-	mu sync.Mutex
-	// index finds a pod's slot; slots holds the entries.
-	index index
-	slots slab
-	// owners are the owners' UIDs (with the head of each owner's list of grouped pods); words
-	// the role and phase names.
-	owners, words nameTable
+	mu   sync.Mutex
+	pods map[types.NamespacedName]*entry
+	// grouped are the pods grouped under each top owner.
+	grouped map[types.UID]map[types.NamespacedName]struct{}
 }
 
 // New returns an empty Book.
-func New() *Book { return &Book{} }
+func New() *Book {
+	return &Book{pods: map[types.NamespacedName]*entry{}, grouped: map[types.UID]map[types.NamespacedName]struct{}{}}
+}
 
-// get returns the pod's slot and entry, made when create says so (0, nil otherwise when there
-// is none).
-func (b *Book) get(pod types.NamespacedName, create bool) (slot, *entry) {
-	if s := b.index.find(&b.slots, pod); s != 0 {
-		return s, b.slots.at(s)
+// get returns the pod's entry, made when create says so (nil otherwise when there is none).
+func (b *Book) get(pod types.NamespacedName, create bool) *entry {
+	e := b.pods[pod]
+	if e == nil && create {
+		e = &entry{}
+		b.pods[pod] = e
 	}
-	if !create {
-		return 0, nil
-	}
-	s := b.slots.alloc()
-	e := b.slots.at(s)
-	e.key = pod
-	b.index.insert(&b.slots, s)
-	return s, e
+	return e
 }
 
 // drop deletes the pod's entry when every part has let go of it.
-func (b *Book) drop(s slot, e *entry) {
+func (b *Book) drop(pod types.NamespacedName, e *entry) {
 	if e.empty() {
-		b.index.remove(&b.slots, e.key)
-		b.slots.release(s)
+		delete(b.pods, pod)
 	}
 }
 
@@ -120,25 +90,148 @@ func (b *Book) drop(s slot, e *entry) {
 func (b *Book) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.index.n
+	return len(b.pods)
 }
 
 // Forget drops everything of the pod (it is gone from the cluster).
 func (b *Book) Forget(pod types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s, e := b.get(pod, false)
-	if e == nil {
-		return
+	if e := b.pods[pod]; e != nil {
+		b.ungroupLocked(pod, e)
+		delete(b.pods, pod)
 	}
-	b.ungroupLocked(s, e)
-	e.repaired = ""
-	b.setFinding(e, nil)
-	b.setMetric(e, nil)
-	b.drop(s, e)
 }
 
-// seed hashes the pod keys of every Book (a Book's index is never shared across processes).
-var seed = maphash.MakeSeed()
+// Group records that the pod controller grouped the pod under the top owner with this UID (it
+// replaces an earlier owner; "" ungroups).
+func (b *Book) Group(pod types.NamespacedName, owner types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.get(pod, owner != "")
+	if e == nil || e.grouped == owner {
+		return
+	}
+	b.ungroupLocked(pod, e)
+	if owner == "" {
+		b.drop(pod, e)
+		return
+	}
+	e.grouped = owner
+	set := b.grouped[owner]
+	if set == nil {
+		set = map[types.NamespacedName]struct{}{}
+		b.grouped[owner] = set
+	}
+	set[pod] = struct{}{}
+}
 
-func hash(pod types.NamespacedName) uint64 { return maphash.Comparable(seed, pod) }
+// Ungroup forgets the pod's top owner (the pod is no longer gangmap's); its other parts stay.
+func (b *Book) Ungroup(pod types.NamespacedName) { b.Group(pod, "") }
+
+// ungroupLocked takes the pod off its owner's set.
+func (b *Book) ungroupLocked(pod types.NamespacedName, e *entry) {
+	if e.grouped == "" {
+		return
+	}
+	if set := b.grouped[e.grouped]; set != nil {
+		delete(set, pod)
+		if len(set) == 0 {
+			delete(b.grouped, e.grouped)
+		}
+	}
+	e.grouped = ""
+}
+
+// UngroupOwner forgets the top owner (deleted) and that any pod was grouped under it.
+func (b *Book) UngroupOwner(owner types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for pod := range b.grouped[owner] {
+		if e := b.pods[pod]; e != nil {
+			e.grouped = ""
+			b.drop(pod, e)
+		}
+	}
+	delete(b.grouped, owner)
+}
+
+// Grouped returns the pods grouped under the top owner (a copy, in no order).
+func (b *Book) Grouped(owner types.UID) []types.NamespacedName {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	set := b.grouped[owner]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]types.NamespacedName, 0, len(set))
+	for pod := range set {
+		out = append(out, pod)
+	}
+	return out
+}
+
+// FirstRepair records that the pod controller repaired the pod with this key and UID, and reports
+// whether it is the first repair of that pod (a stale reconcile of a pod already repaired is not).
+// A new pod of the same name has another UID, so it is reported again.
+func (b *Book) FirstRepair(pod types.NamespacedName, uid types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.get(pod, uid != "")
+	if e == nil || e.repaired == uid {
+		return false
+	}
+	e.repaired = uid
+	return true
+}
+
+// SwapFinding sets the pod's finding (nil: none) and returns the previous one, if any.
+func (b *Book) SwapFinding(pod types.NamespacedName, f *Finding) (old Finding, had bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.get(pod, f != nil)
+	if e == nil {
+		return Finding{}, false
+	}
+	if e.finding != nil {
+		old, had = *e.finding, true
+	}
+	e.finding = copyOf(f)
+	b.drop(pod, e)
+	return old, had
+}
+
+// SwapMetric sets the pod's metric record (nil: none) and returns the previous one, if any.
+func (b *Book) SwapMetric(pod types.NamespacedName, m *Metric) (old Metric, had bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.get(pod, m != nil)
+	if e == nil {
+		return Metric{}, false
+	}
+	if e.metric != nil {
+		old, had = *e.metric, true
+	}
+	e.metric = copyOf(m)
+	b.drop(pod, e)
+	return old, had
+}
+
+// Metric returns the pod's metric record, if any.
+func (b *Book) Metric(pod types.NamespacedName) (Metric, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.pods[pod]; e != nil && e.metric != nil {
+		return *e.metric, true
+	}
+	return Metric{}, false
+}
+
+// copyOf is a copy of *p (nil stays nil): the Book never keeps a caller's pointer.
+func copyOf[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
