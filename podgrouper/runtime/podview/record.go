@@ -17,9 +17,8 @@ import (
 // about 300 bytes even with one entry; a Record holds the metadata it needs as plain fields, the
 // labels and annotations as key/value pairs in one slice each, its UID as 16 bytes, its times and
 // phase packed, and what the pods of one owner share (generateName, priority class, owner
-// references) in one struct for them all (recordOwner): 128 bytes, its strings canonical (intern:
-// one namespace string per namespace) and its slices and owner struct shared with other pods'
-// equal ones (recordShare).
+// references) in one struct (recordOwner): 128 bytes, its strings canonical (intern: one
+// namespace string per namespace).
 //
 // What a Record keeps, and which decision reads it (the controller decides on Record.Pod):
 //   - metadata.namespace and name: the pod's key (the work queue's requests, podbook) and a
@@ -54,7 +53,7 @@ type Record struct {
 	Namespace, Name string
 	// Labels and Annotations are the pod's, as key, value, key, value... sorted by key.
 	Labels, Annotations []string
-	// owner is what the pods of one owner share, shared with Records that have an equal one.
+	// owner is what the pods of one owner have alike.
 	owner *recordOwner
 	// created and deleted are the creation and deletion timestamps in Unix seconds, noTime for
 	// none (a zero creation timestamp: a pod being admitted).
@@ -66,8 +65,8 @@ type Record struct {
 	phase uint8
 }
 
-// recordOwner is what a Record keeps that the pods of one owner (a Job, a workload) have alike,
-// so that they share one: never changed once made.
+// recordOwner is what a Record keeps that the pods of one owner (a Job, a workload) have alike:
+// never changed once made.
 type recordOwner struct {
 	generateName string
 	// priorityClassName is spec.priorityClassName (KAI's default PodGroup priority reads it).
@@ -92,7 +91,7 @@ func (r *Record) GenerateName() string { return r.owner.generateName }
 // PriorityClassName is the pod's spec.priorityClassName.
 func (r *Record) PriorityClassName() string { return r.owner.priorityClassName }
 
-// OwnerReferences are the pod's owner references, shared with other Records: read only.
+// OwnerReferences are the pod's owner references, shared with copies of the Record: read only.
 func (r *Record) OwnerReferences() []metav1.OwnerReference { return r.owner.ownerReferences }
 
 // noTime marks a Record's timestamp as absent.
@@ -145,9 +144,8 @@ func timeOf(s int64) metav1.Time {
 // Annotation returns the value of annotation key and whether the pod has it.
 func (r *Record) Annotation(key string) (string, bool) { return lookup(r.Annotations, key) }
 
-// ToRecord returns the Record of pod, its strings made canonical (see compact) and its label,
-// annotation and owner-reference slices shared with recent Records that have equal ones
-// (recordShare). Nothing of pod is changed.
+// ToRecord returns the Record of pod, its strings made canonical (see compact). Nothing of pod is
+// changed.
 func ToRecord(pod *corev1.Pod) *Record {
 	refs := make([]metav1.OwnerReference, len(pod.OwnerReferences))
 	copy(refs, pod.OwnerReferences)
@@ -168,7 +166,7 @@ func ToRecord(pod *corev1.Pod) *Record {
 	}
 	return &Record{
 		Namespace: v.Namespace, Name: pod.Name,
-		Labels: shared.pairsOf(pairs(pod.Labels)), Annotations: shared.pairsOf(pairs(pod.Annotations)), owner: shared.ownerOf(owner),
+		Labels: pairs(pod.Labels), Annotations: pairs(pod.Annotations), owner: &owner,
 		created: seconds(pod.CreationTimestamp), deleted: deleted, uid: uid, uidPacked: packed, phase: phaseCode(pod.Status.Phase),
 	}
 }

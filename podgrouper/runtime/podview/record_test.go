@@ -151,8 +151,7 @@ func TestRecordPacksTimesAndPhase(t *testing.T) {
 }
 
 // TestRecordPacksUID: a canonical UUID (as the API server makes them) is kept as 16 bytes and
-// read back as the same text, and the pods of one owner then share their owner struct; any other
-// UID (upper case, short, none) is kept as it is, in a struct of the pod's own.
+// read back as the same text; any other UID (upper case, short, none) is kept as it is.
 func TestRecordPacksUID(t *testing.T) {
 	for _, tc := range []struct {
 		uid    types.UID
@@ -180,11 +179,11 @@ func TestRecordPacksUID(t *testing.T) {
 	}
 	a, b := richPod(), richPod()
 	a.UID, b.UID = "0f8e6c1a-3b2d-4e5f-9a8b-000000000001", "0f8e6c1a-3b2d-4e5f-9a8b-000000000002"
-	if ra, rb := ToRecord(a), ToRecord(b); ra.owner != rb.owner || ra.UID() == rb.UID() {
-		t.Errorf("two pods of one owner: owner structs shared %v, UIDs %q and %q", ra.owner == rb.owner, ra.UID(), rb.UID())
+	if ra, rb := ToRecord(a), ToRecord(b); ra.UID() != a.UID || rb.UID() != b.UID {
+		t.Errorf("two pods of one owner: UIDs %q and %q", ra.UID(), rb.UID())
 	}
 	a.UID, b.UID = "pod-a", "pod-b"
-	if ra, rb := ToRecord(a), ToRecord(b); ra.owner == rb.owner || ra.UID() != "pod-a" || rb.UID() != "pod-b" {
-		t.Errorf("pods with other UIDs: owner structs shared %v, UIDs %q and %q", ra.owner == rb.owner, ra.UID(), rb.UID())
+	if ra, rb := ToRecord(a), ToRecord(b); ra.UID() != "pod-a" || rb.UID() != "pod-b" {
+		t.Errorf("pods with other UIDs: UIDs %q and %q", ra.UID(), rb.UID())
 	}
 }
