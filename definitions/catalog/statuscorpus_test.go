@@ -60,13 +60,28 @@ var noSuchState = map[string]map[definitions.Status]string{
 	"serving-kserve-io-inferenceservice-v1beta1":     {definitions.StatusCompleted: neverCompletes},
 	// Serving workloads kept running by their controller (replicas of long-lived pods): none has
 	// a terminal success condition or phase in its API.
-	"leaderworkerset-x-k8s-io-leaderworkerset-v1":   {definitions.StatusCompleted: neverCompletes},
-	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {definitions.StatusCompleted: neverCompletes},
-	"grove-io-podcliqueset-v1alpha1":                {definitions.StatusCompleted: neverCompletes},
-	"nvidia-com-dynamographdeployment-v1alpha1":     {definitions.StatusCompleted: neverCompletes},
-	"nvidia-com-dynamographdeployment-v1beta1":      {definitions.StatusCompleted: neverCompletes},
-	"milvus-io-milvus-v1beta1":                      {definitions.StatusCompleted: neverCompletes},
-	"ray-io-rayservice-v1":                          {definitions.StatusCompleted: neverCompletes},
+	"leaderworkerset-x-k8s-io-leaderworkerset-v1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusFailed:    "no failed condition: LeaderWorkerSetConditionType is Available, Progressing or UpdateInProgress (leaderworkerset_types.go); a failed group is recreated (RestartPolicy), never failed",
+		definitions.StatusSuspended: "no suspend field in LeaderWorkerSetSpec (leaderworkerset_types.go)",
+	},
+	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusFailed:    "no failed condition: DisaggregatedSetConditionType is Available or Progressing (disaggregatedset_types.go, disaggregatedSetCondition)",
+		definitions.StatusSuspended: "no suspend field in DisaggregatedSetSpec: roles are paused by replicas 0, which reads Available (\"the all-roles-paused state\", disaggregatedset_types.go)",
+	},
+	"grove-io-podcliqueset-v1alpha1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusFailed:    "no failed state: a PodCliqueSet's own conditions are only TopologyLevelsUnavailable (reconcilestatus.go); a replica whose MinAvailable is breached is gang-terminated and recreated (podcliquesetreplica/gangterminate.go)",
+		definitions.StatusSuspended: "no suspend field in PodCliqueSetSpec (operator/api/core/v1alpha1/podcliqueset.go)",
+	},
+	"nvidia-com-dynamographdeployment-v1alpha1": {definitions.StatusCompleted: neverCompletes},
+	"nvidia-com-dynamographdeployment-v1beta1":  {definitions.StatusCompleted: neverCompletes},
+	"milvus-io-milvus-v1beta1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusFailed:    "no failed state: MilvusHealthStatus is Pending, Healthy, Unhealthy, Deleting or Stopped (milvus_types.go); an unhealthy Milvus is degraded and reconciled back",
+	},
+	"ray-io-rayservice-v1": {definitions.StatusCompleted: neverCompletes},
 	"ray-io-rayservice-v1alpha1": {
 		definitions.StatusCompleted: neverCompletes,
 		definitions.StatusSuspended: "no spec.suspend in KubeRay's v1alpha1 schema (ray.io_rayservices.yaml): the API server prunes it at v1alpha1",
@@ -78,7 +93,11 @@ var noSuchState = map[string]map[definitions.Status]string{
 		definitions.StatusCompleted: rayClusterNeverCompletes,
 		definitions.StatusFailed:    "not in the v1alpha1 view: its status schema has no conditions (no ReplicaFailure), and state failed is deprecated and no longer written (raycluster_types.go)",
 	},
-	"sparkoperator-k8s-io-sparkconnect-v1alpha1": {definitions.StatusCompleted: neverCompletes},
+	"sparkoperator-k8s-io-sparkconnect-v1alpha1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusFailed:    "never written: the controller sets state Ready or NotReady only (internal/controller/sparkconnect/reconciler.go createOrUpdateServerPod); SparkConnectStateFailed is declared, unused",
+		definitions.StatusSuspended: "no suspend field in SparkConnectSpec (api/v1alpha1/sparkconnect_types.go)",
+	},
 	"serving-knative-dev-service-v1": {
 		definitions.StatusCompleted: neverCompletes,
 		definitions.StatusSuspended: "no suspend: Knative scales a revision to zero, the Service stays Ready",
