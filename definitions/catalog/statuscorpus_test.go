@@ -75,8 +75,14 @@ var noSuchState = map[string]map[definitions.Status]string{
 		definitions.StatusFailed:    "no failed state: a PodCliqueSet's own conditions are only TopologyLevelsUnavailable (reconcilestatus.go); a replica whose MinAvailable is breached is gang-terminated and recreated (podcliquesetreplica/gangterminate.go)",
 		definitions.StatusSuspended: "no suspend field in PodCliqueSetSpec (operator/api/core/v1alpha1/podcliqueset.go)",
 	},
-	"nvidia-com-dynamographdeployment-v1alpha1": {definitions.StatusCompleted: neverCompletes},
-	"nvidia-com-dynamographdeployment-v1beta1":  {definitions.StatusCompleted: neverCompletes},
+	"nvidia-com-dynamographdeployment-v1alpha1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusSuspended: "no suspend field in DynamoGraphDeploymentSpec (api/v1alpha1 and api/v1beta1 dynamographdeployment_types.go); replicas 0 scales a component to zero",
+	},
+	"nvidia-com-dynamographdeployment-v1beta1": {
+		definitions.StatusCompleted: neverCompletes,
+		definitions.StatusSuspended: "no suspend field in DynamoGraphDeploymentSpec (api/v1alpha1 and api/v1beta1 dynamographdeployment_types.go); replicas 0 scales a component to zero",
+	},
 	"milvus-io-milvus-v1beta1": {
 		definitions.StatusCompleted: neverCompletes,
 		definitions.StatusFailed:    "no failed state: MilvusHealthStatus is Pending, Healthy, Unhealthy, Deleting or Stopped (milvus_types.go); an unhealthy Milvus is degraded and reconciled back",
