@@ -92,6 +92,11 @@ func (p *Plan) segmentPodGroup(pg *PodGroup, budget *planBudget) error {
 		}
 		if why != "" {
 			p.topologyIssue(roleLabel(m.role), fmt.Sprintf("segments of %d pods (%s) in PodGroup %s: %s; not segmented", s.Size, s.SizeFrom, pg.Name, why))
+			continue
+		}
+		if m.seg != nil && s.leader == nil && m.gangPods < m.pods && m.gangPods%s.Size != 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("role %s: its minimum %d is not a whole number of segments of %d: the gang requires exactly %d of its pods (the last required segment %d of %d); KAI's own PyTorchJob plugin would require whole segments, %d (pytorch_grouper.go buildWorkerSubGroups mandatorySegments)",
+				roleLabel(m.role), m.gangPods, s.Size, m.gangPods, m.gangPods%s.Size, s.Size, min(m.pods, (m.gangPods+s.Size-1)/s.Size*s.Size)))
 		}
 	}
 	return nil

@@ -483,3 +483,55 @@ func TestSegmentsOffWritesThePodGroupTopologyOnly(t *testing.T) {
 	assert.Equal(t, "topology.kubernetes.io/zone", p.PodGroups[0].Topology.RequiredTopologyLevel)
 	assert.Contains(t, p.Notes, "roles worker ask for segments or a topology of their own; not written: off for the test")
 }
+
+// TestSegmentsWhereGangmapDiffersFromKAI pins the two known differences from KAI v0.17's native
+// segmenting and nothing else (docs/topology.md "Where gangmap differs from KAI's plugins"):
+//
+//   - Names: KAI's LWS plugin calls the workers' sub-group "workers" (lws_grouper.go
+//     workersSubGroupName, in addLeaderAndWorkersSubgroupsForSegment and
+//     buildSubGroupsWithoutSegmentation); gangmap names every role's sub-group after the
+//     definition's component ("worker"), for every kind. KAI's tree for the docs example, written
+//     from buildSubGroupsWithSegmentation (createSegmentSubgroups, handleLeaderInFirstSegment),
+//     equals gangmap's once "worker" is read as "workers".
+//   - An elastic minimum that is not a whole number of segments: KAI makes the first
+//     ceil(min/size) segments mandatory, each whole (pytorch_grouper.go buildWorkerSubGroups
+//     mandatorySegments), so 20 workers of minimum 10 in segments of 4 require 4+4+4 = 12;
+//     gangmap requires exactly the framework's minimum, 4+4+2 = 10 (the plan's, the findings' and
+//     the GPU totals' minimum), the third segment's other 2 pods placed later under the same
+//     rack constraint. Where the minimum is all the pods or a multiple of the size (every other
+//     sample, TestSegmentsPyTorchElasticAndPartial) both give the same.
+func TestSegmentsWhereGangmapDiffersFromKAI(t *testing.T) {
+	rack := "cluster-topology/cloud.provider.com/topology-rack/"
+	kaiLWS := []sgWant{ // lws_grouper.go on size 5, subGroupSize 2, LeaderWorker
+		{name: "segment-0", minMember: -1, minSubG: 2, topology: rack},
+		{name: "segment-1", minMember: 2, minSubG: -1, topology: rack},
+		{name: "leader", parent: "segment-0", minMember: 1, minSubG: -1},
+		{name: "workers", parent: "segment-0", minMember: 2, minSubG: -1},
+	}
+	p, _ := planManifest(t, kaiDocsLWS)
+	got := subGroupsOf(p.PodGroups[0])
+	for i := range got {
+		if got[i].name == "worker" {
+			got[i].name = "workers"
+		}
+	}
+	assert.Equal(t, kaiLWS, got, "the one difference is the workers' name")
+
+	elastic := strings.Replace(strings.Replace(kaiDocsPyTorchRack, "replicas: 16", "replicas: 20", 1),
+		"  pytorchReplicaSpecs:", "  runPolicy:\n    schedulingPolicy:\n      minAvailable: 11\n  pytorchReplicaSpecs:", 1)
+	p, _ = planManifest(t, elastic)
+	var mins []int32
+	for _, sg := range subGroupsOf(p.PodGroups[0])[2:] {
+		mins = append(mins, sg.minMember)
+	}
+	assert.Equal(t, []int32{4, 4, 2, 0, 0}, mins, "minAvailable 11: master 1, workers 10, required exactly")
+	kaiMins := []int32{4, 4, 4, 0, 0} // mandatorySegments = (10+4-1)/4 = 3, each MinAvailable = segmentSize
+	assert.NotEqual(t, kaiMins, mins)
+	var sum, kaiSum int32
+	for i := range mins {
+		sum, kaiSum = sum+mins[i], kaiSum+kaiMins[i]
+	}
+	assert.Equal(t, int32(10), sum, "gangmap: the workers' minimum")
+	assert.Equal(t, int32(12), kaiSum, "KAI: whole mandatory segments")
+	assert.Contains(t, strings.Join(p.Notes, "\n"), "not a whole number of segments", "the plan says so")
+}
