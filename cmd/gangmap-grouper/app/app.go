@@ -191,7 +191,7 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		return nil, err
 	}
 	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(), Owners: pgOwners,
-		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun}); err != nil {
+		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun, Pods: r, Release: release}); err != nil {
 		return nil, err
 	}
 	// The PodGroup informer's events tell the Applier when the cache shows a PodGroup it created,

@@ -30,6 +30,13 @@ type Verdict struct {
 	// Stranded lists the pods whose sub-group label names no leaf of the PodGroup: KAI never
 	// schedules them (job_info.go AddTaskInfo, addInvalidSubGroupTask).
 	Stranded []string
+	// NotReady says KAI's allocate action skips the PodGroup as not ready for scheduling
+	// (FilterUnready); Finished then names a sub-group it requires whose pods would meet its
+	// minimum if its finished (Succeeded) ones counted, which KAI never does ("" when none).
+	NotReady bool
+	Finished string
+	// pending is how many of the pods are pending (before any commit).
+	pending int
 }
 
 // Bound lists every pod the commits bind, in commit order.
@@ -44,6 +51,12 @@ func (v *Verdict) Bound() []string {
 // Evaluate runs KAI's allocate action on pg and pods as the release rel does (nil: the latest),
 // with room for every pod: see the package doc. pods are not modified.
 func Evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release) *Verdict {
+	return evaluate(pg, pods, rel, false)
+}
+
+// evaluate is Evaluate; untilMet stops the attempts once the PodGroup's minimum is met (Steps
+// then end with the admitting commit).
+func evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release, untilMet bool) *Verdict {
 	v := &Verdict{}
 	tree := rel.SubGroupTreeAdmission()
 	var root *node
@@ -78,7 +91,7 @@ func Evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release) *Verdi
 			pending++
 		}
 	}
-	v.AlreadyMet = root.satisfied()
+	v.AlreadyMet, v.pending = root.satisfied(), pending
 	switch {
 	case pending == 0:
 		v.Admitted = v.AlreadyMet
@@ -88,19 +101,20 @@ func Evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release) *Verdi
 		}
 		return v
 	case !root.ready():
-		v.Admitted = v.AlreadyMet
+		v.Admitted, v.NotReady = v.AlreadyMet, true
 		v.Blocking, v.Reason = notReady(root)
+		v.Finished = finishedLeaf(root)
 		return v
 	}
-	v.run(root, tree, pending)
+	v.run(root, tree, pending, untilMet)
 	return v
 }
 
 // run repeats allocate attempts, as allocate.go Execute pushes a committed job back while it has
 // pending pods, until an attempt has no task.
-func (v *Verdict) run(root *node, tree bool, pending int) {
+func (v *Verdict) run(root *node, tree bool, pending int, untilMet bool) {
 	met := v.AlreadyMet
-	for pending > 0 {
+	for pending > 0 && !(untilMet && met) {
 		var tasks []*Pod
 		if tree {
 			tasks = collectSet(root)

@@ -12,6 +12,10 @@
 //   - GangNotAdmittable: a role the gang requires has fewer pods than required while other roles'
 //     pods exist and pods of the workload match no component: the selector misses the role, no pod can complete the gang,
 //     and KAI cannot admit it (the role's sub-group blocks it). At once, with the same labels.
+//     Also, from the admission model (admission.go, when the Reporter has WorkloadPods): a written
+//     PodGroup the model says KAI cannot admit with the pods that exist (a deadlock among the
+//     first minSubGroup sub-groups, a required sub-group whose pods finished, a partial commit),
+//     naming the PodGroup and the sub-group that blocks it, after Config.NotAdmittableGrace.
 //   - MoreThanPlanned: more live pods in a role than the plan's desired count (replicas × pods
 //     per replica) for longer than Config.MoreThanPlannedGrace: the definition undercounts (the
 //     operator runs several pods per replica, or a selector takes another role's pods), so the
@@ -90,6 +94,10 @@ type Config struct {
 	// GangUnsatisfiableGrace is how long a required role may lack pods, with no new pod of it,
 	// while other roles' pods exist, before it is reported (operators create roles in turn).
 	GangUnsatisfiableGrace time.Duration
+	// NotAdmittableGrace is how long the admission model must say KAI cannot admit a written
+	// PodGroup before it is reported (GangNotAdmittable; the controller writes a PodGroup just
+	// after the pod that changes it, so one check may see it a moment old).
+	NotAdmittableGrace time.Duration
 	// ResendInterval is the least time between two identical Warning Events on one object.
 	ResendInterval time.Duration
 }
@@ -98,6 +106,7 @@ type Config struct {
 const (
 	DefaultMoreThanPlannedGrace   = 2 * time.Minute
 	DefaultGangUnsatisfiableGrace = 10 * time.Minute
+	DefaultNotAdmittableGrace     = 6 * time.Second
 	DefaultResendInterval         = 5 * time.Minute
 )
 
@@ -105,6 +114,9 @@ const (
 func (c Config) WithDefaults() Config {
 	if c.MoreThanPlannedGrace <= 0 {
 		c.MoreThanPlannedGrace = DefaultMoreThanPlannedGrace
+	}
+	if c.NotAdmittableGrace <= 0 {
+		c.NotAdmittableGrace = DefaultNotAdmittableGrace
 	}
 	if c.GangUnsatisfiableGrace <= 0 {
 		c.GangUnsatisfiableGrace = DefaultGangUnsatisfiableGrace

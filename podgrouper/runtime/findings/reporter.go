@@ -17,6 +17,7 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
 
@@ -48,6 +49,11 @@ type Reporter struct {
 	Interval time.Duration
 	// Now returns the time (time.Now when nil; tests set it).
 	Now func() time.Time
+	// Pods, when set, gives a workload's pods to the admission model: each tick the written
+	// PodGroups of the workloads due are run through it (checkAdmission, admission.go); nil
+	// turns the check off. Release is the KAI release the model follows (nil: the latest).
+	Pods    WorkloadPods
+	Release *kairelease.Release
 
 	state map[types.UID]*reported
 }
@@ -109,6 +115,7 @@ func (r *Reporter) Tick(ctx context.Context) {
 	}
 	cfg := r.Config.WithDefaults()
 	now := r.now()
+	r.checkAdmission(ctx, now)
 	seen := map[types.UID]bool{}
 	// The workloads without findings matter only if they had some: what was sent is cleared.
 	reportedOn := func(uid types.UID) bool { _, ok := r.state[uid]; return ok }

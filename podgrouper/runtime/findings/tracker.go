@@ -79,6 +79,8 @@ type workload struct {
 	// pods counts the observed pods; a workload without a plan is dropped with its last pod.
 	pods    int32
 	planned bool
+	// admissionDue says the pods or plan changed since the last admission check (admission.go).
+	admissionDue bool
 	// rare is what few workloads have (unclaimed pods, missed paths); nil when they have none.
 	rare *rareState
 }
@@ -92,6 +94,8 @@ type rareState struct {
 	unclaimedPod, unclaimedLabels, selectors string
 	// topology is what the plan asks of KAI's topology (nil when nothing).
 	topology *topologyState
+	// blocked is the admission model's verdict of a PodGroup KAI cannot admit (admission.go).
+	blocked *blockedState
 }
 
 // noRareState is the rare state of a workload that has none (read only).
@@ -107,7 +111,7 @@ func (w *workload) rareState() *rareState {
 
 // tidy drops the rare state when it holds nothing.
 func (w *workload) tidy() {
-	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" && r.topology == nil {
+	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" && r.topology == nil && r.blocked == nil {
 		w.rare = nil
 	}
 }
@@ -176,7 +180,7 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	if w.planned && w.plan == wp {
 		return
 	}
-	w.plan, w.planned = wp, true
+	w.plan, w.planned, w.admissionDue = wp, true, true
 	ref := plan.Workload
 	w.apiVersion, w.kind, w.namespace, w.name = ref.APIVersion, ref.Kind, ref.Namespace, ref.Name
 	w.definition = t.definition(def)
@@ -274,6 +278,7 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 		t.workloads[o.Owner] = w
 	}
 	w.pods++
+	w.admissionDue = true
 	switch {
 	case o.Unclaimed:
 		r := w.rareState()
@@ -343,6 +348,7 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 		delete(t.workloads, o.Owner)
 		return
 	}
+	w.admissionDue = true
 	switch {
 	case o.Unclaimed:
 		if r := w.rare; r != nil {
@@ -459,6 +465,9 @@ func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology
 				"the gang requires %d pods of the role, %d exist and none came for %s while other roles' pods exist: the operator does not create these pods (yet); check the role's replicasPath and minReplicasPath, or put the roles that start first in gangmap.gang.startup",
 				rs.required, rs.created, (at - rs.shortSince).Round(time.Second))})
 		}
+	}
+	if f := rare.blockedFinding(at, cfg, fs); f != nil {
+		fs = append(fs, *f)
 	}
 	if len(rare.misses) > 0 {
 		misses := strings.Join(sortedCopy(rare.misses), ", ")
