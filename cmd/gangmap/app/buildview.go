@@ -89,6 +89,7 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	}
 	v.Tree = buildTree(c, w, v.plan)
 	v.placePods(ctx, c, pods, views)
+	v.Placement = buildPlacement(v.plan, views)
 	return v
 }
 

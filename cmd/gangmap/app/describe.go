@@ -43,7 +43,9 @@ Live (KIND/NAME): KIND is resolved through the cluster's discovery like kubectl 
 singular, short name or Kind, optionally resource.group). Everything is read-only and nothing is
 installed in the cluster: the workload is read, the namespace's pods are listed once, their owner
 references are followed (bounded depth, each owner read once) to the workload, and the
-namespace's PodGroups are listed once. Definitions: the built-in catalog, --definitions, and the
+namespace's PodGroups are listed once; where the plan has topology constraints, each named KAI
+Topology and each pod's node (at most 200) are read once, for the Placement tree (role, segment,
+pods, each node's topology labels). Definitions: the built-in catalog, --definitions, and the
 cluster's Karta objects (highest), as the grouper sees them.
 
 Offline (-f): the manifest's top-level objects (no owner references, not Pods or PodGroups) are
@@ -301,6 +303,7 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	mine := attribute(ctx, pods, ix, c)[0]
 	v := buildView(ctx, reg, obj, mine, pgs, !errors.Is(err, errNoPodGroupCRD))
 	v.setHealth(obj, pgs)
+	v.addNodeTopology(ctx, c)
 	return &describeDocument{Workloads: []*workloadView{v}}, nil
 }
 

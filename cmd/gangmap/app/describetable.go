@@ -76,6 +76,10 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 		return err
 	}
 
+	if err := printPlacement(w, v); err != nil {
+		return err
+	}
+
 	fmt.Fprintln(w)
 	if len(v.Unclaimed) == 0 {
 		fmt.Fprintln(w, "Unclaimed pods: none")

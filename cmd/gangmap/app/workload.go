@@ -31,6 +31,9 @@ type workloadView struct {
 	DRAClaimPods int `json:"draClaimPods,omitempty"`
 	// PodGroups lists the planned PodGroups and the existing ones owned by the workload.
 	PodGroups []*podGroupView `json:"podGroups"`
+	// Placement is the topology tree of each planned PodGroup with a topology constraint
+	// (issue 30): role → segment → pods, live with each pod's node's topology labels.
+	Placement []*placementPodGroup `json:"placement,omitempty"`
 	// Unclaimed lists the workload's pods that no component of the definition claims.
 	Unclaimed []*podView `json:"unclaimedPods"`
 	// Findings are the grouper's observed-vs-planned findings, from the gangmap.io/health

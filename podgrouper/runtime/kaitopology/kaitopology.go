@@ -193,22 +193,29 @@ func snapshotOf(items []any) *snapshot {
 		if !ok || u.GetDeletionTimestamp() != nil {
 			continue
 		}
-		raw, _, _ := unstructured.NestedSlice(u.Object, "spec", "levels")
-		t := Topology{Name: u.GetName()}
-		for _, l := range raw {
-			m, ok := l.(map[string]any)
-			if !ok || len(t.Levels) == MaxLevels {
-				continue
-			}
-			label, _ := m["nodeLabel"].(string)
-			alias, _ := m["alias"].(string)
-			if label != "" {
-				t.Levels = append(t.Levels, Level{NodeLabel: label, Alias: alias})
-			}
-		}
+		t := FromUnstructured(u)
 		s.byName[t.Name] = t
 	}
 	return s
+}
+
+// FromUnstructured reads a Topology object: its name and levels (nodeLabel, alias), at most
+// MaxLevels (the CRD refuses more), levels without a node label skipped.
+func FromUnstructured(u *unstructured.Unstructured) Topology {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "spec", "levels")
+	t := Topology{Name: u.GetName()}
+	for _, l := range raw {
+		m, ok := l.(map[string]any)
+		if !ok || len(t.Levels) == MaxLevels {
+			continue
+		}
+		label, _ := m["nodeLabel"].(string)
+		alias, _ := m["alias"].(string)
+		if label != "" {
+			t.Levels = append(t.Levels, Level{NodeLabel: label, Alias: alias})
+		}
+	}
+	return t
 }
 
 // Static is a fixed Lookup (tests, and the CLI's offline checks): every Topology given exists.
