@@ -79,6 +79,12 @@ func (s *scrape) workload(e *entry) []*dto.LabelPair {
 		l := s.labels(wl, s.shared(&labelRole, r.Name))
 		s.add(descRoleGPU, l, r.GPUs)
 		s.add(descRoleMin, l, r.GangGPUs)
+		if r.Segments > 0 {
+			s.add(descSegs, l, float64(r.Segments))
+		}
+	}
+	if e.topologyIssues > 0 {
+		s.add(descTopoBad, wl, float64(e.topologyIssues))
 	}
 	for _, st := range boundedStates(&e.pods, kept) {
 		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(st.n))

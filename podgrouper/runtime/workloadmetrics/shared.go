@@ -51,6 +51,7 @@ func (s *shapes) roleList(roles []Role) []Role {
 		h.WriteByte(0)
 		writeFloat(h, r.GPUs)
 		writeFloat(h, r.GangGPUs)
+		h.WriteByte(byte(r.Segments))
 	}, sameRole)
 }
 
@@ -76,7 +77,7 @@ func shareList[T any](seed maphash.Seed, table *map[uint64][]T, list []T, write 
 
 func sameRole(a, b Role) bool {
 	return a.Name == b.Name && math.Float64bits(a.GPUs) == math.Float64bits(b.GPUs) &&
-		math.Float64bits(a.GangGPUs) == math.Float64bits(b.GangGPUs)
+		math.Float64bits(a.GangGPUs) == math.Float64bits(b.GangGPUs) && a.Segments == b.Segments
 }
 
 func writeFloat(h *maphash.Hash, f float64) {

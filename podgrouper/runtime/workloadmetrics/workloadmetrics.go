@@ -11,6 +11,7 @@ package workloadmetrics
 
 import (
 	"hash/maphash"
+	"math"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -38,28 +39,59 @@ type Workload struct {
 	Roles          []Role
 	// PodGroups are the names of the workload's planned PodGroups (in its namespace).
 	PodGroups []string
+	// TopologyIssues counts the topology and segment requests the plan could not honour
+	// (gang.Plan.TopologyIssues).
+	TopologyIssues int32
 }
 
 // Role is one role of a workload with its GPUs (devices; fractions as decimals).
 type Role struct {
 	Name           string
 	GPUs, GangGPUs float64
+	// Segments is the number of segment sub-groups the plan writes for the role
+	// (kai.scheduler/segment-size; over all its PodGroups), 0 when it is not segmented.
+	Segments int32
 }
 
 // FromPlan is the Workload of a plan: its roles, GPUs, status and PodGroups.
 func FromPlan(p *gang.Plan, uid types.UID, groupKind string) Workload {
 	w := Workload{UID: uid, Namespace: p.Workload.Namespace, Kind: groupKind, Name: p.Workload.Name,
-		GPUs: p.TotalGPUs.Devices(), GangGPUs: p.GangGPUs().Devices()}
+		GPUs: p.TotalGPUs.Devices(), GangGPUs: p.GangGPUs().Devices(), TopologyIssues: int32(min(len(p.TopologyIssues), math.MaxInt32))}
 	for _, s := range p.Status {
 		w.Status = append(w.Status, string(s))
 	}
+	segments := segmentsOf(p)
 	for _, r := range p.Roles {
-		w.Roles = append(w.Roles, Role{Name: r.Name, GPUs: r.GPUs.Devices(), GangGPUs: r.GangGPUs.Devices()})
+		w.Roles = append(w.Roles, Role{Name: r.Name, GPUs: r.GPUs.Devices(), GangGPUs: r.GangGPUs.Devices(), Segments: segments[r]})
 	}
 	for _, pg := range p.PodGroups {
 		w.PodGroups = append(w.PodGroups, pg.Name)
 	}
 	return w
+}
+
+// segmentsOf counts each segmented role's segment sub-groups (gang.SubGroup.Segment set) over
+// the plan's PodGroups: a role's segments are its sub-group's children (KAI pytorch_grouper.go
+// buildWorkerSubGroups' worker-<i>), a led role's the top-level segment-<k> (lws_grouper.go
+// createSegmentSubgroups).
+func segmentsOf(p *gang.Plan) map[*gang.Role]int32 {
+	out := map[*gang.Role]int32{}
+	for _, pg := range p.PodGroups {
+		for _, m := range pg.Members() {
+			s := m.Role.Segments
+			if s == nil || m.SubGroup == nil {
+				continue
+			}
+			for _, sg := range pg.SubGroups {
+				switch {
+				case sg.Segment == nil:
+				case s.Leader != "" && sg.Parent == nil, s.Leader == "" && sg.Parent != nil && *sg.Parent == m.SubGroup.Name:
+					out[m.Role]++
+				}
+			}
+		}
+	}
+	return out
 }
 
 // DefaultMaxWorkloads is the default cap on tracked workloads (--max-workload-metrics).
@@ -106,6 +138,7 @@ type entry struct {
 	namespace, kind, name string
 	status                []string
 	gpus, gangGPUs        float64
+	topologyIssues        int32
 	roles                 []Role
 	podGroups             []string
 	serial                uint64
@@ -117,7 +150,7 @@ type entry struct {
 func (t *Tracker) set(e *entry, w *Workload) {
 	e.namespace, e.kind, e.name = w.Namespace, t.shapes.kind(w.Kind), w.Name
 	e.status, e.roles = t.shapes.statusWords(w.Status), t.shapes.roleList(w.Roles)
-	e.gpus, e.gangGPUs, e.podGroups = w.GPUs, w.GangGPUs, w.PodGroups
+	e.gpus, e.gangGPUs, e.podGroups, e.topologyIssues = w.GPUs, w.GangGPUs, w.PodGroups, w.TopologyIssues
 }
 
 // count adds n pods of the state (a count that reaches 0 is dropped).
@@ -265,6 +298,8 @@ var (
 	descGangGPU = prometheus.NewDesc("gangmap_workload_gang_min_gpus", "GPUs the workload's gang minimum requires, in devices (fractions as decimals).", wl, nil)
 	descRoleGPU = prometheus.NewDesc("gangmap_workload_role_gpus", "GPUs of one role of the workload when all its replicas run, in devices (fractions as decimals).", append(wl, "role"), nil)
 	descRoleMin = prometheus.NewDesc("gangmap_workload_role_gang_min_gpus", "GPUs of one role of the workload that the gang minimum requires, in devices (fractions as decimals).", append(wl, "role"), nil)
+	descSegs    = prometheus.NewDesc("gangmap_workload_role_segments", "Segment sub-groups gangmap writes for one role of the workload (kai.scheduler/segment-size: ceil(pods / size), each with the segment topology constraint); only roles in segments.", append(wl, "role"), nil)
+	descTopoBad = prometheus.NewDesc("gangmap_workload_topology_unresolved", "Topology and segment requests of the workload its plan could not honour (each a TopologyUnresolved finding; the PodGroup is written without them); only workloads with some.", wl, nil)
 	descPods    = prometheus.NewDesc("gangmap_workload_role_pods", "Live pods of one role of the workload, by pod phase (Pending, Running, Succeeded, Failed, Unknown).", append(wl, "role", "phase"), nil)
 	descPGCond  = prometheus.NewDesc("gangmap_workload_podgroup_condition", "A condition KAI wrote on the workload's PodGroup (status.conditions and status.schedulingConditions, as gangmap reads them), always 1. KAI's v2alpha2 PodGroup has no phase field.", append(wl, "podgroup", "type", "status"), nil)
 	descTracked = prometheus.NewDesc("gangmap_workload_metrics_workloads", "Workloads that have gangmap_workload_* series (at most --max-workload-metrics).", nil, nil)
@@ -273,7 +308,7 @@ var (
 // Describe implements prometheus.Collector.
 func (t *Tracker) Describe(ch chan<- *prometheus.Desc) {
 	t.init()
-	for _, d := range []*prometheus.Desc{descStatus, descInfo, descGPUs, descGangGPU, descRoleGPU, descRoleMin, descPods, descPGCond, descTracked} {
+	for _, d := range []*prometheus.Desc{descStatus, descInfo, descGPUs, descGangGPU, descRoleGPU, descRoleMin, descSegs, descTopoBad, descPods, descPGCond, descTracked} {
 		ch <- d
 	}
 	t.dropped.Describe(ch)
@@ -307,6 +342,7 @@ func boundedRoles(roles []Role) (out []Role, kept map[string]bool) {
 	for _, r := range roles[MaxRoleSeries:] {
 		other.GPUs += r.GPUs
 		other.GangGPUs += r.GangGPUs
+		other.Segments += r.Segments
 	}
 	return append(out, other), kept
 }
