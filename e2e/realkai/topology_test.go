@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,6 +52,8 @@ spec:
 // TestSegmentsLandEachInOneRack (issue 30): a 16-pod gang in segments of 4 with a required rack
 // level, on the real KAI scheduler with a KAI Topology (zone, rack) over kwok nodes labelled by
 // zone and rack.
+//   - Before the Topology exists: the grouper's TopologyNotFound Warning Event on the JobSet
+//     (podgrouper/runtime/kaitopology's informer), cleared (GangFindingCleared) once it is created.
 //   - 8 racks of one 2-GPU node (16 free GPUs, 2 zones): no rack has room for a segment of 4, so
 //     KAI binds none of the 16 pods for 10 scheduling cycles. KAI's topology plugin places each
 //     segment sub-group (a PodSet with a required level) within one domain of that level
@@ -61,6 +64,11 @@ spec:
 //     segment (kai.scheduler/subgroup-name workers-<i>) share one rack, each a new one.
 //   - Control: the same JobSet without the segment annotations, on its own 8 racks of one 2-GPU
 //     node, is admitted whole: the hold above is the rack constraint's, not the cluster's.
+//
+// findingTimeout bounds the wait for a finding's Event: the grouper's reporter evaluates every
+// 2 s (findings.Reporter.Interval) and the topology findings are reported at once.
+const findingTimeout = 30 * time.Second
+
 func TestSegmentsLandEachInOneRack(t *testing.T) {
 	ctx := context.Background()
 	segmentsTest(t, ctx, "topology-control", false)
@@ -69,9 +77,6 @@ func TestSegmentsLandEachInOneRack(t *testing.T) {
 
 func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) {
 	require.NoError(t, kai.CreateNamespace(ctx, ns))
-	if segmented {
-		require.NoError(t, kai.CreateTopology(ctx, realkai.TopologyName, realkai.ZoneLabel, realkai.RackLabel))
-	}
 	b := &bed{ns: ns}
 	addRacks := func(first, racks, nodesPerRack int) {
 		spec := realkai.Racks{Prefix: ns, First: first, Count: racks, NodesPerRack: nodesPerRack, GPUs: 2, Labels: map[string]string{benchLabel: ns}}.NodeSpec()
@@ -115,6 +120,17 @@ func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) 
 			}
 		}
 	}
+
+	// No KAI Topology of the name yet: the grouper's TopologyNotFound finding (a Warning Event on
+	// the JobSet naming the segments' field), cleared once the Topology is created.
+	msg, err := kai.WaitEvent(ctx, ns, js.GetName(), "TopologyNotFound", findingTimeout)
+	require.NoError(t, err, "a TopologyNotFound Event on the JobSet\n%s", kai.Report(ctx, ns))
+	assert.Contains(t, msg, "spec.subGroups[workers-0].topologyConstraint (and 3 more sub-group(s) with the same constraint).topology names Topology \""+realkai.TopologyName+"\", but no KAI Topology of that name exists")
+	t.Logf("TopologyNotFound: %s", msg)
+	require.NoError(t, kai.CreateTopology(ctx, realkai.TopologyName, realkai.ZoneLabel, realkai.RackLabel))
+	msg, err = kai.WaitEvent(ctx, ns, js.GetName(), "GangFindingCleared", findingTimeout)
+	require.NoError(t, err, "the finding clears once the Topology exists\n%s", kai.Report(ctx, ns))
+	t.Logf("cleared: %s", msg)
 
 	p, err := kai.AssertNoneBound(ctx, ns, labels.Everything(), holdPeriod)
 	require.NoError(t, err, "16 free GPUs, 2 a rack: no rack holds a segment of 4, KAI binds none")

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
 )
@@ -24,23 +23,10 @@ import (
 const findingTimeout = 30 * time.Second
 
 // waitEvent waits until an Event of reason on the object named involved in ns exists, and returns
-// its message.
+// its message (realkai.Cluster.WaitEvent).
 func waitEvent(t *testing.T, ctx context.Context, ns, involved, reason string, timeout time.Duration) string {
 	t.Helper()
-	var msg string
-	err := framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
-		evs := &corev1.EventList{}
-		if err := kai.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Name == involved && e.Reason == reason {
-				msg = e.Message
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	msg, err := kai.WaitEvent(ctx, ns, involved, reason, timeout)
 	require.NoError(t, err, "no %s Event on %s/%s\n%s", reason, ns, involved, kai.Report(ctx, ns))
 	return msg
 }

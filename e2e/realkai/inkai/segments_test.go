@@ -27,6 +27,9 @@ import (
 // placement, kai.scheduler/topology of a KAI Topology zone, rack) gets one PodGroup, worker
 // (minSubGroup 4) over worker-0…3 (minMember 4, the rack constraint), each pod by its task-index
 // (the pods as Volcano's job controller makes them); on the real KAI scheduler:
+//   - before the KAI Topology exists: a TopologyNotFound Warning Event on the Job naming the
+//     segments' field (the findings inside KAI, kaitopology's informer), cleared
+//     (GangFindingCleared) once the Topology is created;
 //   - 8 racks of one 2-GPU node (16 free GPUs): no rack holds a segment of 4 (KAI's topology
 //     plugin places each segment sub-group within one rack: plugins/topology, the sub-group's
 //     constraint from subgroup_info/factory.go createSubGroupInfos), so none of the 16 is bound
@@ -36,7 +39,6 @@ func TestInKAISegmentsLandEachInOneRack(t *testing.T) {
 	ctx := context.Background()
 	ns := "inkai-segments"
 	require.NoError(t, kai.CreateNamespace(ctx, ns))
-	require.NoError(t, kai.CreateTopology(ctx, realkai.TopologyName, realkai.ZoneLabel, realkai.RackLabel))
 	racks := realkai.Racks{Prefix: ns, First: 0, Count: 8, NodesPerRack: 1, GPUs: 2, Labels: map[string]string{bedLabel: ns}}
 	require.NoError(t, kai.CreateGPUNodes(ctx, racks.NodeSpec()))
 
@@ -77,6 +79,16 @@ func TestInKAISegmentsLandEachInOneRack(t *testing.T) {
 		require.NoError(t, kai.Client.Get(ctx, client.ObjectKeyFromObject(pods[i]), got))
 		assert.Equal(t, fmt.Sprintf("worker-%d", i/4), got.Labels[kaikeys.SubGroupName], "task-index %s", got.Labels[framework.LabelVolcanoTaskIndex])
 	}
+
+	// No KAI Topology of the name yet: gangmap's TopologyNotFound finding names the field (the
+	// segments' constraint, once for the 4 of them) at once; KAI leaves the segments unscheduled
+	// ("Requested topology … does not exist", plugins/topology job_filtering.go subSetNodesFn).
+	msg := waitEvent(t, ctx, ns, job.GetName(), "TopologyNotFound", findingTimeout)
+	assert.Contains(t, msg, "spec.subGroups[worker-0].topologyConstraint (and 3 more sub-group(s) with the same constraint).topology names Topology \""+realkai.TopologyName+"\", but no KAI Topology of that name exists")
+	t.Logf("TopologyNotFound: %s", msg)
+	require.NoError(t, kai.CreateTopology(ctx, realkai.TopologyName, realkai.ZoneLabel, realkai.RackLabel))
+	msg = waitEvent(t, ctx, ns, job.GetName(), "GangFindingCleared", findingTimeout)
+	t.Logf("cleared once the Topology exists: %s", msg)
 
 	p, err := kai.AssertNoneBound(ctx, ns, labels.Everything(), holdPeriod)
 	require.NoError(t, err, "16 free GPUs, 2 a rack: no rack holds a segment of 4, KAI binds none")

@@ -25,6 +25,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
@@ -200,11 +201,32 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 	if err := mgr.Add(obs); err != nil {
 		return nil, err
 	}
+	// KAI's Topologies for the findings' TopologyNotFound (one informer; RBAC get/list/watch on
+	// topologies.kai.scheduler: deploy/kai-podgrouper/rbac.yaml).
+	topologies, err := topologyWatcher(mgr)
+	if err != nil {
+		return nil, err
+	}
+	obs.Findings.Topologies = topologies
 	rep := &findings.Reporter{Tracker: obs.Findings, Config: o.Findings, Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.Shadow}
 	if err := mgr.Add(rep); err != nil {
 		return nil, err
 	}
 	return obs, nil
+}
+
+// topologyWatcher adds the watcher of KAI's Topology objects (kaitopology) to the manager.
+func topologyWatcher(mgr manager.Manager) (*kaitopology.Watcher, error) {
+	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	w := &kaitopology.Watcher{Dynamic: dyn, Discovery: disc}
+	return w, mgr.Add(w)
 }
 
 // registered is the workload-metrics Tracker registered with controller-runtime's registry (the
