@@ -83,6 +83,17 @@ type sentFinding struct {
 	counts string
 }
 
+// clearedText says why a finding of reason cleared, for its GangFindingCleared Event.
+func clearedText(reason Reason) string {
+	switch reason {
+	case TopologyUnresolved:
+		return "the plan now honours the workload's topology and segment requests"
+	case TopologyNotFound:
+		return "the KAI Topology and the levels the constraints name now exist"
+	}
+	return "the pods now agree with the gang plan"
+}
+
 // Start implements manager.Runnable.
 func (r *Reporter) Start(ctx context.Context) error {
 	iv := r.Interval
@@ -230,9 +241,9 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 		}
 		f := Finding{Reason: k.reason, Role: k.role}
 		objects()
-		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: the pods now agree with the gang plan", label(f))
+		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: %s", label(f), clearedText(f.Reason))
 		if karta != nil {
-			r.event(karta, corev1.EventTypeNormal, ReasonCleared, "%s cleared on %s %s/%s: the pods now agree with the gang plan", label(f), rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name)
+			r.event(karta, corev1.EventTypeNormal, ReasonCleared, "%s cleared on %s %s/%s: %s", label(f), rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, clearedText(f.Reason))
 		}
 	}
 	if unsent > 0 {

@@ -1,9 +1,14 @@
 package findings
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
 )
@@ -86,4 +91,42 @@ func TestTopologyNotFoundPodGroupLevels(t *testing.T) {
 	require.Equal(t, []string{"TopologyNotFound"}, reasons(fs))
 	pg := p.PodGroups[0].Name
 	require.Contains(t, fs[0].Message, "PodGroup "+pg+` spec.topologyConstraint.preferredTopologyLevel "host" and PodGroup `+pg+` spec.topologyConstraint.requiredTopologyLevel "zone" are not levels of Topology "cluster-topology", whose levels are rack`)
+}
+
+// topologySwitch is a Lookup whose one Topology can be created during a test.
+type topologySwitch struct{ exists bool }
+
+func (s *topologySwitch) Topology(name string) (kaitopology.Topology, bool, bool) {
+	if !s.exists || name != "cluster-topology" {
+		return kaitopology.Topology{}, false, true
+	}
+	return kaitopology.Topology{Name: name, Levels: []kaitopology.Level{{NodeLabel: "rack"}}}, true, true
+}
+
+func (s *topologySwitch) Served() bool { return true }
+
+// The Reporter sends a TopologyNotFound finding as a Warning Event on the workload (and its Karta)
+// and counts it in gangmap_gang_findings, and when the Topology is created (the Watcher's next
+// snapshot) clears it with a GangFindingCleared Event that says so.
+func TestReporterSendsAndClearsTopologyNotFound(t *testing.T) {
+	tr := NewTracker()
+	sw := &topologySwitch{}
+	tr.Topologies = sw
+	tr.SetPlan(seedPlanWith(t, 4, segmented.workload, segmented.template), Definition{Name: "topology-test", Source: "cluster", KartaUID: "k-uid"}, t0)
+	rec := record.NewFakeRecorder(10)
+	r := &Reporter{Tracker: tr, Config: cfg, Recorder: rec, DryRun: true, Now: func() time.Time { return t0 }}
+	g := Gauge.WithLabelValues("JobSet", "topology-test", string(TopologyNotFound))
+
+	r.Tick(context.Background())
+	require.Len(t, rec.Events, 2)
+	assert.Contains(t, <-rec.Events, `Warning TopologyNotFound role workers-0: PodGroup pg-`+uid+`-jobset spec.subGroups[workers-0].topologyConstraint (and 1 more sub-group(s) with the same constraint).topology names Topology "cluster-topology", but no KAI Topology of that name exists`)
+	assert.Contains(t, <-rec.Events, "Warning TopologyNotFound JobSet ns/")
+	assert.Equal(t, 1.0, testutil.ToFloat64(g))
+
+	sw.exists = true
+	r.Tick(context.Background())
+	require.Len(t, rec.Events, 2)
+	assert.Contains(t, <-rec.Events, "Normal GangFindingCleared TopologyNotFound (role workers-0) cleared: the KAI Topology and the levels the constraints name now exist")
+	<-rec.Events
+	assert.Equal(t, 0.0, testutil.ToFloat64(g))
 }
