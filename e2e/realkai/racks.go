@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,4 +69,36 @@ func (c *Cluster) RacksOfSubGroups(ctx context.Context, bound []corev1.Pod, node
 		sort.Strings(out[sg])
 	}
 	return out, nil
+}
+
+// SegmentsEachInOwnRack reads the racks of the bound pods' sub-groups (RacksOfSubGroups) and
+// checks that there are segments of them, each on exactly one rack and no two on the same one; it
+// returns each sub-group's rack ("segment worker-0: rack8") for the log, or what failed.
+func (c *Cluster) SegmentsEachInOwnRack(ctx context.Context, bound []corev1.Pod, nodes client.MatchingLabels, segments int) ([]string, error) {
+	racksOf, err := c.RacksOfSubGroups(ctx, bound, nodes)
+	if err != nil {
+		return nil, err
+	}
+	if len(racksOf) != segments {
+		return nil, fmt.Errorf("%d sub-groups of bound pods, want %d segments: %v", len(racksOf), segments, racksOf)
+	}
+	var lines, problems []string
+	owner := map[string]string{}
+	for sg, racks := range racksOf {
+		if len(racks) != 1 {
+			problems = append(problems, fmt.Sprintf("segment %s spans racks %v", sg, racks))
+			continue
+		}
+		if o, taken := owner[racks[0]]; taken {
+			problems = append(problems, fmt.Sprintf("segments %s and %s share rack %s", o, sg, racks[0]))
+		}
+		owner[racks[0]] = sg
+		lines = append(lines, fmt.Sprintf("segment %s: %s", sg, racks[0]))
+	}
+	sort.Strings(lines)
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return lines, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return lines, nil
 }

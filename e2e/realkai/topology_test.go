@@ -140,16 +140,7 @@ func segmentsTest(t *testing.T, ctx context.Context, ns string, segmented bool) 
 	addRacks(8, 4, 2)
 	p, err = kai.WaitAllBound(ctx, ns, labels.Everything(), 16, admitTimeout)
 	require.NoError(t, err, "4 racks of 4 GPUs: KAI binds the gang, a segment a rack\n%s", kai.Report(ctx, ns))
-	racksOf, err := kai.RacksOfSubGroups(ctx, p.Bound, client.MatchingLabels{benchLabel: ns})
-	require.NoError(t, err)
-	require.Len(t, racksOf, 4, "four segments: %v", racksOf)
-	used := map[string]bool{}
-	for sg, racks := range racksOf {
-		for _, r := range racks {
-			used[r] = true
-		}
-		assert.Len(t, racks, 1, "segment %s spans racks %v", sg, racks)
-		t.Logf("segment %s: rack %v", sg, racks)
-	}
-	assert.Len(t, used, 4, "each segment in its own rack (a rack holds 4 GPUs)")
+	placed, err := kai.SegmentsEachInOwnRack(ctx, p.Bound, client.MatchingLabels{benchLabel: ns}, 4)
+	require.NoError(t, err, "four segments, each in one rack of its own (a rack holds 4 GPUs)")
+	t.Logf("%v", placed)
 }

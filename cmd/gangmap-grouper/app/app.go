@@ -187,7 +187,7 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		PodGroupOwners: pgOwners,
 	}
 	// KAI's Topologies, for the findings' TopologyNotFound: one informer (read once per change).
-	if r.Findings.Topologies, err = addTopologies(mgr, cfg); err != nil {
+	if r.Findings.Topologies, err = kaitopology.Add(mgr, cfg); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(), Owners: pgOwners,
@@ -285,20 +285,6 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 		return mgr.Add(r.Strays)
 	}
 	return nil
-}
-
-// addTopologies adds the watcher of KAI's Topology objects (kaitopology) to the manager.
-func addTopologies(mgr manager.Manager, cfg *rest.Config) (*kaitopology.Watcher, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	w := &kaitopology.Watcher{Dynamic: dyn, Discovery: disc}
-	return w, mgr.Add(w)
 }
 
 func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *definitions.Registry) error {

@@ -99,16 +99,7 @@ func TestInKAISegmentsLandEachInOneRack(t *testing.T) {
 	require.NoError(t, kai.CreateGPUNodes(ctx, more.NodeSpec()))
 	p, err = kai.WaitAllBound(ctx, ns, labels.Everything(), 16, admitTimeout)
 	require.NoError(t, err, "4 racks of 4 GPUs: KAI binds the gang, a segment a rack\n%s", kai.Report(ctx, ns))
-	racksOf, err := kai.RacksOfSubGroups(ctx, p.Bound, client.MatchingLabels{bedLabel: ns})
-	require.NoError(t, err)
-	require.Len(t, racksOf, 4, "four segments: %v", racksOf)
-	used := map[string]bool{}
-	for sg, rs := range racksOf {
-		assert.Len(t, rs, 1, "segment %s spans racks %v", sg, rs)
-		for _, r := range rs {
-			used[r] = true
-		}
-		t.Logf("segment %s: rack %v", sg, rs)
-	}
-	assert.Len(t, used, 4, "each segment in its own rack (a rack holds 4 GPUs)")
+	placed, err := kai.SegmentsEachInOwnRack(ctx, p.Bound, client.MatchingLabels{bedLabel: ns}, 4)
+	require.NoError(t, err, "four segments, each in one rack of its own (a rack holds 4 GPUs)")
+	t.Logf("%v", placed)
 }

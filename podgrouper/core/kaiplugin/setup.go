@@ -203,7 +203,7 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 	}
 	// KAI's Topologies for the findings' TopologyNotFound (one informer; RBAC get/list/watch on
 	// topologies.kai.scheduler: deploy/kai-podgrouper/rbac.yaml).
-	topologies, err := topologyWatcher(mgr)
+	topologies, err := kaitopology.Add(mgr, mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -213,20 +213,6 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 		return nil, err
 	}
 	return obs, nil
-}
-
-// topologyWatcher adds the watcher of KAI's Topology objects (kaitopology) to the manager.
-func topologyWatcher(mgr manager.Manager) (*kaitopology.Watcher, error) {
-	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, err
-	}
-	w := &kaitopology.Watcher{Dynamic: dyn, Discovery: disc}
-	return w, mgr.Add(w)
 }
 
 // registered is the workload-metrics Tracker registered with controller-runtime's registry (the

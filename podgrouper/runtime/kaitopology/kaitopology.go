@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -103,6 +104,29 @@ var (
 	_ manager.Runnable               = (*Watcher)(nil)
 	_ manager.LeaderElectionRunnable = (*Watcher)(nil)
 )
+
+// NewWatcher returns a Watcher with clients of cfg (dynamic for the informer, discovery for the
+// Topology API's presence).
+func NewWatcher(cfg *rest.Config) (*Watcher, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{Dynamic: dyn, Discovery: disc}, nil
+}
+
+// Add adds a Watcher with clients of cfg to mgr and returns it.
+func Add(mgr manager.Manager, cfg *rest.Config) (*Watcher, error) {
+	w, err := NewWatcher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return w, mgr.Add(w)
+}
 
 // Topology implements Lookup.
 func (w *Watcher) Topology(name string) (Topology, bool, bool) {
