@@ -20,10 +20,12 @@ import (
 type Registry struct {
 	compiler *expr.Compiler
 
-	mu       sync.RWMutex
-	sources  map[Source][]*Loaded
-	cache    map[string]*compileResult // by origin and content hash: recompile only what changed
-	winners  map[schema.GroupVersionKind]*Compiled
+	mu      sync.RWMutex
+	sources map[Source][]*Loaded
+	cache   map[string]*compileResult // by origin and content hash: recompile only what changed
+	winners map[schema.GroupVersionKind]*Compiled
+	// unusable holds, per kind with no winner, why the definitions written for it are not used.
+	unusable map[schema.GroupVersionKind]string
 	problems []Problem
 	// refused are definitions refused from outside (Refuse), by RefusalKey, with the message.
 	refused map[string]string
@@ -85,6 +87,18 @@ func (r *Registry) Lookup(gvk schema.GroupVersionKind) *Compiled {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.winners[gvk]
+}
+
+// Unusable returns, for a kind that definitions name but none of them is used for (each invalid,
+// refused, or in conflict, and no lower-precedence definition takes over), why: the first such
+// problem's message, naming the definition. It returns "" for a kind with an active definition
+// (Lookup) and for a kind no definition names. Callers treat such a kind as gangmap's all the
+// same (hub.Hub.Decide): its pods are held from KAI's pod-grouper and reported, not left to be
+// grouped one by one, since a wrong definition must fail loudly and never split a gang.
+func (r *Registry) Unusable(gvk schema.GroupVersionKind) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.unusable[gvk]
 }
 
 // Generation increases whenever the winners are recomputed.
@@ -165,6 +179,17 @@ func (r *Registry) recompute() {
 		c *Compiled
 	}
 	byKind := map[schema.GroupVersionKind]map[Source][]candidate{}
+	unusable := map[schema.GroupVersionKind]string{}
+	note := func(gvk schema.GroupVersionKind, p Problem) {
+		if _, ok := unusable[gvk]; ok || gvk.Kind == "" {
+			return
+		}
+		if p.Reason == "Invalid" { // the message names the definition already
+			unusable[gvk] = p.Message
+			return
+		}
+		unusable[gvk] = fmt.Sprintf("definition %q (%s) is not used (%s): %s", p.Definition, p.Origin, p.Reason, p.Message)
+	}
 	used := map[string]bool{}
 	for _, src := range []Source{SourceCluster, SourceFile, SourceCatalog} {
 		for _, l := range r.sources[src] {
@@ -180,11 +205,15 @@ func (r *Registry) recompute() {
 				r.cache[key] = res
 			}
 			if res.err != nil {
-				r.problems = append(r.problems, Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Reason: "Invalid", Message: res.err.Error()})
+				p := Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Reason: "Invalid", Message: res.err.Error()}
+				r.problems = append(r.problems, p)
+				note(rootKindOf(l), p)
 				continue
 			}
 			if msg, ok := r.refused[key]; ok {
-				r.problems = append(r.problems, Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Kind: KindString(res.compiled.RootGVK().GVK()), Reason: ReasonPathCannotResolve, Message: msg})
+				p := Problem{Definition: l.Name(), Origin: l.Origin, Source: src, Kind: KindString(res.compiled.RootGVK().GVK()), Reason: ReasonPathCannotResolve, Message: msg}
+				r.problems = append(r.problems, p)
+				note(res.compiled.RootGVK().GVK(), p)
 				continue
 			}
 			gvk := res.compiled.RootGVK().GVK()
@@ -215,8 +244,10 @@ func (r *Registry) recompute() {
 				// One problem per definition in conflict, so that each is told (an Event on each
 				// Karta from the cluster source).
 				for _, c := range cands {
-					r.problems = append(r.problems, Problem{Definition: c.l.Name(), Origin: c.l.Origin, Source: src, Kind: KindString(gvk), Reason: "Conflict",
-						Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, KindString(gvk), names)})
+					p := Problem{Definition: c.l.Name(), Origin: c.l.Origin, Source: src, Kind: KindString(gvk), Reason: "Conflict",
+						Message: fmt.Sprintf("%d %s definitions for %s: %v; none is used until one is removed", len(cands), src, KindString(gvk), names)}
+					r.problems = append(r.problems, p)
+					note(gvk, p)
 				}
 				break
 			}
@@ -225,8 +256,20 @@ func (r *Registry) recompute() {
 		}
 	}
 	sort.Slice(r.problems, func(i, j int) bool { return r.problems[i].Definition < r.problems[j].Definition })
-	r.winners = winners
+	for gvk := range winners {
+		delete(unusable, gvk)
+	}
+	r.winners, r.unusable = winners, unusable
 	r.generation++
+}
+
+// rootKindOf is the workload kind an uncompiled definition names (its root component's kind),
+// empty when it names none.
+func rootKindOf(l *Loaded) schema.GroupVersionKind {
+	if l.Karta == nil || l.Karta.Spec.StructureDefinition.RootComponent.Kind == nil {
+		return schema.GroupVersionKind{}
+	}
+	return l.Karta.Spec.StructureDefinition.RootComponent.Kind.GVK()
 }
 
 // ReasonPathCannotResolve is the Problem reason of a definition refused because a path of it can

@@ -76,7 +76,7 @@ func TestMissingRBACIsReported(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), got) == nil && got.Annotations[kaikeys.SkipPodGrouper] == "true"
 	}, 30*time.Second, 100*time.Millisecond, "the pod is held from KAI's pod-grouper")
-	assert.Equal(t, map[string]string{kaikeys.SkipPodGrouper: "true"}, got.Annotations, "only KAI's skip annotation is written")
+	assert.Equal(t, map[string]string{kaikeys.SkipPodGrouper: "true", kaikeys.Held: "true"}, got.Annotations, "only KAI's skip annotation and gangmap's held mark are written")
 	assert.Equal(t, 1.0, counterValue(t, "gangmap_pods_held_total", nil))
 	assertEvent(t, ctx, ns, pod.Name, controller.ReasonGroupingFailed, "RBACMissing")
 }

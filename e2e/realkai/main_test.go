@@ -55,6 +55,7 @@ func run(m *testing.M) int {
 		"../testdata/crds/batch.volcano.sh_jobs.yaml",
 		"../testdata/crds/kubeflow.org_mpijobs.yaml",
 		"testdata/e2e.example.com_typojobs.yaml",
+		"testdata/e2e.example.com_brokenjobs.yaml",
 		"testdata/serving.kserve.io_llminferenceservices.yaml",
 	}, realkai.Options{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{realkai.GangmapWebhook()}},
 		func(ctx context.Context, c *realkai.Cluster, _ realkai.Config) (func() error, error) {

@@ -1,5 +1,7 @@
 // Package hub decides, per top-owner kind, whether gangmap groups a pod: only kinds with no
-// native KAI plugin (native wins) and an active Workload Map definition.
+// native KAI plugin (native wins) and an active Workload Map definition, or definitions none of
+// which is usable (definitions.Registry.Unusable): gangmap then holds the kind's pods and reports
+// the definition rather than leave them to be grouped one by one.
 package hub
 
 import (
@@ -23,7 +25,9 @@ type Decision string
 
 // The decisions of Hub.Decide.
 const (
-	// Grouped: the kind has an active definition and no native KAI plugin.
+	// Grouped: the kind has no native KAI plugin and an active definition, or only unusable
+	// ones (invalid, refused, in conflict), in which case its grouper fails each pod's decision
+	// naming the definition's problem (workloadmap.ErrDefinitionUnusable).
 	Grouped Decision = "Grouped"
 	// Native: KAI groups the kind with a native plugin; gangmap leaves it alone.
 	Native Decision = "Native"
@@ -36,7 +40,7 @@ func (h *Hub) Decide(gvk schema.GroupVersionKind) Decision {
 	switch {
 	case h.Native.Has(gvk):
 		return Native
-	case h.Registry.Lookup(gvk) == nil:
+	case h.Registry.Lookup(gvk) == nil && h.Registry.Unusable(gvk) == "":
 		return NoDefinition
 	default:
 		return Grouped

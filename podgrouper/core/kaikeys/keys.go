@@ -63,4 +63,10 @@ const (
 	Status = "gangmap.io/status"
 	// GroupedBy is the pod annotation gangmap sets with the value "gangmap" on pods it grouped.
 	GroupedBy = "gangmap.io/grouped-by"
+	// Held is the pod annotation, value "true", gangmap sets beside KAI's skip annotation on a pod
+	// of a kind it groups whose decision failed (a plan that failed, unusable definitions, an
+	// owner it may not read): the pod waits with no PodGroup instead of being grouped alone by
+	// KAI's pod-grouper. gangmap removes both once it groups the pod, or once the kind is no
+	// longer gangmap's (its definitions removed: the pod is handed back to KAI's pod-grouper).
+	Held = "gangmap.io/held"
 )

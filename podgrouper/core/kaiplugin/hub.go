@@ -86,7 +86,8 @@ type Hub struct {
 
 // Choose returns the grouper for pods whose top owner has kind gvk (KAI passes the top owner's
 // GroupVersionKind as read). Order: native wins; then Waiting until the sources synced; then an
-// active definition; else KAI's default grouper.
+// active definition, or only unusable ones (definitions.Registry.Unusable); else KAI's default
+// grouper.
 func (h *Hub) Choose(gvk metav1.GroupVersionKind) Choice {
 	c := h.choose(gvk)
 	choices.WithLabelValues(string(c)).Inc()
@@ -99,7 +100,10 @@ func (h *Hub) choose(gvk metav1.GroupVersionKind) Choice {
 		return Native
 	case !h.Ready():
 		return Waiting
-	case h.Registry != nil && h.Registry.Lookup(schema.GroupVersionKind(gvk)) != nil:
+	case h.Registry != nil && (h.Registry.Lookup(schema.GroupVersionKind(gvk)) != nil || h.Registry.Unusable(schema.GroupVersionKind(gvk)) != ""):
+		// Unusable definitions too: gangmap's grouper fails the pod naming the problem, so that
+		// KAI's reconciler retries and the pod waits ungrouped instead of getting KAI's default
+		// PodGroup of one pod.
 		return Gangmap
 	default:
 		return Default

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -100,4 +101,20 @@ func TestUnreadOwner(t *testing.T) {
 	assert.NoError(t, h.UnreadOwner(owned("Pod", "apps/v1", "Deployment")), "a native owner: stock KAI")
 	assert.NoError(t, h.UnreadOwner(owned("Pod", "kubevirt.io/v1", "VirtualMachine")), "no definition: stock KAI")
 	assert.NoError(t, h.UnreadOwner(owned("Pod", "", "")), "a true top owner")
+}
+
+// TestChooseUnusableDefinition: when the only definition of a kind is refused (here the catalog's
+// LLMInferenceService, refused as crdlint refuses a path its CRD cannot resolve), the kind stays
+// gangmap's (definitions.Registry.Unusable): gangmap's grouper fails the pod naming the problem
+// and KAI's reconciler retries, so the pod waits ungrouped instead of getting KAI's default
+// PodGroup of one pod. Without a definition at all the kind gets KAI's default.
+func TestChooseUnusableDefinition(t *testing.T) {
+	reg := catalogRegistry(t)
+	h := &Hub{Native: TableNatives{Table: native.DefaultTable()}, Registry: reg}
+	c := reg.Lookup(schema.GroupVersionKind(llmisvc))
+	require.NotNil(t, c)
+	require.True(t, reg.Refuse(map[string]string{definitions.RefusalKey(c.Loaded): "spec.template: the CRD schema has no field"}))
+	require.Nil(t, reg.Lookup(schema.GroupVersionKind(llmisvc)))
+	assert.Equal(t, Gangmap, h.Choose(llmisvc))
+	assert.Equal(t, Default, h.Choose(kubevirtVM))
 }

@@ -33,6 +33,11 @@ const Name = "workloadmap"
 // ErrNoDefinition says no definition is active for the top owner's kind any more.
 var ErrNoDefinition = errors.New("no active Workload Map definition for the kind")
 
+// ErrDefinitionUnusable says the top owner's kind has definitions but none is usable (each
+// invalid, refused, or in conflict: definitions.Registry.Unusable); the error's text names the
+// definition and its problem. The kind stays gangmap's (hub.Grouped), so its pods are held.
+var ErrDefinitionUnusable = errors.New("no usable Workload Map definition for the kind")
+
 // Grouper groups pods by Workload Map definitions. Plans are cached per workload (namespace and
 // UID, the name checked on every hit) and recomputed only when the workload's resourceVersion or
 // the winning definition changes, so the per-pod work is placing the pod (its selectors) and
@@ -228,7 +233,7 @@ func (c *cachedPlan) metaOf(pg *gang.PodGroup) *podGroupMeta {
 func (g *Grouper) Name() string { return Name }
 
 // Plan returns the plan of the top owner, from the cache when neither the workload nor its
-// definition changed. A freshly built plan's path misses are reported (see PathMissesTotal). Errors: ErrNoDefinition, or the plan's error (it names the definition field).
+// definition changed. A freshly built plan's path misses are reported (see PathMissesTotal). Errors: ErrNoDefinition, ErrDefinitionUnusable, or the plan's error (it names the definition field).
 func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error) {
 	c, compiled, err := g.planFor(ctx, topOwner)
 	if err != nil {
@@ -242,6 +247,9 @@ func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured)
 func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructured) (*cachedPlan, *definitions.Compiled, error) {
 	compiled := g.Registry.Lookup(topOwner.GroupVersionKind())
 	if compiled == nil {
+		if why := g.Registry.Unusable(topOwner.GroupVersionKind()); why != "" {
+			return nil, nil, fmt.Errorf("%s: %w: %s; fix the definition", definitions.KindString(topOwner.GroupVersionKind()), ErrDefinitionUnusable, why)
+		}
 		return nil, nil, fmt.Errorf("%s: %w", topOwner.GroupVersionKind(), ErrNoDefinition)
 	}
 	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()

@@ -36,6 +36,10 @@ var (
 		Name: "gangmap_pods_held_total",
 		Help: "Pods the controller gave KAI's skip annotation without a PodGroup because their decision failed after a definition claimed their workload (the plan failed, the owner could not be read): held from KAI's pod-grouper until a retry groups them.",
 	})
+	podsReleased = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gangmap_pods_released_total",
+		Help: "Held pods (gangmap.io/held, no PodGroup) the controller handed back to KAI's pod-grouper because their kind is no longer gangmap's (its definitions removed).",
+	})
 	yielded = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gangmap_pods_yielded_total",
 		Help: "Pods gangmap left in the PodGroup KAI's pod-grouper gave them, because the KAI release (before v0.15) does not honour kai.scheduler/skip-podgrouper (no tug-of-war).",
@@ -61,7 +65,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, rbacMissing, repairs, podsHeld, yielded, workloadWatches, DefinitionsLoaded, DefinitionProblems)
+	metrics.Registry.MustRegister(podsGrouped, podGroupWrites, groupingErrors, decisionSeconds, rbacMissing, repairs, podsHeld, podsReleased, yielded, workloadWatches, DefinitionsLoaded, DefinitionProblems)
 }
 
 // SetDefinitionMetrics sets DefinitionsLoaded (per source: active, shadowed by another source,

@@ -38,7 +38,9 @@ const (
 	ReasonPodGroupUpdated = "PodGroupUpdated"
 	ReasonWouldWrite      = "DryRunPodGroup"
 	ReasonGroupingFailed  = "GangmapGroupingFailed"
-	ReasonRepaired        = "GangmapRepairedPod"
+	// ReasonReleased: a held pod handed back to KAI's pod-grouper (PodReconciler.releaseHeld).
+	ReasonReleased = "GangmapReleasedToKAI"
+	ReasonRepaired = "GangmapRepairedPod"
 	// ReasonInvalidOwner is the Warning Event, once per pod, on a pod whose owner reference names
 	// an object of another namespace or a replaced owner: gangmap treats it as having no owner.
 	ReasonInvalidOwner = "GangmapInvalidOwnerReference"
@@ -154,7 +156,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 			r.Metrics.ForgetPod(key)
 		}
 		log.V(4).Info("Pod is not gangmap's")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.releaseHeld(ctx, pod)
 	}
 	decisionSeconds.Observe(time.Since(start).Seconds())
 	md, owner := d.Metadata, d.Owner

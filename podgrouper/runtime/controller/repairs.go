@@ -58,6 +58,9 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *Decisi
 	if repaired {
 		ann[kaikeys.SkipPodGrouper] = "true"
 	}
+	if _, held := pod.Annotations[kaikeys.Held]; held {
+		ann[kaikeys.Held] = nil // grouped now: no longer held
+	}
 	curSG, has := pod.Labels[kaikeys.SubGroupName]
 	switch {
 	case subGroup == "" && has:
@@ -101,12 +104,32 @@ func (r *PodReconciler) holdFromKAI(ctx context.Context, pod *corev1.Pod, reason
 		pod.Annotations[kaikeys.PodGroupName] != "" {
 		return
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + kaikeys.SkipPodGrouper + `":"true"}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + kaikeys.SkipPodGrouper + `":"true","` + kaikeys.Held + `":"true"}}}`)
 	if perr := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); perr != nil {
 		ctrl.LoggerFrom(ctx).Error(perr, "Cannot hold the pod from KAI's pod-grouper")
 		return
 	}
 	podsHeld.Inc()
+}
+
+// releaseHeld hands a pod gangmap held (kaikeys.Held, with no PodGroup) back to KAI's
+// pod-grouper once its kind is no longer gangmap's (its definitions were removed, or a native
+// plugin now groups it): it removes KAI's skip annotation and kaikeys.Held, so that KAI groups the
+// pod by its own rules, as it does every new pod of a kind whose definition was deleted
+// (docs/reliability.md, "a definition deleted while its workloads run"). Without it the pod would
+// wait for ever: KAI's pod-grouper skips it and gangmap no longer groups it.
+func (r *PodReconciler) releaseHeld(ctx context.Context, pod *corev1.Pod) error {
+	if r.DryRun || pod.Annotations[kaikeys.Held] != "true" || pod.Annotations[kaikeys.PodGroupName] != "" || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + kaikeys.SkipPodGrouper + `":null,"` + kaikeys.Held + `":null}}}`)
+	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	podsReleased.Inc()
+	ctrl.LoggerFrom(ctx).Info("Held pod handed back to KAI's pod-grouper: its kind is no longer gangmap's")
+	r.Recorder.Event(pod, corev1.EventTypeNormal, ReasonReleased, "gangmap no longer groups this pod's kind: the pod is handed back to KAI's pod-grouper")
+	return nil
 }
 
 // reportRepair tells of a pod labelled after creation: gangmap_pods_repaired_total, an Info log

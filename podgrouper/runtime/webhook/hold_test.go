@@ -87,7 +87,8 @@ func TestPodHeldFromKAIWhenPlanBuildsAreBusy(t *testing.T) {
 }
 
 // assertHeldOnly fails t unless patch sets KAI's skip annotation (kai.scheduler/skip-podgrouper:
-// "true") on a pod with no annotations, and nothing else: no PodGroup, no sub-group.
+// "true") and gangmap.io/held on a pod with no annotations, and nothing else: no PodGroup, no
+// sub-group.
 func assertHeldOnly(t *testing.T, patch []byte) {
 	t.Helper()
 	var ops []patchOp
@@ -97,8 +98,8 @@ func assertHeldOnly(t *testing.T, patch []byte) {
 	if len(ops) != 1 || ops[0].Op != "add" || ops[0].Path != "/metadata/annotations" {
 		t.Fatalf("want one add of /metadata/annotations, got %s", patch)
 	}
-	if v, _ := ops[0].Value.(map[string]any); len(v) != 1 || v[kaikeys.SkipPodGrouper] != "true" {
-		t.Fatalf("want only %s=true, got %s", kaikeys.SkipPodGrouper, patch)
+	if v, _ := ops[0].Value.(map[string]any); len(v) != 2 || v[kaikeys.SkipPodGrouper] != "true" || v[kaikeys.Held] != "true" {
+		t.Fatalf("want only %s=true and %s=true, got %s", kaikeys.SkipPodGrouper, kaikeys.Held, patch)
 	}
 }
 

@@ -273,7 +273,7 @@ func podName(req admission.Request, pod *corev1.Pod) string {
 }
 
 // hold admits a pod of a kind gangmap groups whose decision failed with KAI's skip annotation
-// (kai.scheduler/skip-podgrouper: "true") and nothing else, keeping the onboarding patch pre: the
+// (kai.scheduler/skip-podgrouper: "true") and gangmap's kaikeys.Held, and nothing else, keeping the onboarding patch pre: the
 // plan gate refused its build for now (workloadmap.ErrPlanBuildsBusy, reason PlanBusy), or the
 // decision failed after a definition claimed the workload (controller.DecideError.Claimed: its
 // plan failed, its owner could not be read; reason Held). The pod is gangmap's to group: without
@@ -292,10 +292,10 @@ func (m *PodMutator) hold(ctx context.Context, req admission.Request, decoded *p
 	admissionErrors.WithLabelValues(reason).Inc()
 	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod held from KAI's pod-grouper; the pod controller will group it",
 		"reason", reason, "pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
-	skip := map[string]string{kaikeys.SkipPodGrouper: "true"}
+	skip := map[string]string{kaikeys.SkipPodGrouper: "true", kaikeys.Held: "true"}
 	var ops []patchOp
 	if decoded.HasMetadata {
-		ops = setKeys(nil, "/metadata/annotations", decoded.Pod.Annotations, skip, kaikeys.SkipPodGrouper)
+		ops = setKeys(nil, "/metadata/annotations", decoded.Pod.Annotations, skip, kaikeys.SkipPodGrouper, kaikeys.Held)
 	} else {
 		ops = []patchOp{{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": skip}}}
 	}
