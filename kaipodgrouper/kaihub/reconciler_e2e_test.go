@@ -50,6 +50,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/inkai"
 )
 
 const (
@@ -239,8 +240,8 @@ func startKAIPodGrouper(ctx context.Context, t *testing.T, cfg *rest.Config) *ka
 	})
 	require.NoError(t, err)
 	kai := pluginshub.NewDefaultPluginsHub(mgr.GetClient(), true, true, false, queueLabelKey, nodePoolLabelKey, "", "")
-	hub, g, err := kaiplugin.Setup(mgr, kaiplugin.DefaultOptions(),
-		kaiplugin.KAIConfig{SchedulerName: kaiScheduler, QueueLabelKey: queueLabelKey, NodePoolLabelKey: nodePoolLabelKey}, kai)
+	hub, g, err := inkai.Setup(mgr, inkai.DefaultOptions(),
+		inkai.KAIConfig{SchedulerName: kaiScheduler, QueueLabelKey: queueLabelKey, NodePoolLabelKey: nodePoolLabelKey}, kai)
 	require.NoError(t, err)
 	g.PodGroups = kaihub.PodGroupReader(mgr.GetClient())
 	configs := controllers.Configs{SchedulerName: kaiScheduler, SchedulingQueueLabelKey: queueLabelKey, NodePoolLabelKey: nodePoolLabelKey,

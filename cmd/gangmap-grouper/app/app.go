@@ -33,6 +33,7 @@ import (
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/definitions/sources"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
@@ -149,7 +150,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 // newPodReconciler builds the pod controller's reconciler (not set up yet) on the manager: its pod
 // cache, the pod book it shares with the findings and the workload metrics, the PodGroup owner
 // index, the findings reporter and the Applier's PodGroup events.
-func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider *controller.Decider, release *kairelease.Release) (*controller.PodReconciler, error) {
+func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider *decide.Decider, release *kairelease.Release) (*controller.PodReconciler, error) {
 	// The pod controller's pods: a Record per pod of our scheduler (podcache), not typed pods.
 	pods, err := podcache.New(cfg, o.SchedulerName)
 	if err != nil {
@@ -194,14 +195,9 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun, Pods: r, Release: release}); err != nil {
 		return nil, err
 	}
-	// The PodGroup informer's events tell the Applier when the cache shows a PodGroup it created,
-	// so the pods of a workload reconciled meanwhile send no second POST (podgroup.createFlights).
-	pgInformer, err := mgr.GetCache().GetInformer(context.Background(), &v2alpha2.PodGroup{})
-	if err != nil {
-		return nil, fmt.Errorf("the PodGroup informer: %w", err)
-	}
-	if _, err := pgInformer.AddEventHandler(r.Applier.CacheEvents()); err != nil {
-		return nil, fmt.Errorf("watching PodGroups for the Applier: %w", err)
+	// The Applier learns when the cache shows a PodGroup it created (no second POST meanwhile).
+	if err := controller.WatchPodGroupCache(context.Background(), mgr.GetCache(), r.Applier); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -209,9 +205,9 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 // newDecider builds the decision shared by the pod controller and the webhook: the owner walk,
 // the hub (native table, definitions, gangmap's grouper on KAI's default metadata) and the access
 // checker.
-func newDecider(mgr manager.Manager, o *Options, registry *definitions.Registry, table *native.Table, release *kairelease.Release) *controller.Decider {
+func newDecider(mgr manager.Manager, o *Options, registry *definitions.Registry, table *native.Table, release *kairelease.Release) *decide.Decider {
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: o.QueueLabelKey, NodePoolLabelKey: o.NodePoolLabelKey}
-	d := &controller.Decider{
+	d := &decide.Decider{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		// The webhook reads top owners from the informers' stores without a deep copy

@@ -7,7 +7,7 @@
 // KAI's default grouper. It replaces KAI's pod-grouper image; no gangmap controller or webhook
 // runs beside it (docs/kai-podgrouper.md).
 //
-// Flags: every flag of KAI's pod-grouper, plus gangmap's (kaiplugin.Options): definitions, catalog,
+// Flags: every flag of KAI's pod-grouper, plus gangmap's (inkai.Options): definitions, catalog,
 // findings grace periods, workload metrics and shadow mode (--gangmap-shadow, which alone allows
 // --generic-karta-fallback=true).
 package main
@@ -23,7 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gangmap/gangmap/kaipodgrouper/kaihub"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
+	"github.com/gangmap/gangmap/podgrouper/runtime/inkai"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func main() {
 const kartaFallbackFlag = "generic-karta-fallback"
 
 func run(args []string) error {
-	o := kaiplugin.DefaultOptions()
+	o := inkai.DefaultOptions()
 	o.AddFlags(flag.CommandLine)
 	flag.Usage = usage
 	// KAI's app parses os.Args itself (app.New: flag.Parse). Its Karta fallback defaults to true
@@ -52,9 +52,9 @@ func run(args []string) error {
 	if v := flagValue(kartaFallbackFlag); v != "false" && !o.Shadow {
 		return fmt.Errorf("--%s=%s: KAI's Karta fallback would group the kinds gangmap's definitions describe by other rules; gangmap is this pod-grouper's fallback (leave the flag out, or compare them with --gangmap-shadow)", kartaFallbackFlag, v)
 	}
-	kai := kaiplugin.KAIConfig{SchedulerName: flagValue("scheduler-name"), QueueLabelKey: flagValue("queue-label-key"),
+	kai := inkai.KAIConfig{SchedulerName: flagValue("scheduler-name"), QueueLabelKey: flagValue("queue-label-key"),
 		NodePoolLabelKey: flagValue("nodepool-label-key"), PodGroups: kaihub.PodGroupClient{KAI: a.Mgr.GetClient()}}
-	hub, g, err := kaiplugin.Setup(a.Mgr, o, kai, a.DefaultPluginsHub)
+	hub, g, err := inkai.Setup(a.Mgr, o, kai, a.DefaultPluginsHub)
 	if err != nil {
 		return err
 	}

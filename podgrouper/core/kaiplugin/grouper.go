@@ -10,15 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/grouper"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // DefaultTimeout bounds one call of Grouper.Metadata when Timeout is zero: KAI's Grouper
@@ -26,13 +27,22 @@ import (
 // plugin makes its own. A plan build is also bounded by the workload grouper's PlanTimeout.
 const DefaultTimeout = 10 * time.Second
 
+// Observer records gangmap's decisions inside KAI's pod-grouper for the findings and the
+// workload metrics (inkai.Observer: its state lives in the runtime, beside KAI's manager cache).
+type Observer interface {
+	// Observe records the decision d for pod (its PodGroup, role and what the plan saw).
+	Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decision)
+	// Forget drops what was recorded of the pod (it is in no PodGroup of gangmap's now).
+	Forget(pod types.NamespacedName)
+}
+
 // Grouper is gangmap's grouper as KAI's pod-grouper calls it for a kind Hub.Choose gave
-// Gangmap: the same decision as the standalone grouper's (controller.Decider.DecideOwned on the
+// Gangmap: the same decision as the standalone grouper's (decide.Decider.DecideOwned on the
 // same workload grouper), converted to KAI's shape (KAIMetadata).
 type Grouper struct {
 	// Decider re-reads a top owner older than its pod (its APIReader); it needs no walker, hub or
 	// access checker: KAI walked the owners and read the top owner.
-	Decider *controller.Decider
+	Decider *decide.Decider
 	// Grouper is gangmap's workload grouper (a *workloadmap.Grouper with KAIPlugin set, so a pod
 	// the definition places in no gang gets KAI's default PodGroup rather than none).
 	Grouper grouper.Grouper
@@ -43,8 +53,9 @@ type Grouper struct {
 	Timeout time.Duration
 	// Log is the logger (the discard logger when unset).
 	Log logr.Logger
-	// Observer, when set, records each decision for the findings and the workload metrics.
-	Observer *Observer
+	// Observer, when set, records each decision for the findings and the workload metrics
+	// (inkai.Observer inside KAI's pod-grouper).
+	Observer Observer
 	// Shadow, when set, is shadow mode (see Shadow): KAI's own grouper's result is written, and
 	// Shadow tells how gangmap's differs. The nested module's hub reads it.
 	Shadow *Shadow
@@ -65,7 +76,7 @@ func (g *Grouper) Metadata(topOwner *unstructured.Unstructured, pod *corev1.Pod,
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	log := g.Log.WithValues("pod", klog.KObj(pod), "workload", klog.KObj(topOwner), "kind", topOwner.GroupVersionKind().String())
-	ctx = ctrl.LoggerInto(ctx, log)
+	ctx = logf.IntoContext(ctx, log)
 	start := time.Now()
 	dec, err := g.Decider.DecideOwned(ctx, g.Grouper, topOwner, owners, pod)
 	decisionSeconds.Observe(time.Since(start).Seconds())

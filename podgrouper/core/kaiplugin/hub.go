@@ -9,7 +9,8 @@
 // Inside KAI there is one pod-grouper, so none of the standalone grouper's coexistence machinery
 // (workload marks, strict mode, repair, stray collection) applies: KAI's pod controller
 // (pkg/podgrouper/pod_controller.go Reconcile) walks the owners, asks the hub, writes the
-// PodGroup (podgroup/handler.go ApplyToCluster) and labels the pod.
+// PodGroup (podgroup/handler.go ApplyToCluster) and labels the pod. podgrouper/runtime/inkai
+// builds the hub and grouper on KAI's manager (inkai.Setup).
 package kaiplugin
 
 import (

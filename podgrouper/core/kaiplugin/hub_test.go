@@ -11,18 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/definitions/catalog"
-	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
 func catalogRegistry(t *testing.T) *definitions.Registry {
 	t.Helper()
-	c, err := expr.NewCompiler(expr.DefaultLimits())
+	reg, err := kaisamples.Registry()
 	require.NoError(t, err)
-	reg := definitions.NewRegistry(c)
-	require.NoError(t, catalog.Register(reg))
-	require.Empty(t, reg.Problems())
 	return reg
 }
 

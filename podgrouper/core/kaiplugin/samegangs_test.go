@@ -11,13 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/manifest"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
@@ -27,19 +25,13 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // sampleRegistry is the catalog plus the e2e CustomJob Karta as a cluster definition.
 func sampleRegistry(t *testing.T) *definitions.Registry {
 	t.Helper()
-	reg := catalogRegistry(t)
-	objs, err := manifest.ReadFile("../../../e2e/testdata/customjob-karta.yaml")
+	reg, err := kaisamples.Registry("../../../e2e/testdata/customjob-karta.yaml")
 	require.NoError(t, err)
-	l, err := definitions.FromUnstructured(objs[0])
-	require.NoError(t, err)
-	reg.SetSource(definitions.SourceCluster, []*definitions.Loaded{l})
-	require.Empty(t, reg.Problems())
 	return reg
 }
 
@@ -55,10 +47,10 @@ func samples(t *testing.T, reg *definitions.Registry) []kaisamples.Sample {
 }
 
 // standalone is the standalone grouper's decision for one sample as its pod controller and
-// webhook make it (controller.Decider: owner walk, hub on gangmap's native table, workload
+// webhook make it (decide.Decider: owner walk, hub on gangmap's native table, workload
 // grouper on KAI's default metadata), on a fake API holding the workload as the standalone
 // grouper leaves it once it grouped it: with KAI's skip mark (--mark-workloads, the default).
-func standalone(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample) *controller.Decider {
+func standalone(t *testing.T, reg *definitions.Registry, table *native.Table, s kaisamples.Sample) *decide.Decider {
 	t.Helper()
 	marked := s.Workload.DeepCopy()
 	ann := marked.GetAnnotations()
@@ -71,22 +63,15 @@ func standalone(t *testing.T, reg *definitions.Registry, table *native.Table, s 
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(s.Workload.GroupVersionKind(), meta.RESTScopeNamespace)
 	wm := &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}}
-	return &controller.Decider{Client: c, APIReader: c, Walker: &owners.Walker{Reader: c, Mapper: mapper},
+	return &decide.Decider{Client: c, APIReader: c, Walker: &owners.Walker{Reader: c, Mapper: mapper},
 		Hub: &hub.Hub{Native: table, Registry: reg, Grouper: wm}, SchedulerName: kaisamples.SchedulerName}
 }
 
 func fakeAPI(t *testing.T, w *unstructured.Unstructured, pods []*corev1.Pod) client.Client {
 	t.Helper()
-	s := runtime.NewScheme()
-	require.NoError(t, corev1.AddToScheme(s))
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(w.GroupVersionKind(), meta.RESTScopeNamespace)
-	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-	b := fake.NewClientBuilder().WithScheme(s).WithRESTMapper(mapper).WithObjects(w)
-	for _, p := range pods {
-		b = b.WithObjects(p.DeepCopy())
-	}
-	return b.Build()
+	c, err := kaisamples.FakeAPI(w, pods)
+	require.NoError(t, err)
+	return c
 }
 
 // embedded is gangmap inside KAI's pod-grouper for one sample: the hub on the same native table
@@ -97,15 +82,13 @@ func embedded(t *testing.T, reg *definitions.Registry, table *native.Table, s ka
 	c := fakeAPI(t, s.Workload, s.Pods)
 	wm := &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}, KAIPlugin: true}
 	return &Hub{Native: TableNatives{Table: table}, Registry: reg},
-		&Grouper{Decider: &controller.Decider{APIReader: c, SchedulerName: kaisamples.SchedulerName}, Grouper: wm}
+		&Grouper{Decider: &decide.Decider{APIReader: c, SchedulerName: kaisamples.SchedulerName}, Grouper: wm}
 }
 
 // kaiChain is the owner chain KAI's pod controller passes for a pod owned by the workload
-// (podgrouper.go getResourceOwners: the owners read as PartialObjectMetadata).
+// (kaisamples.Chain).
 func kaiChain(w *unstructured.Unstructured) []*metav1.PartialObjectMetadata {
-	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: w.GetAPIVersion(), Kind: w.GetKind()}}
-	p.Name, p.Namespace, p.UID, p.Labels, p.Annotations = w.GetName(), w.GetNamespace(), w.GetUID(), w.GetLabels(), w.GetAnnotations()
-	return []*metav1.PartialObjectMetadata{p}
+	return kaisamples.Chain(w)
 }
 
 type tally struct{ samples, pods, native, gangPods, defaultPods int }

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // Shadow mode inside KAI's pod-grouper (--gangmap-shadow): KAI's pod-grouper groups every pod as
@@ -76,7 +75,7 @@ const (
 const maxShadowTold = 10000
 
 // Shadow tells, in shadow mode, what gangmap would have grouped beside what KAI's grouper did:
-// a DryRunPodGroup Event (controller.ReasonWouldWrite, as the standalone grouper's --dry-run) on
+// a DryRunPodGroup Event (podgroup.ReasonWouldWrite, as the standalone grouper's --dry-run) on
 // the workload when they differ, once per workload and difference, and the counter
 // gangmap_kai_plugin_shadow_total per pod. Safe for concurrent use.
 type Shadow struct {
@@ -107,7 +106,7 @@ func (s *Shadow) Compare(owner *unstructured.Unstructured, pod *corev1.Pod, gm *
 	}
 	shadowOutcomes.WithLabelValues(outcome).Inc()
 	if msg != "" && s.Recorder != nil && s.firstTelling(owner.GetUID(), outcome+" "+trimPod(msg, pod.Name)) {
-		s.Recorder.Event(owner, corev1.EventTypeNormal, controller.ReasonWouldWrite, msg)
+		s.Recorder.Event(owner, corev1.EventTypeNormal, podgroup.ReasonWouldWrite, msg)
 	}
 	return outcome
 }

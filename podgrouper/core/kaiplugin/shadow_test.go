@@ -1,18 +1,15 @@
 package kaiplugin
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
 )
@@ -24,7 +21,7 @@ import (
 // once per workload in a DryRunPodGroup Event naming both; equal gangs count Same and tell
 // nothing; gangmap's error and gangmap's "no PodGroup" are told too.
 func TestShadowTellsEachDifferenceOnce(t *testing.T) {
-	s, g, _, _ := observed(t)
+	s, g := customJob(t)
 	rec := record.NewFakeRecorder(10)
 	sh := &Shadow{Recorder: rec}
 	kai := &Gang{Name: "pg-customjob-" + string(s.Workload.GetUID()), MinMember: 1}
@@ -48,48 +45,15 @@ func TestShadowTellsEachDifferenceOnce(t *testing.T) {
 	assert.Equal(t, "Normal DryRunPodGroup shadow mode: gangmap would put pod "+s.Pods[0].Name+" in no PodGroup; KAI's grouper \"Default Grouper\" gave no PodGroup", <-rec.Events)
 }
 
-// TestSetupWiresFindingsMetricsAndShadow: Setup on a manager (as KAI's app builds it; nothing is
-// started) gives the grouper an Observer with findings and the workload metrics, registered on
-// controller-runtime's registry (the one KAI's --metrics-bind-address serves:
-// gangmap_workload_metrics_workloads is gathered), and a Shadow only with --gangmap-shadow;
-// --max-workload-metrics=0 leaves the workload series out.
-func TestSetupWiresFindingsMetricsAndShadow(t *testing.T) {
-	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+// customJob is the e2e CustomJob sample (1 coordinator, 2 workers: e2e/testdata/customjob.yaml
+// with the Karta e2e/testdata/customjob-karta.yaml) and gangmap's grouper inside KAI for it.
+func customJob(t *testing.T) (kaisamples.Sample, *Grouper) {
+	t.Helper()
+	reg := sampleRegistry(t)
+	s, ok, err := kaisamples.LoadFile(context.Background(), "../../../e2e/testdata/customjob.yaml", "team-a", reg)
 	require.NoError(t, err)
-	o := DefaultOptions()
-	o.ClusterDefinitions = false
-	kai := KAIConfig{SchedulerName: kaisamples.SchedulerName}
-	_, g, err := Setup(mgr, o, kai, nil)
-	require.NoError(t, err)
-	require.NotNil(t, g.Observer)
-	assert.NotNil(t, g.Observer.Findings)
-	require.NotNil(t, g.Observer.Metrics)
-	assert.Nil(t, g.Shadow)
-	families, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	var names []string
-	for _, f := range families {
-		names = append(names, f.GetName())
-	}
-	assert.Contains(t, names, "gangmap_workload_metrics_workloads")
-	assert.Contains(t, names, "gangmap_kai_plugin_shadow_total")
-
-	o.Shadow, o.MaxWorkloadMetrics = true, 0
-	_, g, err = Setup(mgr, o, kai, nil)
-	require.NoError(t, err)
-	require.NotNil(t, g.Shadow)
-	assert.Nil(t, g.Observer.Metrics)
-}
-
-// TestValidateRefusesBadFindingsAndMetricsFlags: each bad value is named by its flag.
-func TestValidateRefusesBadFindingsAndMetricsFlags(t *testing.T) {
-	o := DefaultOptions()
-	require.NoError(t, o.Validate())
-	o.Findings.MoreThanPlannedGrace, o.Findings.GangUnsatisfiableGrace, o.Findings.ResendInterval, o.MaxWorkloadMetrics = 0, -1, 0, -2
-	err := o.Validate()
-	require.Error(t, err)
-	for _, want := range []string{"--findings-more-than-planned-grace must be positive, got 0s", "--findings-gang-unsatisfiable-grace must be positive, got -1ns",
-		"--findings-event-interval must be positive, got 0s", "--max-workload-metrics must not be negative, got -2"} {
-		assert.Contains(t, err.Error(), want)
-	}
+	require.True(t, ok)
+	require.Len(t, s.Pods, 3)
+	_, g := embedded(t, reg, nil, s)
+	return s, g
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 )
 
 // CacheView is the transform of the grouper's PodGroup informer (controller-runtime
@@ -237,7 +236,7 @@ func (c *CacheView) ownerReferences(refs []metav1.OwnerReference, hosts ...strin
 		if i < maxHostedOwners {
 			out[i].Name, out[i].UID = within(r.Name, hosts), types.UID(within(string(r.UID), hosts))
 		}
-		out[i].Controller, out[i].BlockOwnerDeletion = podview.CanonicalBool(r.Controller), podview.CanonicalBool(r.BlockOwnerDeletion)
+		out[i].Controller, out[i].BlockOwnerDeletion = CanonicalBool(r.Controller), CanonicalBool(r.BlockOwnerDeletion)
 	}
 	return out
 }
@@ -354,3 +353,21 @@ func (c *CacheView) subGroupList(l []v2alpha2.SubGroup) []v2alpha2.SubGroup {
 	}
 	return out
 }
+
+// CanonicalBool returns a shared pointer to *b's value (nil stays nil), never to be written
+// through: an owner reference's controller and blockOwnerDeletion flags are otherwise two small
+// allocations per cached object (PodGroups in CacheView here, pods in podview).
+func CanonicalBool(b *bool) *bool {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return &canonicalTrue
+	default:
+		return &canonicalFalse
+	}
+}
+
+// canonicalTrue and canonicalFalse are shared by every cached owner reference (CanonicalBool);
+// never written.
+var canonicalTrue, canonicalFalse = true, false

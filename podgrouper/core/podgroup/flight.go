@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
@@ -164,24 +163,15 @@ func (a *Applier) lead(ctx context.Context, key types.NamespacedName, fl *create
 	return Created, nil
 }
 
-// CacheEvents returns the handler to add to the informer of the cache Client reads PodGroups
-// from: each event of a PodGroup tells Apply that the cache shows it (or its deletion), so a
-// create is remembered until then (see Apply). Call it before Apply is first called.
-func (a *Applier) CacheEvents() toolscache.ResourceEventHandler {
+// CacheEvents returns the function to call with each PodGroup the informer of the cache Client
+// reads PodGroups from adds, updates or deletes: each tells Apply that the cache shows it (or its
+// deletion), so a create is remembered until then (see Apply). Call it before Apply is first
+// called; the runtime adds it to the informer (controller.WatchPodGroupCache).
+func (a *Applier) CacheEvents() func(*v2alpha2.PodGroup) {
 	a.flights.mu.Lock()
 	a.flights.remember = true
 	a.flights.mu.Unlock()
-	seen := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if pg, ok := obj.(*v2alpha2.PodGroup); ok {
-			a.flights.seen(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
-		}
-	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { seen(obj) },
-		UpdateFunc: func(_, obj any) { seen(obj) },
-		DeleteFunc: seen,
+	return func(pg *v2alpha2.PodGroup) {
+		a.flights.seen(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
 	}
 }

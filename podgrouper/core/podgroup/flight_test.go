@@ -130,7 +130,7 @@ func TestCreateRememberedUntilTheCacheShowsIt(t *testing.T) {
 	assert.Equal(t, int32(1), w.creates.Load())
 
 	// The cache's add event: the answer is dropped; the PodGroup deleted since is created again.
-	events.OnAdd(cache.stored(t, c, karta()), false)
+	events(cache.stored(t, c, karta()))
 	assert.Empty(t, a.flights.m)
 	require.NoError(t, c.Delete(ctx, cache.stored(t, c, karta())))
 	res, err = a.Apply(ctx, karta())
@@ -327,8 +327,8 @@ func TestSingleFlightStress(t *testing.T) {
 		require.True(t, err == nil || apierrors.IsNotFound(err), "round %d: %v", round, err)
 		assert.Equal(t, created, map[bool]int{true: 1}[err == nil], "round %d: one Created for the PodGroup stored", round)
 		if err == nil {
-			events.OnAdd(pg, false)
-			events.OnDelete(pg)
+			events(pg)
+			events(pg)
 			require.NoError(t, c.Delete(context.Background(), pg))
 		}
 		a.flights.mu.Lock()

@@ -119,3 +119,8 @@ func (m *Metadata) FindSubGroupForPod(namespace, name string) *SubGroupMetadata 
 	}
 	return nil
 }
+
+// ReasonWouldWrite is the reason of the Event that tells, in dry-run or shadow mode, the PodGroup
+// gangmap would have written (the standalone grouper's --dry-run, gangmap-kai-podgrouper's
+// --gangmap-shadow).
+const ReasonWouldWrite = "DryRunPodGroup"

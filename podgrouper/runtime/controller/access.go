@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 )
 
 // ReasonRBACMissing is the Event reason on a definition whose kind gangmap may not read.
@@ -29,6 +30,8 @@ const ReasonRBACMissing = "GangmapRBACMissing"
 // this check a read through the cache would block (an informer that cannot list never syncs) and
 // gangmap would group nothing without saying why. A nil *AccessChecker allows everything and
 // reports through logs and the metric only.
+var _ decide.AccessChecker = (*AccessChecker)(nil)
+
 type AccessChecker struct {
 	// Client creates SelfSubjectAccessReviews.
 	Client client.Client

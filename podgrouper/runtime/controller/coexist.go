@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 )
@@ -39,7 +40,7 @@ const markNote = "kai.scheduler/skip-podgrouper on the workload: KAI's pod-group
 // or on its own (GangmapMarkedWorkload) when none does. A failed write is reported (Warning Event
 // GangmapMarkWorkloadFailed on the workload, log, gangmap_owner_skip_marks_total{result="Error"}),
 // does not stop the grouping, and is tried again by the workload's next reconcile.
-func (r *PodReconciler) markOwner(ctx context.Context, d *Decision) (marked bool) {
+func (r *PodReconciler) markOwner(ctx context.Context, d *decide.Decision) (marked bool) {
 	if r.DryRun || r.Owners == nil || ownerskip.Marked(d.Owner) || r.recentlyMarked(d.Owner) {
 		return false
 	}
@@ -111,7 +112,7 @@ func (r *PodReconciler) unmarkKind(ctx context.Context, gvk schema.GroupVersionK
 // the latest request per workload until the workload is deleted, so it gets the workload's
 // identity (ownerIdentity), not the decision's copy of the whole object: that copy, one per
 // workload, was as large as the informer's own (about 8 KB for a small CustomJob).
-func (r *PodReconciler) collectStrays(d *Decision) {
+func (r *PodReconciler) collectStrays(d *decide.Decision) {
 	r.Strays.Enqueue(strays.Workload{Owner: ownerIdentity(d.Owner), Keep: d.Planned})
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 )
 
@@ -38,7 +39,7 @@ func invalidOwnerReconciler(t *testing.T, objs ...client.Object) (*PodReconciler
 	rec := record.NewFakeRecorder(10)
 	return &PodReconciler{
 		Client:   c,
-		Decider:  &Decider{Client: c, APIReader: c, Walker: &owners.Walker{Reader: c, Mapper: m, CacheTTL: 1 << 40}, SchedulerName: "kai-scheduler"},
+		Decider:  &decide.Decider{Client: c, APIReader: c, Walker: &owners.Walker{Reader: c, Mapper: m, CacheTTL: 1 << 40}, SchedulerName: "kai-scheduler"},
 		Recorder: rec,
 	}, rec
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 )
 
 // ReasonPodOutsidePlan is the Warning Event, once per pod and instance, on a pod (and its
@@ -33,7 +34,7 @@ func init() {
 // on the workload naming the workload, the pod, the instance and where the pod goes instead, an
 // Info log, and gangmap_pods_outside_plan_total. It is no error to retry: nothing changes until the
 // workload or the definition does, and either regroups the pod.
-func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, d *Decision) {
+func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	instance := "its instance"
 	var nip *gang.NotInPlanError
 	if errors.As(d.Seen.NotInPlan, &nip) {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
@@ -36,7 +37,7 @@ import (
 const (
 	ReasonPodGroupCreated = "PodGroupCreated"
 	ReasonPodGroupUpdated = "PodGroupUpdated"
-	ReasonWouldWrite      = "DryRunPodGroup"
+	ReasonWouldWrite      = podgroup.ReasonWouldWrite
 	ReasonGroupingFailed  = "GangmapGroupingFailed"
 	// ReasonReleased: a held pod handed back to KAI's pod-grouper (PodReconciler.releaseHeld).
 	ReasonReleased = "GangmapReleasedToKAI"
@@ -53,7 +54,7 @@ const (
 type PodReconciler struct {
 	Client   client.Client
 	Pods     *podcache.Cache
-	Decider  *Decider
+	Decider  *decide.Decider
 	Applier  *podgroup.Applier
 	Recorder record.EventRecorder
 	// Release is the KAI release beside gangmap (nil: the latest). On a release that does not
@@ -132,8 +133,8 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	// native, with a definition), the gang plan of the live workload, the pod's place in it.
 	d, err := r.Decider.DecideCached(ctx, pod, r.fullPod())
 	if err != nil {
-		var de *DecideError
-		if IsInvalidOwnerReference(err) && errors.As(err, &de) {
+		var de *decide.DecideError
+		if decide.IsInvalidOwnerReference(err) && errors.As(err, &de) {
 			r.book().Ungroup(key)
 			r.ignoreOwner(ctx, pod, de.Err)
 			return ctrl.Result{}, nil
@@ -269,7 +270,7 @@ func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *
 
 // observe counts the pod against its workload's plan for the findings (or forgets it when it is
 // not gangmap's): a map update, no API call.
-func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *Decision) {
+func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *decide.Decision) {
 	if r.Findings == nil {
 		return
 	}
@@ -336,7 +337,7 @@ func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err er
 	if !r.invalidOwners.first(pod.UID, pod.OwnerReferences) {
 		return
 	}
-	groupingErrors.WithLabelValues(invalidOwnerReference).Inc()
+	groupingErrors.WithLabelValues(decide.InvalidOwnerReference).Inc()
 	ctrl.LoggerFrom(ctx).Info("Owner reference ignored; the pod is not grouped by gangmap", "reason", err.Error())
 	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonInvalidOwner, err.Error())
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 )
 
@@ -32,7 +33,7 @@ func (r *PodReconciler) getPod(ctx context.Context, key types.NamespacedName) (*
 // (podview.Pod). Only pods of workloads whose definition reads beyond a pod's metadata pay it, on
 // each reconcile. A pod replaced under the same name (another UID) is NotFound: the new pod has
 // its own event.
-func (r *PodReconciler) fullPod() FullPodFunc {
+func (r *PodReconciler) fullPod() decide.FullPodFunc {
 	if r.Pods == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
@@ -47,7 +48,7 @@ func (r *PodReconciler) FlushEvents() {
 // gangmap's admission webhook at its creation, so KAI's pod-grouper may have grouped it meanwhile:
 // reportRepair counts and logs it, and its workload gets one Warning Event per episode
 // (GangmapRepairedPod) for all such pods.
-func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *Decision) error {
+func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide.Decision) error {
 	pgName, subGroup := d.Metadata.Name, d.SubGroup
 	ann, labels := map[string]any{}, map[string]any{}
 	cur := pod.Annotations[kaikeys.PodGroupName]
@@ -100,7 +101,7 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *Decisi
 // pod KAI's pod-grouper already put in a PodGroup (the next successful decision repairs it). A
 // failed patch is logged; the caller's retry tries again.
 func (r *PodReconciler) holdFromKAI(ctx context.Context, pod *corev1.Pod, reason string) {
-	if r.DryRun || !claimedReason(reason) || pod.Annotations[kaikeys.SkipPodGrouper] == "true" ||
+	if r.DryRun || !decide.ClaimedReason(reason) || pod.Annotations[kaikeys.SkipPodGrouper] == "true" ||
 		pod.Annotations[kaikeys.PodGroupName] != "" {
 		return
 	}
@@ -135,7 +136,7 @@ func (r *PodReconciler) releaseHeld(ctx context.Context, pod *corev1.Pod) error 
 // reportRepair tells of a pod labelled after creation: gangmap_pods_repaired_total, an Info log
 // with the PodGroup it joined (and the one it had, when another writer, KAI's pod-grouper, had
 // put it in one), and the pod counted in its workload's repair episode.
-func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *Decision, previous string) {
+func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *decide.Decision, previous string) {
 	repairs.Inc()
 	pgName := d.Metadata.Name
 	detail := "joined PodGroup " + pgName
@@ -151,7 +152,7 @@ func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *De
 
 // reportDryRun counts a pod the dry run would group in its workload's dry-run episode (one
 // DryRunPodGroup Event per workload and episode, naming each PodGroup with its gang) and logs it.
-func (r *PodReconciler) reportDryRun(ctx context.Context, pod *corev1.Pod, d *Decision) {
+func (r *PodReconciler) reportDryRun(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	md := d.Metadata
 	ctrl.LoggerFrom(ctx).V(2).Info("Dry-run: PodGroup decided, nothing written")
 	r.events().dryRun.Add(d.Owner, pod.Name, fmt.Sprintf("would join PodGroup %s (%s)", md.Name, gangSummary(md)))

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
@@ -81,14 +82,14 @@ func TestMarkOwnerOncePerWorkload(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if r.markOwner(ctx, &Decision{Owner: w.DeepCopy()}) {
+			if r.markOwner(ctx, &decide.Decision{Owner: w.DeepCopy()}) {
 				marked.Add(1)
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	assert.False(t, r.markOwner(ctx, &Decision{Owner: w.DeepCopy()}), "a later reconcile with the stale cached workload")
+	assert.False(t, r.markOwner(ctx, &decide.Decision{Owner: w.DeepCopy()}), "a later reconcile with the stale cached workload")
 	assert.Equal(t, int64(1), count(patches, "CustomJob"), "one PATCH of the workload")
 	assert.Equal(t, int64(1), marked.Load(), "one reconcile reports the mark")
 	assert.Empty(t, drain(rec), "markOwner writes no Event of its own (writePodGroup does)")
@@ -119,7 +120,7 @@ func TestRepairsOneEventPerWorkload(t *testing.T) {
 		t.Run(fmt.Sprintf("webhookServed=%v", served), func(t *testing.T) {
 			ctx := context.Background()
 			var objs []client.Object
-			var decisions []*Decision
+			var decisions []*decide.Decision
 			var podsOf [][]*corev1.Pod
 			for w := 0; w < 20; w++ {
 				owner := workloadAt("1")
@@ -132,7 +133,7 @@ func TestRepairsOneEventPerWorkload(t *testing.T) {
 					ps = append(ps, p)
 				}
 				podsOf = append(podsOf, ps)
-				decisions = append(decisions, &Decision{Owner: owner, Metadata: &podgroup.Metadata{Namespace: "ns", Name: "pg-" + owner.GetName()}})
+				decisions = append(decisions, &decide.Decision{Owner: owner, Metadata: &podgroup.Metadata{Namespace: "ns", Name: "pg-" + owner.GetName()}})
 			}
 			c, patches := patchCounter(objs...)
 			rec := record.NewFakeRecorder(10000)

@@ -8,17 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 )
 
-// SharedOwnerReader reads a top owner as the informer cache holds it, without the deep copy a
-// cached client's Get makes. The object is shared with the cache and with every other reader:
-// it is read-only. ok is false when the reader cannot give it (no synced informer for the kind
-// yet, not in the cache): the caller then reads the owner the ordinary way.
-type SharedOwnerReader interface {
-	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
-}
-
-// InformerOwners is the SharedOwnerReader of a controller-runtime cache whose client reads
+// InformerOwners is the decide.SharedOwnerReader of a controller-runtime cache whose client reads
 // unstructured objects through the cache (client.CacheOptions.Unstructured): it looks the owner
 // up in the store of the kind's unstructured informer. The stored object is what the cache's
 // transform kept (podview.TransformWorkload: all but managed fields) and what the cached client would return a deep
@@ -28,9 +22,9 @@ type InformerOwners struct {
 	Cache cache.Cache
 }
 
-var _ SharedOwnerReader = (*InformerOwners)(nil)
+var _ decide.SharedOwnerReader = (*InformerOwners)(nil)
 
-// GetShared implements SharedOwnerReader. It never waits for an informer to sync.
+// GetShared implements decide.SharedOwnerReader. It never waits for an informer to sync.
 func (s *InformerOwners) GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, bool) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)

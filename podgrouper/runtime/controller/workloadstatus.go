@@ -17,6 +17,7 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
@@ -35,7 +36,7 @@ type planner interface {
 // PodGroup, outside every gang) is not counted under any role, and one counted before (under a
 // role the workload has since dropped) is forgotten, so gangmap_workload_role_pods never shows
 // it under a role or gang the plan does not have.
-func (r *PodReconciler) track(ctx context.Context, pod *corev1.Pod, d *Decision) {
+func (r *PodReconciler) track(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	p, ok := r.Decider.Hub.Grouper.(planner)
 	if r.Metrics == nil || !ok {
 		return

@@ -8,7 +8,7 @@
 // TransformWorkload.
 //
 // What each decision reads of a pod (so what Pod keeps):
-//   - selecting the pod and walking its owners (controller.Decider): metadata.namespace, name,
+//   - selecting the pod and walking its owners (decide.Decider): metadata.namespace, name,
 //     generateName, uid, ownerReferences, deletionTimestamp; spec.schedulerName;
 //   - placing the pod in its component and gang (a definition's pod-side expressions,
 //     definitions.Compiled.PodInput): metadata.labels and annotations for every catalog
@@ -53,6 +53,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
 
 // Pod returns the view of pod: a new Pod holding only the fields gangmap reads (see the package
@@ -100,7 +102,7 @@ func compact(pod *corev1.Pod) {
 	for i := range pod.OwnerReferences {
 		r := &pod.OwnerReferences[i]
 		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
-		r.Controller, r.BlockOwnerDeletion = CanonicalBool(r.Controller), CanonicalBool(r.BlockOwnerDeletion)
+		r.Controller, r.BlockOwnerDeletion = podgroup.CanonicalBool(r.Controller), podgroup.CanonicalBool(r.BlockOwnerDeletion)
 	}
 	pod.Namespace, pod.GenerateName = intern(pod.Namespace), intern(pod.GenerateName)
 	pod.Spec.SchedulerName, pod.Spec.PriorityClassName, pod.Spec.NodeName = intern(pod.Spec.SchedulerName), intern(pod.Spec.PriorityClassName), intern(pod.Spec.NodeName)
@@ -110,24 +112,6 @@ func compact(pod *corev1.Pod) {
 		}
 	}
 }
-
-// CanonicalBool returns a shared pointer to *b's value (nil stays nil), never to be written
-// through: an owner reference's controller and blockOwnerDeletion flags are otherwise two small
-// allocations per cached object (pods here, PodGroups in podgroup.CacheView).
-func CanonicalBool(b *bool) *bool {
-	switch {
-	case b == nil:
-		return nil
-	case *b:
-		return &canonicalTrue
-	default:
-		return &canonicalFalse
-	}
-}
-
-// canonicalTrue and canonicalFalse are shared by every cached owner reference (CanonicalBool);
-// never written.
-var canonicalTrue, canonicalFalse = true, false
 
 func intern(s string) string {
 	if s == "" {

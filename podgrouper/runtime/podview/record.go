@@ -30,9 +30,9 @@ import (
 //     PodGroup metadata (queue, priority, preemptibility...), the skip and pod-group-name
 //     annotations, the stray collector's PodGroup names (podcache.Cache.AnnotationValues);
 //   - metadata.ownerReferences: the owner walk to the top owner, a definition's pod input;
-//   - metadata.deletionTimestamp: a pod being deleted is not grouped (controller.Decider);
+//   - metadata.deletionTimestamp: a pod being deleted is not grouped (decide.Decider);
 //   - metadata.creationTimestamp: whether a confirmed read of the workload covers the pod
-//     (controller.Decider's drift check);
+//     (decide.Decider's drift check);
 //   - spec.priorityClassName: KAI's default PodGroup priority (defaultgrouper);
 //   - status.phase: the findings (terminal pods apart) and the workload metrics (per phase).
 //
@@ -44,7 +44,7 @@ import (
 // (metav1.Time, in JSON and protobuf).
 //
 // A definition whose pod-side expressions read beyond .metadata needs the rest of the pod: the
-// pod controller then reads the whole pod from the API server (controller.FullPodFunc), never
+// pod controller then reads the whole pod from the API server (decide.FullPodFunc), never
 // from this record.
 //
 // A Record is immutable once stored (readers get copies: Pod), so its strings and slices may be

@@ -34,12 +34,12 @@ import (
 	"github.com/gangmap/gangmap/definitions/catalog"
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/manifest"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // cacheReader stands in for the manager's informer cache: objects kept in memory by kind and key,
@@ -102,7 +102,7 @@ func (r *cacheReader) List(context.Context, client.ObjectList, ...client.ListOpt
 // cache-like reader with KAI's "train" priority class, and the plan of the JobSet already built.
 type admissionFixture struct {
 	webhook *admission.Webhook
-	decider *controller.Decider
+	decider *decide.Decider
 	jobSet  *unstructured.Unstructured
 	podJSON []byte
 }
@@ -151,7 +151,7 @@ func newAdmissionFixture(tb testing.TB) *admissionFixture {
 	if err := table.Remove("jobset.x-k8s.io/v1alpha2/JobSet"); err != nil {
 		tb.Fatal(err)
 	}
-	decider := &controller.Decider{
+	decider := &decide.Decider{
 		Client: reader, APIReader: reader, SharedOwners: reader,
 		Walker:        &owners.Walker{Reader: reader, CacheTTL: time.Hour},
 		Hub:           &hub.Hub{Native: table, Registry: reg, Grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{Reader: reader}}},

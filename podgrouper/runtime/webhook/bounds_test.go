@@ -20,12 +20,12 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
 	"github.com/gangmap/gangmap/definitions/expr"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // objectReader serves Get for one workload (in full or as metadata), like the manager's cache.
@@ -82,7 +82,7 @@ func mutatorFor(t *testing.T, r *objectReader, timeout time.Duration) *PodMutato
 	}
 	h := &hub.Hub{Native: native.DefaultTable(), Registry: reg,
 		Grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}}}
-	d := &controller.Decider{Client: r, Walker: &owners.Walker{Reader: r}, Hub: h, SchedulerName: "kai-scheduler"}
+	d := &decide.Decider{Client: r, Walker: &owners.Walker{Reader: r}, Hub: h, SchedulerName: "kai-scheduler"}
 	return &PodMutator{Decider: d, Timeout: timeout}
 }
 

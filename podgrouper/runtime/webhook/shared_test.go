@@ -9,7 +9,7 @@ import (
 )
 
 // TestDecideSharedLeavesTheCachedOwnerAlone: the webhook decides with the top owner as the cache
-// holds it (controller.Decider.DecideShared, no deep copy), so nothing on its path may write to
+// holds it (decide.Decider.DecideShared, no deep copy), so nothing on its path may write to
 // it. Admissions run concurrently from a cold plan cache (one goroutine builds the plan,
 // evaluating the definition's expressions on the shared JobSet, while others read it for KAI's
 // default metadata); under -race any write to the shared object is reported, and afterwards the

@@ -2,7 +2,7 @@
 // group (scheduler name matches, the top owner is a kind the hub says is gangmap's), it sets KAI's
 // skip annotation, the pod-group-name annotation and the sub-group label at creation, so KAI's
 // pod-grouper never sees the pod as its own and never puts it in a one-pod PodGroup first. The
-// decision is the pod controller's (controller.Decider), so both paths agree.
+// decision is the pod controller's (decide.Decider), so both paths agree.
 //
 // The webhook never fails a pod creation: on any error it admits the pod unchanged, logs and
 // counts the error, and the pod controller repairs the pod moments later (with a Warning Event).
@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 )
 
@@ -52,7 +52,7 @@ const (
 // PodMutator is the admission handler.
 type PodMutator struct {
 	// Decider decides the pod's PodGroup, as the pod controller does.
-	Decider *controller.Decider
+	Decider *decide.Decider
 	// Namespaces reads a pod's namespace for NamespaceSelector.
 	Namespaces client.Reader
 	// NamespaceSelector and ObjectSelector restrict the pods the webhook mutates (nil or empty:
@@ -138,11 +138,11 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
 		return skipped("not a pod of gangmap's scheduler")
 	}
-	var d *controller.Decision
+	var d *decide.Decision
 	if !m.Decider.KnownNotGrouped(pod) {
 		d, err = m.decideWithin(ctx, pod)
 	}
-	if controller.IsInvalidOwnerReference(err) {
+	if decide.IsInvalidOwnerReference(err) {
 		// Not an error to log per admission: the pod has no owner for gangmap; the pod controller
 		// tells the pod once, with a Warning Event, after it exists.
 		if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
@@ -150,7 +150,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 		}
 		return skipped("the pod's owner reference names no owner it may have")
 	}
-	if (errors.Is(err, workloadmap.ErrPlanBuildsBusy) || controller.ClaimedFailure(err)) && !m.DryRun {
+	if (errors.Is(err, workloadmap.ErrPlanBuildsBusy) || decide.ClaimedFailure(err)) && !m.DryRun {
 		return m.hold(ctx, req, decoded, pod, pre, err)
 	}
 	if err != nil {
@@ -252,7 +252,7 @@ func skipped(msg string) admission.Response {
 }
 
 // decisionValues are the structured-log values of an admission gangmap decided.
-func decisionValues(req admission.Request, pod *corev1.Pod, d *controller.Decision) []any {
+func decisionValues(req admission.Request, pod *corev1.Pod, d *decide.Decision) []any {
 	return []any{"pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID,
 		"podGroup", klog.KRef(d.Metadata.Namespace, d.Metadata.Name), "subGroup", d.SubGroup, "workload", klog.KObj(d.Owner)}
 }
@@ -275,7 +275,7 @@ func podName(req admission.Request, pod *corev1.Pod) string {
 // hold admits a pod of a kind gangmap groups whose decision failed with KAI's skip annotation
 // (kai.scheduler/skip-podgrouper: "true") and gangmap's kaikeys.Held, and nothing else, keeping the onboarding patch pre: the
 // plan gate refused its build for now (workloadmap.ErrPlanBuildsBusy, reason PlanBusy), or the
-// decision failed after a definition claimed the workload (controller.DecideError.Claimed: its
+// decision failed after a definition claimed the workload (decide.DecideError.Claimed: its
 // plan failed, its owner could not be read; reason Held). The pod is gangmap's to group: without
 // the annotation KAI's pod-grouper could give it a PodGroup of its own (a never-seen workload is
 // not marked yet) and KAI bind it outside its gang. With it, the pod waits with no PodGroup, which

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 func TestLabel(t *testing.T) {
@@ -51,7 +51,7 @@ func TestHandleAdmitsUnchanged(t *testing.T) {
 	if err := corev1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	m := &PodMutator{Decider: &controller.Decider{SchedulerName: "kai-scheduler"}}
+	m := &PodMutator{Decider: &decide.Decider{SchedulerName: "kai-scheduler"}}
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	tests := map[string]admissionv1.AdmissionRequest{
 		"update":        {Operation: admissionv1.Update, Resource: pods},

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 import (
 	"context"
@@ -23,7 +23,11 @@ type everyOwner struct{ asks int }
 
 func (e *everyOwner) GetShared(_ context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, bool) {
 	e.asks++
-	return owner(gvk, key.Namespace, key.Name), true
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	return u, true
 }
 
 // TestWalkOwnersOnlyKindsWhoseInformersRun: the walk's shared reader gives an owner only of a kind

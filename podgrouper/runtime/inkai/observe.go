@@ -1,4 +1,4 @@
-package kaiplugin
+package inkai
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gangmap/gangmap/gang"
-	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
@@ -67,7 +67,7 @@ var _ manager.Runnable = (*Observer)(nil)
 // the pod's labels when no component claims it) and its role and phase (workload metrics), and
 // watches its workload's kind for the workload's deletion. No API call: map updates and, the
 // first time a kind is seen, an event handler on KAI's informer of it.
-func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *controller.Decision) {
+func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	key := client.ObjectKeyFromObject(pod)
 	uid := d.Owner.GetUID()
 	o.Book.Group(key, uid)
@@ -88,7 +88,7 @@ func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *controller.D
 // track records the pod's workload (its plan: roles, GPUs, status) and the pod's role and phase in
 // the workload metrics, as the standalone pod controller's track does: a pod with no role in the
 // plan is counted under none.
-func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *controller.Decision) {
+func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	if o.Metrics == nil || o.Planner == nil {
 		return
 	}

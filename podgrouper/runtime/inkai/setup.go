@@ -1,4 +1,9 @@
-package kaiplugin
+// Package inkai wires gangmap's grouper into KAI's own pod-grouper: its options and flags, Setup
+// (the hub and grouper of podgrouper/core/kaiplugin built on KAI's controller-runtime manager:
+// definition sources as the manager's runnables, the decider on its API reader) and the Observer
+// of the findings and workload metrics (informers of KAI's manager cache). It is the runtime half
+// of gangmap inside KAI; the decision and its conversion to KAI's shape are kaiplugin's.
+package inkai
 
 import (
 	"errors"
@@ -21,7 +26,9 @@ import (
 	"github.com/gangmap/gangmap/definitions/catalog"
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/definitions/sources"
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
@@ -46,7 +53,7 @@ type Options struct {
 	StrictDefinitions bool
 	// PlanCacheSize bounds the cached gang plans (zero: workloadmap.DefaultPlanCacheSize).
 	PlanCacheSize int
-	// Timeout bounds one pod's decision (zero: DefaultTimeout).
+	// Timeout bounds one pod's decision (zero: kaiplugin.DefaultTimeout).
 	Timeout time.Duration
 	// Findings holds the grace periods of the observed-vs-planned findings (package findings),
 	// reported as Warning Events and the gangmap_gang_findings metrics.
@@ -62,7 +69,7 @@ type Options struct {
 // options.
 func DefaultOptions() Options {
 	return Options{DefinitionsPoll: 10 * time.Second, ClusterDefinitions: true, Catalog: true, StrictDefinitions: true,
-		PlanCacheSize: workloadmap.DefaultPlanCacheSize, Timeout: DefaultTimeout,
+		PlanCacheSize: workloadmap.DefaultPlanCacheSize, Timeout: kaiplugin.DefaultTimeout,
 		Findings: findings.Config{MoreThanPlannedGrace: findings.DefaultMoreThanPlannedGrace,
 			GangUnsatisfiableGrace: findings.DefaultGangUnsatisfiableGrace, ResendInterval: findings.DefaultResendInterval},
 		MaxWorkloadMetrics: workloadmetrics.DefaultMaxWorkloads}
@@ -142,7 +149,7 @@ type KAIConfig struct {
 // classes) and the decider that re-reads stale workloads. native is KAI's plugin table
 // (DefaultPluginsHub). Errors: invalid options, a catalog that does not load, clients that
 // cannot be built.
-func Setup(mgr manager.Manager, o Options, kai KAIConfig, native NativePlugins) (*Hub, *Grouper, error) {
+func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.NativePlugins) (*kaiplugin.Hub, *kaiplugin.Grouper, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -156,7 +163,7 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native NativePlugins) 
 			return nil, nil, err
 		}
 	}
-	hub := &Hub{Native: native, Registry: registry}
+	hub := &kaiplugin.Hub{Native: native, Registry: registry}
 	isNative := func(gvk schema.GroupVersionKind) bool {
 		return native != nil && native.HasMatchingPlugin(metav1.GroupVersionKind(gvk))
 	}
@@ -168,12 +175,12 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native NativePlugins) 
 	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: kai.QueueLabelKey, NodePoolLabelKey: kai.NodePoolLabelKey}
 	wm := &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: recorder, PlanCacheSize: o.PlanCacheSize, KAIPlugin: true}
-	g := &Grouper{
-		Decider: &controller.Decider{APIReader: mgr.GetAPIReader(), SchedulerName: kai.SchedulerName},
+	g := &kaiplugin.Grouper{
+		Decider: &decide.Decider{APIReader: mgr.GetAPIReader(), SchedulerName: kai.SchedulerName},
 		Grouper: wm, Timeout: o.Timeout, Log: mgr.GetLogger().WithName("gangmap"),
 	}
 	if o.Shadow {
-		g.Shadow = &Shadow{Recorder: mgr.GetEventRecorderFor("gangmap")}
+		g.Shadow = &kaiplugin.Shadow{Recorder: mgr.GetEventRecorderFor("gangmap")}
 	}
 	obs, err := addObserver(mgr, o, wm, kai.PodGroups)
 	if err != nil {
@@ -235,7 +242,7 @@ func registerWorkloadMetrics(t *workloadmetrics.Tracker) *workloadmetrics.Tracke
 
 // addSources adds the file and cluster definition sources to the manager and to the hub's
 // Sources.
-func addSources(mgr manager.Manager, o Options, registry *definitions.Registry, hub *Hub) error {
+func addSources(mgr manager.Manager, o Options, registry *definitions.Registry, hub *kaiplugin.Hub) error {
 	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
 	if len(o.DefinitionPaths) > 0 {
 		files := &sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}

@@ -1,4 +1,4 @@
-package kaiplugin
+package inkai
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
@@ -89,18 +92,22 @@ func (f *fakeInformers) informer(kind string) *fakeInformer {
 
 // observed is the e2e CustomJob sample (1 coordinator, 2 workers: e2e/testdata/customjob.yaml
 // with the Karta e2e/testdata/customjob-karta.yaml) inside KAI with an Observer on fake informers.
-func observed(t *testing.T) (kaisamples.Sample, *Grouper, *Observer, *fakeInformers) {
+func observed(t *testing.T) (kaisamples.Sample, *kaiplugin.Grouper, *Observer, *fakeInformers) {
 	t.Helper()
-	reg := sampleRegistry(t)
+	reg, err := kaisamples.Registry("../../../e2e/testdata/customjob-karta.yaml")
+	require.NoError(t, err)
 	s, ok, err := kaisamples.LoadFile(context.Background(), "../../../e2e/testdata/customjob.yaml", "team-a", reg)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Len(t, s.Pods, 3)
-	_, g := embedded(t, reg, nil, s)
+	c, err := kaisamples.FakeAPI(s.Workload, s.Pods)
+	require.NoError(t, err)
+	wm := &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}, KAIPlugin: true}
+	g := &kaiplugin.Grouper{Decider: &decide.Decider{APIReader: c, SchedulerName: kaisamples.SchedulerName}, Grouper: wm}
 	book := podbook.New()
 	inf := &fakeInformers{}
 	obs := &Observer{Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: 10, Pods: book},
-		Planner: g.Grouper.(*workloadmap.Grouper), Book: book, Informers: inf}
+		Planner: wm, Book: book, Informers: inf}
 	g.Observer = obs
 	return s, g, obs, inf
 }
@@ -144,7 +151,7 @@ func TestObserverCountsDecisionsAndForgetsDeletions(t *testing.T) {
 	go func() { done <- obs.Start(ctx) }()
 	require.Eventually(t, func() bool { return inf.informer("Pod") != nil && inf.informer("Pod").count() == 1 }, 5*time.Second, 10*time.Millisecond)
 	for _, p := range s.Pods {
-		md, err := g.Metadata(s.Workload, p, kaiChain(s.Workload)...)
+		md, err := g.Metadata(s.Workload, p, kaisamples.Chain(s.Workload)...)
 		require.NoError(t, err)
 		require.NotNil(t, md)
 	}
@@ -175,7 +182,7 @@ func TestObserverReportsAFindingInsideKAI(t *testing.T) {
 	s, g, obs, _ := observed(t)
 	s.Pods[2].Labels["e2e.example.com/role"] = "wroker"
 	for _, p := range s.Pods {
-		_, err := g.Metadata(s.Workload, p, kaiChain(s.Workload)...)
+		_, err := g.Metadata(s.Workload, p, kaisamples.Chain(s.Workload)...)
 		require.NoError(t, err)
 	}
 	rec := record.NewFakeRecorder(10)

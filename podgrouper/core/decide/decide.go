@@ -1,4 +1,4 @@
-package controller
+package decide
 
 import (
 	"context"
@@ -16,14 +16,42 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gangmap/gangmap/podgrouper/core/grouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
+
+// AccessChecker checks, before a kind's first read through a cache, that gangmap may get, list
+// and watch it, and reports a read of it that was Forbidden (the standalone runtime's
+// controller.AccessChecker: a SelfSubjectAccessReview per verb, an Event and a metric).
+type AccessChecker interface {
+	// Check returns nil when gangmap may get, list and watch gvk, else an error naming what is
+	// missing.
+	Check(ctx context.Context, gvk schema.GroupVersionKind) error
+	// ReportForbidden reports that reading an object of gvk was Forbidden (verb is what was tried).
+	ReportForbidden(ctx context.Context, gvk schema.GroupVersionKind, verb string, err error)
+}
+
+// SharedOwnerReader reads a top owner as the informer cache holds it, without the deep copy a
+// cached client's Get makes. The object is shared with the cache and with every other reader:
+// it is read-only. ok is false when the reader cannot give it (no synced informer for the kind
+// yet, not in the cache): the caller then reads the owner the ordinary way.
+type SharedOwnerReader interface {
+	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
+}
+
+// reportForbidden hands a Forbidden read of an owner of gvk to Access, or logs it without one.
+func (d *Decider) reportForbidden(ctx context.Context, gvk schema.GroupVersionKind, err error) {
+	if d.Access != nil {
+		d.Access.ReportForbidden(ctx, gvk, "get", err)
+		return
+	}
+	log.FromContext(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", "get")
+}
 
 // Decider decides whether gangmap groups a pod and, if so, its PodGroup. The pod controller and
 // the admission webhook share it, so both paths give a pod the same PodGroup and sub-group.
@@ -39,8 +67,9 @@ type Decider struct {
 	// without a deep copy (see DecideShared for the read-only contract).
 	SharedOwners SharedOwnerReader
 	// Access, when set, checks that gangmap may get, list and watch a kind before its first read
-	// through the cache, and reports when it may not.
-	Access        *AccessChecker
+	// through the cache, and reports when it may not (the standalone runtime's
+	// controller.AccessChecker); unset, nothing is checked and a Forbidden read is logged.
+	Access        AccessChecker
 	SchedulerName string
 
 	// confirmed remembers, per workload UID, the resourceVersion the API server last returned to
@@ -129,10 +158,10 @@ func (e *DecideError) Unwrap() error { return e.Err }
 // gangmap's to group even though no PodGroup is known for it yet, and must not be left to KAI's
 // pod-grouper, which would give it a PodGroup of its own outside its gang. A failure before that
 // point (OwnerWalk, InvalidOwnerReference) says nothing about the kind.
-func (e *DecideError) Claimed() bool { return claimedReason(e.Reason) }
+func (e *DecideError) Claimed() bool { return ClaimedReason(e.Reason) }
 
-// claimedReason reports whether a DecideError of reason is Claimed.
-func claimedReason(reason string) bool {
+// ClaimedReason reports whether a DecideError of reason is Claimed (the reasons listed there).
+func ClaimedReason(reason string) bool {
 	switch reason {
 	case "RBACMissing", "TopOwnerRead", "PodRead", "Plan":
 		return true
@@ -202,7 +231,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	var fe *owners.ForbiddenError
 	if errors.As(err, &fe) {
 		if gvk, ok := refGVK(fe.Ref.APIVersion, fe.Ref.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
-			d.Access.ReportForbidden(ctx, gvk, "get", err)
+			d.reportForbidden(ctx, gvk, err)
 			return nil, &DecideError{Reason: "RBACMissing", Err: err}
 		}
 		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
@@ -223,7 +252,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	if errors.As(err, &ie) {
 		// A reference to another namespace's object or to a replaced owner: the pod has no owner
 		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
-		return nil, &DecideError{Reason: invalidOwnerReference, Err: err}
+		return nil, &DecideError{Reason: InvalidOwnerReference, Err: err}
 	}
 	if err != nil {
 		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
@@ -231,7 +260,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	if f := chain.Forbidden; f != nil {
 		if gvk, ok := refGVK(f.APIVersion, f.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
 			err := fmt.Errorf("may not read owner %s %s of a kind gangmap groups; not grouping by the last readable owner", f.Kind, f.Name)
-			d.Access.ReportForbidden(ctx, gvk, "get", err)
+			d.reportForbidden(ctx, gvk, err)
 			return nil, &DecideError{Reason: "RBACMissing", Err: err}
 		}
 	}
@@ -246,8 +275,10 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 
 	// 4. Make sure the kind may be listed and watched before reading it through the cache (a cache
 	// read of a kind whose informer cannot list blocks instead of failing).
-	if err := d.Access.Check(ctx, gvk); err != nil {
-		return nil, &DecideError{Reason: "RBACMissing", Err: err}
+	if d.Access != nil {
+		if err := d.Access.Check(ctx, gvk); err != nil {
+			return nil, &DecideError{Reason: "RBACMissing", Err: err}
+		}
 	}
 
 	// 5. Read the top owner in full: cache first, the API server for one the cache lacks yet.
@@ -364,7 +395,7 @@ func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind,
 	fresh := &unstructured.Unstructured{}
 	fresh.SetGroupVersionKind(gvk)
 	if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); err != nil {
-		ctrl.LoggerFrom(ctx).V(2).Info("Cannot re-read the workload for a pod outside its plan", "workload", klog.KObj(owner), "error", err.Error())
+		log.FromContext(ctx).V(2).Info("Cannot re-read the workload for a pod outside its plan", "workload", klog.KObj(owner), "error", err.Error())
 		return nil
 	}
 	if fresh.GetUID() != owner.GetUID() {
@@ -423,16 +454,16 @@ func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, to
 	return owner, nil
 }
 
-// invalidOwnerReference is the DecideError reason (and grouping-errors label) of a pod whose owner
+// InvalidOwnerReference is the DecideError reason (and grouping-errors label) of a pod whose owner
 // reference the walk treats as absent (an *owners.InvalidReferenceError).
-const invalidOwnerReference = "InvalidOwnerReference"
+const InvalidOwnerReference = "InvalidOwnerReference"
 
 // IsInvalidOwnerReference says err is Decide's error for a pod whose owner reference names no
 // object the pod may have as owner (another namespace's object, a replaced owner): such a pod has
 // no owner as far as gangmap is concerned, and retrying cannot change that.
 func IsInvalidOwnerReference(err error) bool {
 	var de *DecideError
-	return errors.As(err, &de) && de.Reason == invalidOwnerReference
+	return errors.As(err, &de) && de.Reason == InvalidOwnerReference
 }
 
 func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {
