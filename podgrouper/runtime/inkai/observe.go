@@ -59,7 +59,17 @@ type Observer struct {
 
 	// kinds holds the workload kinds whose informer has the delete handler.
 	kinds sync.Map
+	// gone holds the UIDs of pods deleted lately (see Observe).
+	goneMu sync.Mutex
+	gone   map[types.UID]time.Time
 }
+
+// goneFor is how long a deleted pod's UID is remembered: longer than any decision KAI's pod
+// controller may have had in flight when the pod was deleted (DefaultTimeout bounds one).
+const goneFor = time.Minute
+
+// maxGone bounds the remembered UIDs (then the expired ones are dropped, or all when none is).
+const maxGone = 10000
 
 var _ manager.Runnable = (*Observer)(nil)
 
@@ -67,8 +77,16 @@ var _ manager.Runnable = (*Observer)(nil)
 // the pod's labels when no component claims it) and its role and phase (workload metrics), and
 // watches its workload's kind for the workload's deletion. No API call: map updates and, the
 // first time a kind is seen, an event handler on KAI's informer of it.
+//
+// A pod being deleted is forgotten instead, and so is a pod whose deletion was already seen: KAI
+// may decide a pod it read from its cache just before the delete handler ran, and counting it
+// then would keep it in the findings and metrics for good.
 func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	key := client.ObjectKeyFromObject(pod)
+	if pod.DeletionTimestamp != nil || o.wasDeleted(pod.UID) {
+		o.Forget(key)
+		return
+	}
 	uid := d.Owner.GetUID()
 	o.Book.Group(key, uid)
 	if o.Findings != nil && d.Seen.Plan != nil {
@@ -141,8 +159,9 @@ func (o *Observer) Start(ctx context.Context) error {
 		return err
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if key, ok := deletedKey(obj); ok {
-			o.Forget(key)
+		if m, ok := deletedObject(obj); ok {
+			o.noteDeleted(m.GetUID())
+			o.Forget(client.ObjectKeyFromObject(m))
 		}
 	}})
 	if err != nil {
@@ -187,10 +206,34 @@ func deletedObject(obj any) (client.Object, bool) {
 	return m, ok
 }
 
-func deletedKey(obj any) (types.NamespacedName, bool) {
-	m, ok := deletedObject(obj)
-	if !ok {
-		return types.NamespacedName{}, false
+// noteDeleted remembers a deleted pod's UID for goneFor.
+func (o *Observer) noteDeleted(uid types.UID) {
+	if uid == "" {
+		return
 	}
-	return client.ObjectKeyFromObject(m), true
+	o.goneMu.Lock()
+	defer o.goneMu.Unlock()
+	now := time.Now()
+	if o.gone == nil {
+		o.gone = map[types.UID]time.Time{}
+	}
+	if len(o.gone) >= maxGone {
+		for u, at := range o.gone {
+			if now.Sub(at) > goneFor {
+				delete(o.gone, u)
+			}
+		}
+		if len(o.gone) >= maxGone {
+			clear(o.gone)
+		}
+	}
+	o.gone[uid] = now
+}
+
+// wasDeleted reports whether the pod's deletion was seen within goneFor.
+func (o *Observer) wasDeleted(uid types.UID) bool {
+	o.goneMu.Lock()
+	defer o.goneMu.Unlock()
+	at, ok := o.gone[uid]
+	return ok && time.Since(at) <= goneFor
 }

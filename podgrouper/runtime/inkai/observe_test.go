@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -160,8 +161,16 @@ func TestObserverCountsDecisionsAndForgetsDeletions(t *testing.T) {
 
 	inf.informer("Pod").deleted(s.Pods[2])
 	assert.Equal(t, "coordinator Pending 1; worker Pending 1", rolePods(t, obs.Metrics), "a deleted pod leaves the counts")
+	_, err := g.Metadata(s.Workload, s.Pods[2], kaisamples.Chain(s.Workload)...)
+	require.NoError(t, err)
+	assert.Equal(t, "coordinator Pending 1; worker Pending 1", rolePods(t, obs.Metrics), "a decision in flight at the deletion does not bring it back")
+	deleting := s.Pods[0].DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	_, err = g.Metadata(s.Workload, deleting, kaisamples.Chain(s.Workload)...)
+	require.NoError(t, err)
+	assert.Equal(t, "worker Pending 1", rolePods(t, obs.Metrics), "a pod being deleted is forgotten")
 	inf.informer("Pod").deleted(toolscache.DeletedFinalStateUnknown{Key: "team-a/x", Obj: s.Pods[1]})
-	assert.Equal(t, "coordinator Pending 1", rolePods(t, obs.Metrics), "a tombstone too")
+	assert.Equal(t, "", rolePods(t, obs.Metrics), "a tombstone too")
 
 	kind := inf.informer(s.Workload.GroupVersionKind().String())
 	require.NotNil(t, kind, "the workload's kind is watched for deletions")
