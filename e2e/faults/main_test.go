@@ -4,10 +4,8 @@ package faults
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,50 +38,22 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	var err error
-	workDir, err = os.MkdirTemp("", "gangmap-e2e-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = os.RemoveAll(workDir)
+	return framework.RunWithGrouper(m, "faults", &workDir, &grouperBin, func(ctx context.Context) (func() error, error) {
+		down := &metav1.LabelSelector{MatchLabels: map[string]string{webhookDownLabel: "down"}}
+		var err error
+		cp, err = framework.StartRestartable(framework.Options{
+			CRDs: []string{
+				"../testdata/crds/e2e.example.com_customjobs.yaml",
+				"../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
+				"../testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+				"testdata/faults.example.com_doomedjobs.yaml",
+			},
+			MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper-unreachable", down)},
+		})
+		if err != nil {
+			return nil, err
 		}
-	}()
-	ctx := context.Background()
-	// Fail, never skip, without the control plane.
-	down := &metav1.LabelSelector{MatchLabels: map[string]string{webhookDownLabel: "down"}}
-	cp, err = framework.StartRestartable(framework.Options{
-		CRDs: []string{
-			"../testdata/crds/e2e.example.com_customjobs.yaml",
-			"../testdata/crds/jobset.x-k8s.io_jobsets.yaml",
-			"../testdata/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
-			"testdata/faults.example.com_doomedjobs.yaml",
-		},
-		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{framework.GangmapWebhook("gangmap-grouper-unreachable", down)},
+		_, err = cp.ApplyFile(ctx, "../testdata/customjob-karta.yaml", "")
+		return cp.Stop, err
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	start := time.Now()
-	grouperBin, err = framework.BuildGrouperBinary(ctx, workDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "faults: built gangmap-grouper in %v\n", time.Since(start).Round(time.Millisecond))
-	if _, err := cp.ApplyFile(ctx, "../testdata/customjob-karta.yaml", ""); err != nil {
-		fmt.Fprintln(os.Stderr, "faults:", err)
-		return 1
-	}
-	code := m.Run()
-	if code != 0 {
-		keep = true
-		fmt.Fprintf(os.Stderr, "faults: grouper logs kept in %s\n", workDir)
-	}
-	return code
 }

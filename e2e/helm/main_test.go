@@ -46,10 +46,8 @@ package helm
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -70,38 +68,11 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	var err error
-	workDir, err = os.MkdirTemp("", "gangmap-e2e-helm-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helm:", err)
-		return 1
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = os.RemoveAll(workDir)
+	return framework.RunWithGrouper(m, "helm", &workDir, &grouperBin, func(context.Context) (func() error, error) {
+		var err error
+		if cp, err = framework.Start("../testdata/crds/e2e.example.com_customjobs.yaml"); err != nil {
+			return nil, err
 		}
-	}()
-	// Fails, never skips, without the control-plane binaries.
-	cp, err = framework.Start("../testdata/crds/e2e.example.com_customjobs.yaml")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helm:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	grouperBin, err = framework.BuildGrouperBinary(ctx, workDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helm:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "helm: built gangmap-grouper in %v\n", time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	if code != 0 {
-		keep = true
-		fmt.Fprintf(os.Stderr, "helm: grouper logs kept in %s\n", workDir)
-	}
-	return code
+		return cp.Stop, nil
+	})
 }

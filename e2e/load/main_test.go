@@ -4,10 +4,8 @@ package load
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -28,40 +26,16 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	var err error
-	workDir, err = os.MkdirTemp("", "gangmap-e2e-load-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "load:", err)
-		return 1
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = os.RemoveAll(workDir)
+	return framework.RunWithGrouper(m, "load", &workDir, &grouperBin, func(context.Context) (func() error, error) {
+		var err error
+		cp, err = framework.Start(
+			"../testdata/crds/e2e.example.com_customjobs.yaml",
+			"testdata/broken.example.com_brokenjobs.yaml",
+			"testdata/loop.example.com_loopjobs.yaml",
+		)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	// Fail, never skip, without the control plane.
-	cp, err = framework.Start(
-		"../testdata/crds/e2e.example.com_customjobs.yaml",
-		"testdata/broken.example.com_brokenjobs.yaml",
-		"testdata/loop.example.com_loopjobs.yaml",
-	)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "load:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	start := time.Now()
-	grouperBin, err = framework.BuildGrouperBinary(context.Background(), workDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "load:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "load: built gangmap-grouper in %v\n", time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	if code != 0 {
-		keep = true
-		fmt.Fprintf(os.Stderr, "load: grouper logs kept in %s\n", workDir)
-	}
-	return code
+		return cp.Stop, nil
+	})
 }

@@ -8,10 +8,8 @@ package scale
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,36 +36,11 @@ func run(m *testing.M) int {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		return m.Run()
 	}
-	var err error
-	workDir, err = os.MkdirTemp("", "gangmap-e2e-scale-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scale:", err)
-		return 1
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			_ = os.RemoveAll(workDir)
+	return framework.RunWithGrouper(m, "scale", &workDir, &grouperBin, func(context.Context) (func() error, error) {
+		var err error
+		if cp, err = framework.Start("../testdata/crds/e2e.example.com_customjobs.yaml"); err != nil {
+			return nil, err
 		}
-	}()
-	// Fail, never skip, without the control plane.
-	cp, err = framework.Start("../testdata/crds/e2e.example.com_customjobs.yaml")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scale:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	start := time.Now()
-	grouperBin, err = framework.BuildGrouperBinary(context.Background(), workDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scale:", err)
-		return 1
-	}
-	fmt.Fprintf(os.Stderr, "scale: built gangmap-grouper in %v\n", time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	if code != 0 {
-		keep = true
-		fmt.Fprintf(os.Stderr, "scale: grouper logs kept in %s\n", workDir)
-	}
-	return code
+		return cp.Stop, nil
+	})
 }

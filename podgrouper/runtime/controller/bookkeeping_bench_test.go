@@ -69,7 +69,8 @@ func (r *PodReconciler) recordForBenchmark(p bookkeepingPod, plan *gang.Plan, no
 // keys per owner, 403; with the packed Book (96-byte entries in slabs, an index of slot numbers,
 // owners and names stored once), 251, of which the Book is ~111 and the rest the findings' and
 // metrics' state per workload (10 pods each); with roles and pod counts in lists instead of small
-// Go maps, 198.
+// Go maps, 198 (179 at session 8's end); with the Book made two ordinary Go maps again (issue 32,
+// bench/README.md "Session 9"), 371.
 func BenchmarkPodBookkeepingBytes(b *testing.B) {
 	const n, perWorkload = 100_000, 10
 	pods, plans := bookkeepingFixture(n, perWorkload)
