@@ -241,8 +241,9 @@ func (o *Options) managerOptions() ctrl.Options {
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			// Every cached object but pods (workloads, PodGroups, namespaces, priority classes)
-			// is kept without its managed fields; see podview for what each decision reads.
-			DefaultTransform: podview.TransformWorkload,
+			// is kept without its managed fields, and equal subtrees of the workloads (read
+			// unstructured) are stored once; see podview for what each decision reads.
+			DefaultTransform: podview.NewInterner(podview.WorkloadInternerSize).Transform,
 			ByObject: map[client.Object]cache.ByObject{
 				// The pod controller reads pods from its own cache (podcache: a podview.Record per
 				// pod). Should anything read pods through the manager's cache, only pods of our

@@ -38,13 +38,15 @@ import (
 // the grouper's own code from the objects the API server would send (each decoded from its own
 // JSON, so no strings are shared that the informers would not share): the pod cache (podcache,
 // each pod arriving through its informer's watch), the
-// workloads' cache (unstructured, through the grouper's podview.TransformWorkload), the PodGroups' cache (typed, as
+// workloads' cache (unstructured, through the grouper's podview.Interner), the PodGroups' cache (typed, as
 // podgroup.Build writes them and the API server returns them, managed fields dropped), the plan
 // cache (workloadmap.Grouper, which decides every pod), and the per-pod bookkeeping (podbook,
 // findings, workload metrics: what the reconciler records for a grouped, repaired pod).
 type steadyState struct {
 	pods                 *benchPodCache
 	workloads, podGroups toolscache.Indexer
+	// interner is the workloads' cache transform (the manager's DefaultTransform).
+	interner *podview.Interner
 	// podGroupView is the PodGroups' cache transform; podGroupOwners the stray collector's index
 	// of the cached PodGroups (strays.OwnerIndex, fed by the informer's events).
 	podGroupView   *podgroup.CacheView
@@ -71,7 +73,7 @@ func newSteadyState(tb testing.TB) *steadyState {
 		return toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
 	book := podbook.New()
-	return &steadyState{pods: newBenchPodCache(tb), workloads: store(), podGroups: store(),
+	return &steadyState{pods: newBenchPodCache(tb), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
 		podGroupView: podgroup.NewCacheView(), podGroupOwners: strays.NewOwnerIndex(),
 		grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
 		book:    book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
@@ -91,7 +93,7 @@ func decoded(tb testing.TB, obj, out any) {
 // scaleCustomJob is the scale benchmark's CustomJob (e2e/testdata/customjob.yaml) number w with
 // workers workers, as the API server returns it once gangmap has marked it (generation, KAI's and
 // gangmap's skip annotations: 8 metadata entries), through the workloads' cache transform.
-func scaleCustomJob(tb testing.TB, raw []byte, w, workers int) *unstructured.Unstructured {
+func scaleCustomJob(tb testing.TB, in *podview.Interner, raw []byte, w, workers int) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
 		tb.Fatal(err)
@@ -106,7 +108,7 @@ func scaleCustomJob(tb testing.TB, raw []byte, w, workers int) *unstructured.Uns
 	if err := unstructured.SetNestedField(u.Object, int64(workers), "spec", "worker", "replicas"); err != nil {
 		tb.Fatal(err)
 	}
-	obj, err := podview.TransformWorkload(u)
+	obj, err := in.Transform(u)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func BenchmarkGrouperMemory(b *testing.B) {
 				s := newSteadyState(b)
 				now := time.Now()
 				for w := range size.workloads {
-					s.addWorkload(b, context.Background(), scaleCustomJob(b, js, w, per-1), per-1, now)
+					s.addWorkload(b, context.Background(), scaleCustomJob(b, s.interner, js, w, per-1), per-1, now)
 				}
 				heap := float64(heapmeasure.Live() - before)
 				b.ReportMetric(heap/(1<<20), "heap-MiB")
@@ -260,6 +262,6 @@ func (s *steadyState) parts() []part {
 		{"pod-cache", func() { s.pods.close(); s.pods = nil }},
 		{"plan-cache", func() { s.grouper = nil }},
 		{"podgroup-cache", func() { s.podGroups, s.podGroupView, s.podGroupOwners = nil, nil, nil }},
-		{"workload-cache", func() { s.workloads = nil }},
+		{"workload-cache", func() { s.workloads, s.interner = nil, nil }},
 	}
 }

@@ -15,7 +15,7 @@ import (
 // InformerOwners is the decide.SharedOwnerReader of a controller-runtime cache whose client reads
 // unstructured objects through the cache (client.CacheOptions.Unstructured): it looks the owner
 // up in the store of the kind's unstructured informer. The stored object is what the cache's
-// transform kept (podview.TransformWorkload: all but managed fields) and what the cached client would return a deep
+// transform kept (podview.Interner: its equal subtrees shared with other workloads) and what the cached client would return a deep
 // copy of; client-go replaces stored objects on updates and never changes one in place, so a
 // reader that does not write sees one consistent version.
 type InformerOwners struct {

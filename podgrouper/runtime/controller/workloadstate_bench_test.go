@@ -43,7 +43,7 @@ func stateFixture(b *testing.B, n, per int) []stateWorkload {
 	defer s.pods.close()
 	out := make([]stateWorkload, n)
 	for w := range out {
-		job := scaleCustomJob(b, js, w, per-1)
+		job := scaleCustomJob(b, s.interner, js, w, per-1)
 		sw := stateWorkload{job: job}
 		for i := range per {
 			role, idx := "worker", i-1

@@ -128,9 +128,15 @@ func BenchmarkCachedPodBytes(b *testing.B) {
 // unstructured as the grouper's cache does, with and without TransformWorkload: the seed JobSet
 // with a controller's managed fields, and the scale benchmark's CustomJob (e2e/scale: 670 bytes
 // of JSON, one managed-fields entry), whose cost is almost all Go maps (about 330 B each, 21 of
-// them), not content. "transformed" is the grouper's transform.
+// them), not content. "interned" is the grouper's transform (Interner): n workloads of one
+// template, each decoded from its own JSON with its own name and UID, share their equal subtrees.
 func BenchmarkCachedWorkloadBytes(b *testing.B) {
 	const n = 10000
+	ownImage := func(u *unstructured.Unstructured, i int) {
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "worker", "template", "spec", "containers")
+		cs[0].(map[string]any)["image"] = fmt.Sprintf("registry.example/worker:%d", i)
+		_ = unstructured.SetNestedSlice(u.Object, cs, "spec", "worker", "template", "spec", "containers")
+	}
 	// As the API server serves the scale run's CustomJob once gangmap marked it: a
 	// resourceVersion, generation, creation time (workloads created 60 ms apart) and KAI's and
 	// gangmap's skip annotations, so its metadata map holds 8 entries.
@@ -148,6 +154,9 @@ func BenchmarkCachedWorkloadBytes(b *testing.B) {
 		{"jobset", "../../../gang/testdata/jobset-leader-workers.yaml", jobSetManagedFields, nil},
 		{"customjob", "../../../e2e/testdata/customjob.yaml", jobSetManagedFields[:1], nil},
 		{"customjob-stored", "../../../e2e/testdata/customjob.yaml", jobSetManagedFields, stored},
+		// Each CustomJob with its own worker image: the worker's template is its own, the
+		// coordinator's is shared.
+		{"customjob-own-image", "../../../e2e/testdata/customjob.yaml", jobSetManagedFields[:1], ownImage},
 	} {
 		raw, err := os.ReadFile(w.file)
 		if err != nil {
@@ -160,8 +169,12 @@ func BenchmarkCachedWorkloadBytes(b *testing.B) {
 		for _, tc := range []struct {
 			name      string
 			transform func(any) (any, error)
-		}{{"whole-workload", nil}, {"transformed", TransformWorkload}} {
+		}{{"whole-workload", nil}, {"transformed", TransformWorkload}, {"interned", nil}} {
 			b.Run(w.name+"/"+tc.name, func(b *testing.B) {
+				if tc.name == "interned" {
+					// The grouper's transform: one Interner for every workload (its table counted).
+					tc.transform = NewInterner(WorkloadInternerSize).Transform
+				}
 				var per float64
 				for i := 0; i < b.N; i++ {
 					per = heapPerObject(b, n, func(i int) any {
@@ -196,4 +209,39 @@ var jobSetManagedFields = []metav1.ManagedFieldsEntry{
 		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}},"f:spec":{".":{},"f:replicatedJobs":{},"f:network":{".":{},"f:enableDNSHostnames":{},"f:publishNotReadyAddresses":{}},"f:startupPolicy":{".":{},"f:startupPolicyOrder":{}},"f:successPolicy":{".":{},"f:operator":{}},"f:suspend":{}}}`)}},
 	{Manager: "jobset-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "jobset.x-k8s.io/v1alpha2", FieldsType: "FieldsV1", Subresource: "status",
 		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:replicatedJobsStatus":{".":{},"k:{\"name\":\"leader\"}":{".":{},"f:active":{},"f:failed":{},"f:name":{},"f:ready":{},"f:succeeded":{},"f:suspended":{}},"k:{\"name\":\"workers\"}":{".":{},"f:active":{},"f:failed":{},"f:name":{},"f:ready":{},"f:succeeded":{},"f:suspended":{}}},"f:restarts":{},"f:terminalState":{}}}`)}},
+}
+
+// BenchmarkWorkloadTransform measures the grouper's workload transform (Interner, warm: the
+// template's subtrees are known) against TransformWorkload alone, per workload decoded from the
+// watch: the CPU the sharing costs on each add or update of a workload.
+func BenchmarkWorkloadTransform(b *testing.B) {
+	raw, err := os.ReadFile("../../../gang/testdata/jobset-leader-workers.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := NewInterner(WorkloadInternerSize)
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{{"transform-workload", TransformWorkload}, {"interner", in.Transform}} {
+		b.Run(tc.name, func(b *testing.B) {
+			objs := make([]*unstructured.Unstructured, b.N)
+			for i := range objs {
+				objs[i] = &unstructured.Unstructured{}
+				if err := objs[i].UnmarshalJSON(js); err != nil {
+					b.Fatal(err)
+				}
+				objs[i].SetName(fmt.Sprintf("train-llm-%06d", i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range objs {
+				_, _ = tc.transform(objs[i])
+			}
+		})
+	}
 }

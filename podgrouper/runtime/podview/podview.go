@@ -40,9 +40,10 @@
 //     annotations.
 //
 // No transform can drop a path in general (a definition is data and may read any path), so the
-// grouper's cache keeps the content: a workload's cost is mostly Go maps (about 330 bytes each,
-// whatever they hold: 8.9 KB for the scale benchmark's CustomJob of 670 bytes of JSON). A plan
-// keeps none of the workload (gang.Plan drops the resolved templates once built), and the stray
+// grouper's cache keeps the content and shares it instead (Interner): a workload's cost is
+// mostly Go maps (about 330 bytes each, whatever they hold: 8 KB for a CustomJob of 670 bytes of
+// JSON), and workloads made from one template have equal subtrees, stored once. A plan keeps
+// none of the workload (gang.Plan drops the resolved templates once built), and the stray
 // collector keeps only its identity.
 package podview
 
