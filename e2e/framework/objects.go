@@ -15,6 +15,7 @@ import (
 
 	"github.com/gangmap/gangmap/manifest"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // ApplyFile creates every object of a manifest file in namespace (when the object is
@@ -111,4 +112,25 @@ func (cp *ControlPlane) WaitForPodAnnotation(ctx context.Context, namespace, nam
 		return nil, fmt.Errorf("pod %s/%s annotation %s: %w", namespace, name, key, err)
 	}
 	return pod, nil
+}
+
+// WaitGrouped waits, up to timeout for each, until every pod carries KAI's pod-group-name
+// annotation and the PodGroup it names exists, and returns those PodGroups by name. The error
+// names the first pod or PodGroup that did not appear.
+func (cp *ControlPlane) WaitGrouped(ctx context.Context, pods []*corev1.Pod, timeout time.Duration) (map[string]*v2alpha2.PodGroup, error) {
+	out := map[string]*v2alpha2.PodGroup{}
+	for _, p := range pods {
+		got, err := cp.WaitForPodAnnotation(ctx, p.Namespace, p.Name, kaikeys.PodGroupName, timeout)
+		if err != nil {
+			return nil, err
+		}
+		name := got.Annotations[kaikeys.PodGroupName]
+		if out[name] != nil {
+			continue
+		}
+		if out[name], err = cp.WaitForPodGroup(ctx, p.Namespace, name, timeout); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -97,18 +97,9 @@ func (b *bed) readWorkload(t *testing.T, path string) *unstructured.Unstructured
 // waitGrouped waits until each pod carries a pod-group-name and returns the PodGroups they name.
 func waitGrouped(t *testing.T, ctx context.Context, pods []*corev1.Pod) map[string]*v2alpha2.PodGroup {
 	t.Helper()
-	out := map[string]*v2alpha2.PodGroup{}
-	for _, p := range pods {
-		got, err := kai.WaitForPodAnnotation(ctx, p.Namespace, p.Name, kaikeys.PodGroupName, admitTimeout)
-		require.NoError(t, err, kai.Report(ctx, p.Namespace))
-		name := got.Annotations[kaikeys.PodGroupName]
-		if out[name] == nil {
-			pg, err := kai.WaitForPodGroup(ctx, p.Namespace, name, admitTimeout)
-			require.NoError(t, err, kai.Report(ctx, p.Namespace))
-			out[name] = pg
-		}
-	}
-	return out
+	pgs, err := kai.WaitGrouped(ctx, pods, admitTimeout)
+	require.NoError(t, err, kai.Report(ctx, pods[0].Namespace))
+	return pgs
 }
 
 // describe is a PodGroup's gang in one line: "minMember 3" or "minSubGroup 2 of [coordinator:1

@@ -80,7 +80,7 @@ func (p *Process) Start(ctx context.Context) error {
 			return false, fmt.Errorf("%s exited: %v", p.Name, err)
 		default:
 		}
-		return httpOK(ctx, p.ReadyURL), nil
+		return HTTPOK(ctx, p.ReadyURL), nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s not ready at %s: %w\n--- last lines of %s:\n%s", p.Name, p.ReadyURL, err, p.LogPath, p.Tail(40))
@@ -88,7 +88,8 @@ func (p *Process) Start(ctx context.Context) error {
 	return nil
 }
 
-func httpOK(ctx context.Context, url string) bool {
+// HTTPOK reports whether url answers 200 within 2 s (a probe endpoint: /readyz, /healthz).
+func HTTPOK(ctx context.Context, url string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

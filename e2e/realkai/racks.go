@@ -3,12 +3,15 @@ package realkai
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
@@ -101,4 +104,38 @@ func (c *Cluster) SegmentsEachInOwnRack(ctx context.Context, bound []corev1.Pod,
 		return lines, fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return lines, nil
+}
+
+// RackSegmentsProblems checks that pg has the shape gangmap writes for a role of segments pods
+// split into segments of size (issue 30; the shape of KAI's own PyTorchJob segments,
+// pkg/podgrouper/podgrouper/plugins/kubeflow/pytorch/pytorch_grouper.go buildWorkerSubGroups):
+// its sub-groups are the role
+// (minSubGroup segments) and then <role>-0 … <role>-<segments-1>, each under the role, with
+// minMember size and the required rack level of TopologyName. It returns every difference, none
+// when the shape is right.
+func RackSegmentsProblems(pg *v2alpha2.PodGroup, role string, segments int, size int32) []string {
+	sgs := pg.Spec.SubGroups
+	if len(sgs) != segments+1 {
+		return []string{fmt.Sprintf("%d sub-groups, want %s and its %d segments", len(sgs), role, segments)}
+	}
+	var problems []string
+	differs := func(what string, got, want any) {
+		if !reflect.DeepEqual(got, want) {
+			problems = append(problems, fmt.Sprintf("%s: got %v, want %v", what, got, want))
+		}
+	}
+	differs("sub-group 0 name", sgs[0].Name, role)
+	differs(role+" minSubGroup", ptr.Deref(sgs[0].MinSubGroup, -1), int32(segments))
+	for i, sg := range sgs[1:] {
+		differs(fmt.Sprintf("sub-group %d name", i+1), sg.Name, fmt.Sprintf("%s-%d", role, i))
+		differs(sg.Name+" parent", ptr.Deref(sg.Parent, ""), role)
+		differs(sg.Name+" minMember", ptr.Deref(sg.MinMember, -1), size)
+		if sg.TopologyConstraint == nil {
+			problems = append(problems, sg.Name+": no topology constraint")
+			continue
+		}
+		differs(sg.Name+" topology", sg.TopologyConstraint.Topology, TopologyName)
+		differs(sg.Name+" required level", sg.TopologyConstraint.RequiredTopologyLevel, RackLabel)
+	}
+	return problems
 }

@@ -85,18 +85,9 @@ func read(t *testing.T, path, ns string) *unstructured.Unstructured {
 // podGroupsOf waits until every pod names its PodGroup and returns those PodGroups by name.
 func podGroupsOf(t *testing.T, ctx context.Context, ns string, pods []*corev1.Pod) map[string]*v2alpha2.PodGroup {
 	t.Helper()
-	out := map[string]*v2alpha2.PodGroup{}
-	for _, p := range pods {
-		got, err := kai.WaitForPodAnnotation(ctx, ns, p.Name, kaikeys.PodGroupName, admitTimeout)
-		require.NoError(t, err, kai.Report(ctx, ns))
-		name := got.Annotations[kaikeys.PodGroupName]
-		if out[name] == nil {
-			pg, err := kai.WaitForPodGroup(ctx, ns, name, admitTimeout)
-			require.NoError(t, err, kai.Report(ctx, ns))
-			out[name] = pg
-		}
-	}
-	return out
+	pgs, err := kai.WaitGrouped(ctx, pods, admitTimeout)
+	require.NoError(t, err, kai.Report(ctx, ns))
+	return pgs
 }
 
 // gang is a PodGroup's gang in one line.

@@ -5,7 +5,6 @@ package inkai_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -189,7 +188,7 @@ func TestInKAIAsItsServiceAccountWaitsForDefinitions(t *testing.T) {
 	pgs := &v2alpha2.PodGroupList{}
 	require.NoError(t, kai.Client.List(ctx, pgs, client.InNamespace(ns)))
 	assert.Empty(t, pgs.Items, "no PodGroup while the definitions cannot load")
-	assert.False(t, ready(ctx, "http://"+probe+"/readyz"), "/readyz fails until the definitions load")
+	assert.False(t, realkai.HTTPOK(ctx, "http://"+probe+"/readyz"), "/readyz fails until the definitions load")
 	jsNS := "inkai-rbac-native"
 	require.NoError(t, kai.CreateNamespace(ctx, jsNS))
 	js := read(t, "../../testdata/jobset-leader-workers.yaml", jsNS)
@@ -218,7 +217,7 @@ func TestInKAIAsItsServiceAccountWaitsForDefinitions(t *testing.T) {
 	assert.Len(t, got, 1)
 	_, err = kai.WaitAllBound(ctx, ns, labels.Everything(), 3, admitTimeout)
 	require.NoError(t, err, "the gang is admitted whole\n%s", kai.Report(ctx, ns))
-	require.NoError(t, framework.WaitFor(ctx, admitTimeout, func(ctx context.Context) (bool, error) { return ready(ctx, "http://"+probe+"/readyz"), nil }))
+	require.NoError(t, framework.WaitFor(ctx, admitTimeout, func(ctx context.Context) (bool, error) { return realkai.HTTPOK(ctx, "http://"+probe+"/readyz"), nil }))
 
 	assertLeastPrivilege(t, ctx, saClient(t, kubeconfig), ns, job, pgs.Items[0].Name)
 }
@@ -252,22 +251,6 @@ func assertLeastPrivilege(t *testing.T, ctx context.Context, c client.Client, ns
 	karta.SetKind("Karta")
 	karta.SetName("inkai-rbac-probe")
 	forbidden("create a Karta", c.Create(ctx, karta, client.DryRunAll))
-}
-
-// ready reports whether url answers 200.
-func ready(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // TestInKAIWithoutWorkloadRBACHoldsPods: gangmap-kai-podgrouper as the pod-grouper ServiceAccount

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
@@ -61,18 +60,7 @@ func TestInKAISegmentsLandEachInOneRack(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("pg-%s-job", job.GetUID()), name)
 		assert.Equal(t, "batch-volcano-sh-job-v1alpha1 (catalog)", pg.Annotations[kaikeys.Definition])
 		t.Logf("PodGroup %s: %s", name, gang(pg))
-		require.Len(t, pg.Spec.SubGroups, 5, "worker and its 4 segments")
-		assert.Equal(t, "worker", pg.Spec.SubGroups[0].Name)
-		assert.Equal(t, ptr.To[int32](4), pg.Spec.SubGroups[0].MinSubGroup)
-		for i, sg := range pg.Spec.SubGroups[1:] {
-			assert.Equal(t, fmt.Sprintf("worker-%d", i), sg.Name)
-			assert.Equal(t, ptr.To("worker"), sg.Parent)
-			assert.Equal(t, ptr.To[int32](4), sg.MinMember)
-			if assert.NotNil(t, sg.TopologyConstraint, sg.Name) {
-				assert.Equal(t, realkai.TopologyName, sg.TopologyConstraint.Topology)
-				assert.Equal(t, realkai.RackLabel, sg.TopologyConstraint.RequiredTopologyLevel)
-			}
-		}
+		assert.Empty(t, realkai.RackSegmentsProblems(pg, "worker", 4, 4), "PodGroup %s: worker over 4 segments of 4 pods, each with the required rack", name)
 	}
 	for i := range pods {
 		got := &corev1.Pod{}
