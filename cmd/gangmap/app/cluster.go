@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -38,47 +37,6 @@ func (e *configError) Unwrap() error { return e.err }
 func isConfigError(err error) bool {
 	var ce *configError
 	return errors.As(err, &ce)
-}
-
-// clusterFlags select a cluster the way kubectl does: --kubeconfig (else $KUBECONFIG, else
-// ~/.kube/config, else the in-cluster config) and --context (else the current context).
-type clusterFlags struct {
-	kubeconfig string
-	context    string
-	cluster    bool
-}
-
-func (c *clusterFlags) addFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.BoolVar(&c.cluster, "cluster", false, "also list the Karta objects of the cluster (implied by --kubeconfig and --context)")
-	f.StringVar(&c.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	f.StringVar(&c.context, "context", "", "kubeconfig context to use (default: the current context)")
-	_ = cmd.MarkFlagFilename("kubeconfig")
-}
-
-// enabled reports whether the user asked for the cluster.
-func (c *clusterFlags) enabled() bool {
-	return c.cluster || c.kubeconfig != "" || c.context != ""
-}
-
-// listDefinitions lists every Karta of the cluster through the dynamic client and converts each
-// with definitions.FromUnstructured. A Karta that does not convert is reported on warn and
-// skipped. Errors: a *configError when the kubeconfig does not load, errNoKartaCRD when the
-// cluster does not serve kartas.run.ai, or the API error.
-func (c *clusterFlags) listDefinitions(ctx context.Context, warn io.Writer) ([]*definitions.Loaded, error) {
-	cfg, err := c.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, &configError{err}
-	}
-	out, err := listKartas(ctx, client, warn)
-	if err != nil && !errors.Is(err, errNoKartaCRD) {
-		return nil, fmt.Errorf("%s at %s: %w", kartaResourceName(), cfg.Host, err)
-	}
-	return out, err
 }
 
 // listKartas lists every Karta of the cluster through client and converts each with

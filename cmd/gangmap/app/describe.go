@@ -71,7 +71,7 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
 	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	o.kube.addFlags(cmd)
+	o.kube.addFlags(cmd, true)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))

@@ -29,19 +29,21 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
-// kubeFlags are the cluster flags of the live commands (describe, get): --kubeconfig, --context
-// and -n/--namespace, as kubectl reads them.
+// kubeFlags are the cluster flags of the commands that read a cluster: --kubeconfig, --context
+// and (describe, get) -n/--namespace, as kubectl reads them.
 type kubeFlags struct {
 	kubeconfig string
 	context    string
 	namespace  string
 }
 
-func (k *kubeFlags) addFlags(cmd *cobra.Command) {
+func (k *kubeFlags) addFlags(cmd *cobra.Command, namespace bool) {
 	f := cmd.Flags()
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	f.StringVar(&k.context, "context", "", "kubeconfig context to use (default: the current context)")
-	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace, else default)")
+	if namespace {
+		f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace, else default)")
+	}
 	_ = cmd.MarkFlagFilename("kubeconfig")
 }
 
@@ -53,6 +55,7 @@ type kubeClients struct {
 	dynamic   dynamic.Interface
 	metadata  metadata.Interface
 	kube      kubernetes.Interface
+	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
 	// owners caches owner lookups by UID for the whole command (hits and misses).
 	owners map[types.UID]*ownerEntry
@@ -97,8 +100,8 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 	if err != nil {
 		return nil, &configError{err}
 	}
-	cached := memory.NewMemCacheClient(disc)
-	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, func(s string) {
+	c.discovery = memory.NewMemCacheClient(disc)
+	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(c.discovery), c.discovery, func(s string) {
 		fmt.Fprintf(warn, "warning: %s\n", s)
 	})
 	return c, nil

@@ -2,8 +2,9 @@ package app
 
 import (
 	"fmt"
-	"github.com/gangmap/gangmap/internal/buildversion"
 	"runtime"
+
+	"github.com/gangmap/gangmap/internal/buildversion"
 
 	"github.com/spf13/cobra"
 )
