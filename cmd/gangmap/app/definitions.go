@@ -63,12 +63,10 @@ Exit codes: 0 listed; 1 the cluster could not be read (the other sources are sti
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory (repeatable)")
+	addDefinitionsFlag(cmd, &o.definitions, "")
 	f.BoolVar(&o.cluster, "cluster", false, "also list the Karta objects of the cluster (implied by --kubeconfig and --context)")
 	o.kube.addFlags(cmd, false)
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json"))
+	addOutputFlag(cmd, &o.output, "table", "json")
 	return cmd
 }
 
@@ -84,9 +82,6 @@ type definitionRow struct {
 }
 
 func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json"); err != nil {
-		return err
-	}
 	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return err
@@ -122,10 +117,7 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 		e.Problems = append(e.Problems, both[e.Origin]...)
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }, code)
 }
 
 // printDefinitionsTable writes one row per definition, then each problem in full.

@@ -69,12 +69,10 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
+	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	o.kube.addFlags(cmd, true)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	return cmd
 }
 
@@ -84,9 +82,6 @@ type describeDocument struct {
 }
 
 func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
-		return err
-	}
 	var doc *describeDocument
 	var err error
 	switch {
@@ -107,16 +102,7 @@ func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	code := ExitOK
-	for _, v := range doc.Workloads {
-		if v.Error != "" {
-			code = ExitProblems
-		}
-	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }, planCode(doc.Workloads))
 }
 
 // splitKindName reads KIND/NAME or KIND NAME.

@@ -201,21 +201,11 @@ func printPod(tw io.Writer, p *podView, prefix string) {
 
 func readyByRole(n *componentNode) map[string]string {
 	out := map[string]string{}
-	var walk func(*componentNode)
-	walk = func(n *componentNode) {
-		if n == nil {
-			return
+	eachInstance(n, func(_ *componentNode, in *instanceNode) {
+		if in.Role != "" {
+			out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
 		}
-		for _, in := range n.Instances {
-			if in.Role != "" {
-				out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
-			}
-		}
-		for _, ch := range n.Children {
-			walk(ch)
-		}
-	}
-	walk(n)
+	})
 	return out
 }
 
@@ -260,7 +250,7 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		if pg.Planned != nil {
 			pods, gpus = fmt.Sprint(pg.Planned.Pods), pg.Planned.GPUs.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), shapeSubGroups(s), pods, gpus)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), subGroupList(s.SubGroups), pods, gpus)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -277,25 +267,6 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		}
 	}
 	return nil
-}
-
-func shapeSubGroups(s *podGroupShape) string {
-	if len(s.SubGroups) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(s.SubGroups))
-	for i, sg := range s.SubGroups {
-		name := sg.Name
-		if sg.Parent != "" {
-			name = sg.Parent + "/" + name
-		}
-		min := optInt(sg.MinMember)
-		if sg.MinSubGroup != nil {
-			min = "subgroups " + optInt(sg.MinSubGroup)
-		}
-		parts[i] = name + ":" + min
-	}
-	return strings.Join(parts, ",")
 }
 
 func orNone(s string) string {

@@ -52,12 +52,10 @@ read; 2 unusable input.`,
 		ValidArgsFunction: completeKinds,
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
+	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
 	o.kube.addFlags(cmd, true)
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	return cmd
 }
 
@@ -67,9 +65,6 @@ type getDocument struct {
 }
 
 func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
-		return err
-	}
 	c, err := o.kube.connect(stderr)
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -112,16 +107,7 @@ func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Wri
 		}
 		doc.Workloads = describeAll(ctx, c, reg, objs, pods, pgs, !errors.Is(perr, errNoPodGroupCRD))
 	}
-	code := ExitOK
-	for _, v := range doc.Workloads {
-		if v.Error != "" {
-			code = ExitProblems
-		}
-	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printGetTable(w, doc, ns) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printGetTable(w, doc, ns) }, planCode(doc.Workloads))
 }
 
 // describeAll attributes the pods to the workloads (one owner walk per pod, owners cached) and

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,21 +65,16 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document, kind: List), a directory of them, or - for stdin (repeatable)")
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
+	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	f.BoolVar(&o.strict, "strict", false, "refuse --definitions files with unknown fields even with --allow-unknown-fields")
 	f.BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "accept --definitions files with unknown fields, reported as warnings and left out (which can change the gang), for definitions newer than this gangmap; as the grouper's --strict-definitions=false. (default false: they are refused)")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	return cmd
 }
 
 func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
-		return err
-	}
 	objs, err := readManifests(o.files)
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -109,10 +105,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		doc.Plans = append(doc.Plans, e)
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }, code)
 }
 
 // supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them. They
@@ -345,33 +338,48 @@ func manifestFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// checkOutput rejects an output format outside allowed (a usage error).
-func checkOutput(output string, allowed ...string) error {
-	for _, a := range allowed {
-		if output == a {
-			return nil
-		}
-	}
-	return fail(ExitUnusable, "unknown output format %q: use %s", output, strings.Join(allowed, ", "))
+// addDefinitionsFlag registers --definitions (repeatable), its usage ending in more (what the
+// files come in addition to), and completes it with definition files.
+func addDefinitionsFlag(cmd *cobra.Command, p *[]string, more string) {
+	cmd.Flags().StringArrayVar(p, "definitions", nil, "Workload Map definition file or directory"+more+" (repeatable)")
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
 }
 
-// writeDocument writes doc as indented JSON or YAML, or calls table for any other format.
-func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error) error {
+// addOutputFlag registers -o/--output with formats (the first is the default), completes it with
+// them, and refuses any other value before the command runs (a usage error).
+func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
+	last := len(formats) - 1
+	cmd.Flags().StringVarP(p, "output", "o", formats[0], "output format: "+strings.Join(formats[:last], ", ")+" or "+formats[last])
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(formats...))
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if slices.Contains(formats, *p) {
+			return nil
+		}
+		return fail(ExitUnusable, "unknown output format %q: use %s", *p, strings.Join(formats, ", "))
+	}
+}
+
+// writeDocument writes doc as indented JSON or YAML, or calls table for any other format, and
+// returns the command's result: exit code, or a failure to write.
+func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error, code int) error {
+	var err error
 	switch output {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		err = enc.Encode(doc)
 	case "yaml":
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
+		var b []byte
+		if b, err = yaml.Marshal(doc); err == nil {
+			_, err = w.Write(b)
 		}
-		_, err = w.Write(b)
-		return err
 	default:
-		return table(w)
+		err = table(w)
 	}
+	if err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
 }
 
 // fixedCompletion completes a flag with a fixed list of values.

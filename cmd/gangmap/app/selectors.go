@@ -80,14 +80,5 @@ func podLabelsText(labels map[string]string) string {
 	if len(labels) == 0 {
 		return "; the pod has no labels"
 	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + labels[k]
-	}
-	return "; pod labels: " + strings.Join(parts, ", ")
+	return "; pod labels: " + pairsText(labels, ", ")
 }

@@ -117,21 +117,11 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 // which are unclaimed.
 func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
 	out := map[string]*podView{}
-	var walk func(*componentNode)
-	walk = func(n *componentNode) {
-		if n == nil {
-			return
+	eachInstance(v.Tree, func(_ *componentNode, in *instanceNode) {
+		for _, p := range in.Pods {
+			out[p.Name] = p
 		}
-		for _, in := range n.Instances {
-			for _, p := range in.Pods {
-				out[p.Name] = p
-			}
-		}
-		for _, ch := range n.Children {
-			walk(ch)
-		}
-	}
-	walk(v.Tree)
+	})
 	unclaimed := map[*podView]bool{}
 	for _, p := range v.Unclaimed {
 		out[p.Name] = p

@@ -103,10 +103,9 @@ found, a bad --run, a missing directory).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	f.StringVar(&o.filter, "run", "", "run only the cases whose name matches this regular expression")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print the plan's notes of passing cases too")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
 	return cmd
 }
 

@@ -71,9 +71,8 @@ or not valid YAML).`,
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: a gang no pod can be placed in by elimination, an empty specDefinition, unknown fields even with --allow-unknown-fields")
 	cmd.Flags().BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "report unknown fields as warnings instead of errors (definitions newer than this gangmap; the grouper's --strict-definitions=false)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(cmd, &o.output, "text", "json")
 	cmd.Flags().StringArrayVar(&o.crds, "crd", nil, "workload CRD file(s) whose schema the definitions' paths are checked against (repeatable)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("text", "json"))
 	return cmd
 }
 
@@ -104,9 +103,6 @@ type fieldMessage struct {
 }
 
 func (o *validateOptions) run(files []string, stdout io.Writer) error {
-	if err := checkOutput(o.output, "text", "json"); err != nil {
-		return err
-	}
 	compiler, err := newCompiler()
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -168,10 +164,7 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 			code = ExitProblems
 		}
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }, code)
 }
 
 // validateFile checks every definition in path. Each YAML document is decoded on its own, so
