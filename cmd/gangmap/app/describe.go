@@ -193,30 +193,21 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) ([]*workloadView, []*corev1.Pod) {
 	ix := newRootsIndex(in.workloads)
 	byWorkload := attribute(ctx, in.pods, ix, in.graph)
-	var unattributed []*corev1.Pod
-	if len(in.workloads) > 1 {
-		given := map[*corev1.Pod]bool{}
-		for _, ps := range byWorkload {
-			for _, p := range ps {
-				given[p] = true
-			}
-		}
-		for _, p := range in.pods {
-			if !given[p] {
-				unattributed = append(unattributed, p)
-			}
+	given := map[*corev1.Pod]bool{}
+	for _, ps := range byWorkload {
+		for _, p := range ps {
+			given[p] = true
 		}
 	}
-	if len(in.workloads) == 1 {
-		// Offline, a pod whose owners are not in the manifest belongs to the only workload.
-		claimed := map[*corev1.Pod]bool{}
-		for _, p := range byWorkload[0] {
-			claimed[p] = true
-		}
-		for _, p := range in.pods {
-			if !claimed[p] {
-				byWorkload[0] = append(byWorkload[0], p)
-			}
+	var unattributed []*corev1.Pod
+	for _, p := range in.pods {
+		switch {
+		case given[p]:
+		case len(in.workloads) == 1:
+			// Offline, a pod whose owners are not in the manifest belongs to the only workload.
+			byWorkload[0] = append(byWorkload[0], p)
+		default:
+			unattributed = append(unattributed, p)
 		}
 	}
 	out := make([]*workloadView, len(in.workloads))

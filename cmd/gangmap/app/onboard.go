@@ -158,7 +158,7 @@ func (o *onboardOptions) run(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
 	}
-	files, err := expandManifestPaths(o.files)
+	files, err := expandPaths(o.files, "")
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
 	}

@@ -111,29 +111,28 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 // supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them. They
 // are matched on group and kind: a Knative Service (serving.knative.dev) is a workload, a core
 // Service is not.
-var supportingKinds = map[schema.GroupKind]bool{
-	{Kind: "Namespace"}: true, {Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "Service"}: true,
-	{Kind: "ServiceAccount"}: true, {Kind: "PersistentVolumeClaim"}: true, {Kind: "LimitRange"}: true,
-	{Kind: "ResourceQuota"}:                                           true,
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                true,
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:         true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  true,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:               true,
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:               true,
-	{Group: "run.ai", Kind: "Karta"}:                                  true,
-	{Group: "scheduling.run.ai", Kind: "Queue"}:                       true,
-	{Group: "scheduling.run.ai", Kind: "PodGroup"}:                    true,
-	{Group: "trainer.kubeflow.org", Kind: "ClusterTrainingRuntime"}:   true,
-	{Group: "trainer.kubeflow.org", Kind: "TrainingRuntime"}:          true,
-	{Group: "serving.kserve.io", Kind: "LLMInferenceServiceConfig"}:   true,
-	// DRA objects a workload's pods claim devices through (issue 31 point 10: a
-	// ResourceClaimTemplate beside a JobSet made plan exit 1).
-	{Group: "resource.k8s.io", Kind: "ResourceClaimTemplate"}: true,
-	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:         true,
-	{Group: "resource.k8s.io", Kind: "DeviceClass"}:           true,
-}
+var supportingKinds = func() map[schema.GroupKind]bool {
+	m := map[schema.GroupKind]bool{}
+	for group, kinds := range map[string][]string{
+		"":                          {"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "PersistentVolumeClaim", "LimitRange", "ResourceQuota"},
+		"rbac.authorization.k8s.io": {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"},
+		"apiextensions.k8s.io":      {"CustomResourceDefinition"},
+		"scheduling.k8s.io":         {"PriorityClass"},
+		"networking.k8s.io":         {"NetworkPolicy"},
+		"run.ai":                    {"Karta"},
+		"scheduling.run.ai":         {"Queue", "PodGroup"},
+		"trainer.kubeflow.org":      {"ClusterTrainingRuntime", "TrainingRuntime"},
+		"serving.kserve.io":         {"LLMInferenceServiceConfig"},
+		// DRA objects a workload's pods claim devices through (issue 31 point 10: a
+		// ResourceClaimTemplate beside a JobSet made plan exit 1).
+		"resource.k8s.io": {"ResourceClaimTemplate", "ResourceClaim", "DeviceClass"},
+	} {
+		for _, k := range kinds {
+			m[schema.GroupKind{Group: group, Kind: k}] = true
+		}
+	}
+	return m
+}()
 
 // workloadsOnly keeps the objects that are workloads: top-level objects (no owner references)
 // that are not pods, PodGroups or supporting kinds (the same rule as describe -f). Each skipped
@@ -274,7 +273,7 @@ func workloadLabel(u *unstructured.Unstructured) string {
 // and *.json files in name order) and "-" for stdin. A file named twice (directly or through a
 // directory) is read once.
 func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
-	files, err := expandManifestPaths(paths)
+	files, err := expandPaths(paths, "")
 	if err != nil {
 		return nil, err
 	}
@@ -289,22 +288,21 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// expandManifestPaths lists the files of paths ("-" is standard input): a directory's manifest
-// files in name order, each file once (by absolute path) however often it is named.
-func expandManifestPaths(paths []string) ([]string, error) {
+// expandPaths lists the files of paths in order: a directory's *.yaml, *.yml and *.json files in
+// name order (definitions.DefinitionFiles), anything else as it is ("-" is standard input), each
+// file once (by absolute path) however often it is named. With what set, a directory without
+// such files is an error saying it has no <what> files.
+func expandPaths(paths []string, what string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range paths {
 		files := []string{p}
-		if p != "-" {
-			st, err := os.Stat(p)
-			if err != nil {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			if files, err = definitions.DefinitionFiles(p); err != nil {
 				return nil, err
 			}
-			if st.IsDir() {
-				if files, err = manifestFiles(p); err != nil {
-					return nil, err
-				}
+			if len(files) == 0 && what != "" {
+				return nil, fmt.Errorf("no %s files (*.yaml, *.yml, *.json) in directory %s", what, p)
 			}
 		}
 		for _, f := range files {
@@ -318,24 +316,6 @@ func expandManifestPaths(paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func manifestFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var files []string
-	for _, e := range entries {
-		switch filepath.Ext(e.Name()) {
-		case ".yaml", ".yml", ".json":
-			if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-				files = append(files, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	sort.Strings(files)
-	return files, nil
 }
 
 // addDefinitionsFlag registers --definitions (repeatable), its usage ending in more (what the

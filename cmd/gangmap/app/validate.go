@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,27 +111,13 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		return fail(ExitUnusable, "%v", err)
 	}
 	doc := validateDocument{Results: []validateResult{}}
-	seen := map[string]bool{}
-	for _, arg := range files {
-		expanded := []string{arg}
-		if st, err := os.Stat(arg); err == nil && st.IsDir() {
-			if expanded, err = definitions.DefinitionFiles(arg); err != nil {
-				return fail(ExitUnusable, "%v", err)
-			}
-			if len(expanded) == 0 {
-				// A wrong directory must not pass a CI check by having nothing to check.
-				return fail(ExitUnusable, "no definition files (*.yaml, *.yml, *.json) in directory %s", arg)
-			}
-		}
-		for _, f := range expanded {
-			if abs, err := filepath.Abs(f); err == nil && f != "-" {
-				if seen[abs] {
-					continue // named twice: checked once
-				}
-				seen[abs] = true
-			}
-			doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
-		}
+	paths, err := expandPaths(files, "definition")
+	if err != nil {
+		// A wrong directory must not pass a CI check by having nothing to check.
+		return fail(ExitUnusable, "%v", err)
+	}
+	for _, f := range paths {
+		doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
 	}
 	markConflicts(doc.Results)
 	if o.strict {
