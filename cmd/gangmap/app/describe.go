@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -245,18 +244,9 @@ func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerRefe
 
 // live describes one workload of the cluster.
 func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*describeDocument, error) {
-	c, err := o.kube.connect(stderr)
-	if err != nil {
-		return nil, fail(ExitUnusable, "%v", err)
-	}
-	reg, err := c.liveRegistry(ctx, o.definitions, stderr)
+	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
 	if err != nil {
 		return nil, err
-	}
-	warnProblems(stderr, reg)
-	m, err := c.resolveKind(kind, reg)
-	if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
 	}
 	obj, err := c.getObject(ctx, m, c.namespace, name)
 	if apierrors.IsNotFound(err) {
@@ -265,23 +255,12 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	if err != nil {
 		return nil, fail(ExitProblems, "reading %s %s: %v", m.GroupVersionKind.Kind, name, err)
 	}
-	ns := obj.GetNamespace()
-	pods, err := c.listPods(ctx, ns)
+	views, err := c.describeLive(ctx, reg, []*unstructured.Unstructured{obj}, obj.GetNamespace(), stderr)
 	if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
+		return nil, err
 	}
-	pgs, err := c.listPodGroups(ctx, ns)
-	if errors.Is(err, errNoPodGroupCRD) {
-		fmt.Fprintf(stderr, "warning: %v: no existing PodGroups to compare with\n", err)
-	} else if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
-	}
-	ix := newRootsIndex([]*unstructured.Unstructured{obj})
-	mine := attribute(ctx, pods, ix, c)[0]
-	v := buildView(ctx, reg, obj, mine, pgs, !errors.Is(err, errNoPodGroupCRD))
-	v.setHealth(obj, pgs)
-	v.addNodeTopology(ctx, c)
-	return &describeDocument{Workloads: []*workloadView{v}}, nil
+	views[0].addNodeTopology(ctx, c)
+	return &describeDocument{Workloads: views}, nil
 }
 
 // completeKinds completes the first argument with the kinds of the built-in catalog (lower-case

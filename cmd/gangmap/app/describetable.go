@@ -138,38 +138,31 @@ func printNode(tw io.Writer, n *componentNode, prefix, childPrefix string) {
 	if n.Kind != "" {
 		label += " (" + n.Kind + ")"
 	}
-	type item struct {
-		print func(prefix, childPrefix string)
-	}
-	var items []item
-	single := len(n.Instances) == 1 && n.Instances[0].ID == ""
-	if single {
+	var items []func(prefix, childPrefix string)
+	if len(n.Instances) == 1 && n.Instances[0].ID == "" {
 		in := n.Instances[0]
 		fmt.Fprintf(tw, "%s%s\t%s\n", prefix, label, instanceText(in))
 		for _, p := range in.Pods {
-			p := p
-			items = append(items, item{func(pre, _ string) { printPod(tw, p, pre) }})
+			items = append(items, func(pre, _ string) { printPod(tw, p, pre) })
 		}
 	} else {
 		fmt.Fprintf(tw, "%s%s\t\n", prefix, label)
 		for _, in := range n.Instances {
-			in := in
-			items = append(items, item{func(pre, cpre string) {
+			items = append(items, func(pre, cpre string) {
 				fmt.Fprintf(tw, "%s%s\t%s\n", pre, in.ID, instanceText(in))
 				for j, p := range in.Pods {
 					b, _ := branch(j, len(in.Pods))
 					printPod(tw, p, cpre+b)
 				}
-			}})
+			})
 		}
 	}
 	for _, ch := range n.Children {
-		ch := ch
-		items = append(items, item{func(pre, cpre string) { printNode(tw, ch, pre, cpre) }})
+		items = append(items, func(pre, cpre string) { printNode(tw, ch, pre, cpre) })
 	}
-	for i, it := range items {
+	for i, print := range items {
 		b, c := branch(i, len(items))
-		it.print(childPrefix+b, childPrefix+c)
+		print(childPrefix+b, childPrefix+c)
 	}
 }
 

@@ -394,23 +394,8 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		diff("roles", w, got)
 	}
 	if len(want.Placements) > 0 {
-		pods, unclaimed := podsByName(v)
-		roleOf := map[[2]string]string{}
-		for _, r := range v.Roles {
-			roleOf[[2]string{r.Component, r.Instance}] = r.Name
-		}
-		got := make([]expectPlacement, 0, len(want.Placements))
-		kept := make([]expectPlacement, 0, len(want.Placements))
-		for _, w := range want.Placements {
-			p := pods[w.Pod]
-			if p == nil {
-				out = append(out, fmt.Sprintf("placements: no pod %q in %s", w.Pod, testManifestFile))
-				continue
-			}
-			kept = append(kept, w)
-			got = append(got, onlyGiven(w, expectPlacement{Pod: w.Pod, Role: ptr.To(roleOf[[2]string{p.component, p.instance}]),
-				PodGroup: ptr.To(p.PodGroup), SubGroup: ptr.To(p.SubGroup), Unclaimed: ptr.To(unclaimed[p])}))
-		}
+		kept, got, missing := placements(v, want.Placements)
+		out = append(out, missing...)
 		diff("placements", kept, got)
 	}
 	for _, n := range want.Notes {
@@ -426,6 +411,28 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		}
 	}
 	return out
+}
+
+// placements is where the plan puts each pod want lists (got), next to the entries of want whose
+// pod the manifest has (kept); a pod it lacks is a failure (missing).
+func placements(v *workloadView, want []expectPlacement) (kept, got []expectPlacement, missing []string) {
+	pods, unclaimed := podsByName(v)
+	roleOf := map[[2]string]string{}
+	for _, r := range v.Roles {
+		roleOf[[2]string{r.Component, r.Instance}] = r.Name
+	}
+	kept, got = make([]expectPlacement, 0, len(want)), make([]expectPlacement, 0, len(want))
+	for _, w := range want {
+		p := pods[w.Pod]
+		if p == nil {
+			missing = append(missing, fmt.Sprintf("placements: no pod %q in %s", w.Pod, testManifestFile))
+			continue
+		}
+		kept = append(kept, w)
+		got = append(got, onlyGiven(w, expectPlacement{Pod: w.Pod, Role: ptr.To(roleOf[[2]string{p.component, p.instance}]),
+			PodGroup: ptr.To(p.PodGroup), SubGroup: ptr.To(p.SubGroup), Unclaimed: ptr.To(unclaimed[p])}))
+	}
+	return kept, got, missing
 }
 
 // onlyGiven is got with each pointer field that want leaves nil (not given in expect.yaml) set to
