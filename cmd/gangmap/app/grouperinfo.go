@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,12 +104,7 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 			return nil, false, fmt.Errorf("reading the grouper's definitions ConfigMap %s/%s: %w", d.Namespace, cm, err)
 		}
 		s.ConfigMaps = append(s.ConfigMaps, d.Namespace+"/"+cm)
-		keys := make([]string, 0, len(got.Data))
-		for k := range got.Data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(got.Data)) {
 			if ext := filepath.Ext(k); ext != ".yaml" && ext != ".yml" && ext != ".json" {
 				continue // the grouper reads only these (definitions.DefinitionFiles)
 			}

@@ -3,7 +3,8 @@ package app
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -94,13 +95,8 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 		listed[p.Pod] = true
 	}
 	pods, unclaimed := podsByName(v)
-	names := make([]string, 0, len(pods))
-	for n := range pods {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out []string
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(pods)) {
 		p := pods[n]
 		switch {
 		case listed[n]:
