@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -372,7 +373,7 @@ func (o *Options) webhookSelectors() (ns, obj labels.Selector, err error) {
 
 // Run builds the manager and runs it until ctx ends. It expects options that passed Validate.
 func Run(ctx context.Context, o *Options) error {
-	ctrl.SetLogger(zapLogger(o))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	cfg, err := o.RestConfig()
 	if err != nil {
 		return err

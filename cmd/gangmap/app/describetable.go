@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -202,6 +203,11 @@ func readyByRole(n *componentNode) map[string]string {
 	return out
 }
 
+// verdictStates are the STATE column's words for each verdict.
+var verdictStates = map[string]string{verdictForeign: "exists, not gangmap's", verdictMissing: "planned, not created yet",
+	verdictDiffers: "exists, differs from the plan", verdictMatch: "exists, matches the plan", verdictPlanned: "planned",
+	verdictNative: "not created: KAI groups the kind natively"}
+
 // printPodGroupViews writes the PodGroups table and each difference below it.
 func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 	if len(pgs) == 0 {
@@ -211,25 +217,12 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
 	for _, pg := range pgs {
-		s := pg.Planned
-		state := pg.Verdict
-		switch pg.Verdict {
-		case verdictForeign:
+		s, state := pg.Planned, cmp.Or(verdictStates[pg.Verdict], pg.Verdict)
+		if pg.Verdict == verdictForeign {
 			s = pg.Existing
-			state = "exists, not gangmap's"
 			if pg.Writer != "" {
 				state += ": " + pg.Writer
 			}
-		case verdictMissing:
-			state = "planned, not created yet"
-		case verdictDiffers:
-			state = "exists, differs from the plan"
-		case verdictMatch:
-			state = "exists, matches the plan"
-		case verdictPlanned:
-			state = "planned"
-		case verdictNative:
-			state = "not created: KAI groups the kind natively"
 		}
 		if a := pg.Admission; a != nil && !a.Admitted {
 			state += "; KAI cannot admit it"

@@ -6,12 +6,18 @@ import (
 	"io"
 	"sort"
 
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/runtime/crdlint"
 )
 
 // driftSample is how many live workloads of each kind `gangmap definitions --cluster` plans to
@@ -84,4 +90,23 @@ func (c *kubeClients) clusterDrift(ctx context.Context, reg *definitions.Registr
 		out[e.Origin] = append(out[e.Origin], append(lines, failed...)...)
 	}
 	return out, nil
+}
+
+// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg with the
+// cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper refuses
+// (a path its kind's CRD cannot hold) as not active, with the grouper's problem (issue 31 point 8:
+// it was listed ACTIVE yes). Reading CRDs needs get on customresourcedefinitions; the linter
+// skips a kind whose CRD it cannot read.
+func (c *kubeClients) lintAgainstClusterCRDs(ctx context.Context, reg *definitions.Registry) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(c.config, client.Options{Scheme: scheme, Mapper: c.mapper})
+	if err != nil {
+		return err
+	}
+	l := &crdlint.Linter{Registry: reg, Reader: cl, Mapper: c.mapper}
+	l.LintAll(ctrl.LoggerInto(ctx, logr.Discard()))
+	return nil
 }

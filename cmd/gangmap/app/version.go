@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/gangmap/gangmap/internal/buildversion"
-
 	"github.com/spf13/cobra"
+
+	"github.com/gangmap/gangmap/internal/buildversion"
 )
 
 // Version is gangmap's version, set at build time with
