@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -125,19 +126,14 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		// the workload's CRD schema says can never resolve always is).
 		for i := range doc.Results {
 			r := &doc.Results[i]
-			var keep []fieldMessage
-			for _, w := range r.Warnings {
-				if w.Field != "" && strings.Contains(w.Message, "never places a pod by elimination") {
-					r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
-					r.Valid = false
-					continue
+			r.Warnings = slices.DeleteFunc(r.Warnings, func(w fieldMessage) bool {
+				if w.Field == "" || !strings.Contains(w.Message, "never places a pod by elimination") {
+					return false
 				}
-				keep = append(keep, w)
-			}
-			if keep == nil {
-				keep = []fieldMessage{}
-			}
-			r.Warnings = keep
+				r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
+				r.Valid = false
+				return true
+			})
 		}
 	}
 	code := ExitOK
