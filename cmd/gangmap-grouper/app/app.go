@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -74,10 +75,6 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err != nil {
 		return nil, nil, err
 	}
-	nsSel, objSel, err := o.webhookSelectors()
-	if err != nil {
-		return nil, nil, err
-	}
 	mgr, err := ctrl.NewManager(cfg, o.managerOptions())
 	if err != nil {
 		return nil, nil, err
@@ -122,21 +119,8 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles, regroup); err != nil {
 		return nil, nil, err
 	}
-	if o.WebhookPort != 0 {
-		m := &gangmapwebhook.PodMutator{Decider: decider, Namespaces: mgr.GetClient(),
-			NamespaceSelector: nsSel, ObjectSelector: objSel, Timeout: o.WebhookTimeout, DryRun: o.DryRun}
-		if err := addOnboarding(mgr, o, registry, m); err != nil {
-			return nil, nil, err
-		}
-		if o.WebhookSelfSigned {
-			if err := addSelfSigned(mgr, o); err != nil {
-				return nil, nil, err
-			}
-		}
-		m.Register(mgr.GetWebhookServer())
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return nil, nil, err
-		}
+	if err := addWebhook(mgr, o, registry, decider); err != nil {
+		return nil, nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err
@@ -145,6 +129,31 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 		return nil, nil, err
 	}
 	return mgr, registry, nil
+}
+
+// addWebhook registers the admission webhook on the manager's webhook server, with the
+// onboarding policy and the self-signed certificate when they are on; nothing when --webhook-port
+// is 0.
+func addWebhook(mgr manager.Manager, o *Options, registry *definitions.Registry, decider *decide.Decider) error {
+	if o.WebhookPort == 0 {
+		return nil
+	}
+	nsSel, objSel, err := o.webhookSelectors()
+	if err != nil {
+		return err
+	}
+	m := &gangmapwebhook.PodMutator{Decider: decider, Namespaces: mgr.GetClient(),
+		NamespaceSelector: nsSel, ObjectSelector: objSel, Timeout: o.WebhookTimeout, DryRun: o.DryRun}
+	if err := addOnboarding(mgr, o, registry, m); err != nil {
+		return err
+	}
+	if o.WebhookSelfSigned {
+		if err := addSelfSigned(mgr, o); err != nil {
+			return err
+		}
+	}
+	m.Register(mgr.GetWebhookServer())
+	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }
 
 // newPodReconciler builds the pod controller's reconciler (not set up yet) on the manager: its pod
@@ -364,7 +373,7 @@ func (o *Options) webhookSelectors() (ns, obj labels.Selector, err error) {
 
 // Run builds the manager and runs it until ctx ends. It expects options that passed Validate.
 func Run(ctx context.Context, o *Options) error {
-	ctrl.SetLogger(zapLogger(o))
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.Zap)))
 	cfg, err := o.RestConfig()
 	if err != nil {
 		return err

@@ -43,15 +43,14 @@ func (o *Options) Validate() error {
 			add("--definitions: %w", err)
 		}
 	}
-	if o.DefinitionsPoll <= 0 {
-		add("--definitions-poll: must be a positive duration such as 10s, got %v", o.DefinitionsPoll)
-	}
 	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace}, {"--findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace}, {"--findings-event-interval", o.Findings.ResendInterval}} {
+		flag, example string
+		v             time.Duration
+	}{{"--definitions-poll", "10s", o.DefinitionsPoll}, {"--findings-more-than-planned-grace", "2m", o.Findings.MoreThanPlannedGrace},
+		{"--findings-gang-unsatisfiable-grace", "2m", o.Findings.GangUnsatisfiableGrace}, {"--findings-event-interval", "2m", o.Findings.ResendInterval},
+		{"--plan-build-wait", "2s", o.PlanBuildWait}} {
 		if d.v <= 0 {
-			add("%s: must be a positive duration such as 2m, got %v", d.flag, d.v)
+			add("%s: must be a positive duration such as %s, got %v", d.flag, d.example, d.v)
 		}
 	}
 	for _, f := range []flagValue{{"--queue-label-key", o.QueueLabelKey}, {"--nodepool-label-key", o.NodePoolLabelKey}} {
@@ -62,20 +61,16 @@ func (o *Options) Validate() error {
 	if o.StrayPodGroupGrace < 0 {
 		add("--stray-podgroup-grace: must be 0 (never delete) or a positive duration such as 30s, got %v", o.StrayPodGroupGrace)
 	}
-	if o.MaxConcurrentReconciles < 1 {
-		add("--max-concurrent-reconciles: must be at least 1, got %d", o.MaxConcurrentReconciles)
-	}
-	if o.OwnerCacheSize < 1 {
-		add("--owner-cache-size: must be at least 1, got %d", o.OwnerCacheSize)
-	}
-	if o.PlanCacheSize < 1 {
-		add("--plan-cache-size: must be at least 1, got %d", o.PlanCacheSize)
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--max-concurrent-reconciles", o.MaxConcurrentReconciles}, {"--owner-cache-size", o.OwnerCacheSize}, {"--plan-cache-size", o.PlanCacheSize}} {
+		if n.v < 1 {
+			add("%s: must be at least 1, got %d", n.flag, n.v)
+		}
 	}
 	if q, err := resource.ParseQuantity(o.PlanBuildMemory); err != nil || q.Value() < 64<<20 {
 		add("--plan-build-memory: must be a quantity of at least 64Mi (two builds of the 32 MiB expression budget), got %q", o.PlanBuildMemory)
-	}
-	if o.PlanBuildWait <= 0 {
-		add("--plan-build-wait: must be a positive duration such as 2s, got %v", o.PlanBuildWait)
 	}
 	if o.MaxWorkloadMetrics < 0 {
 		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)

@@ -115,7 +115,7 @@ func (v *workloadView) countPods(pods []*corev1.Pod) []*podView {
 // it in; a pod no instance of the plan takes is added to v.Unclaimed with its reason.
 func (v *workloadView) placePods(ctx context.Context, c *definitions.Compiled, pods []*corev1.Pod, views []*podView) {
 	instances := map[[2]string]*instanceNode{}
-	indexInstances(v.Tree, instances)
+	eachInstance(v.Tree, func(n *componentNode, in *instanceNode) { instances[[2]string{n.Name, in.ID}] = in })
 	for i, p := range pods {
 		pv := views[i]
 		placePodView(ctx, c, v.plan, p, pv)
@@ -230,16 +230,4 @@ func buildTree(c *definitions.Compiled, w *definitions.Workload, plan *gang.Plan
 		}
 	}
 	return root
-}
-
-func indexInstances(n *componentNode, out map[[2]string]*instanceNode) {
-	if n == nil {
-		return
-	}
-	for _, in := range n.Instances {
-		out[[2]string{n.Name, in.ID}] = in
-	}
-	for _, ch := range n.Children {
-		indexInstances(ch, out)
-	}
 }

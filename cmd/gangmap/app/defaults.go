@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,10 +67,7 @@ func hiddenDefaults(k *definitions.Karta, obj map[string]any) []hiddenDefault {
 				break
 			}
 			h := hiddenDefault{Field: e.Field, Path: a.String(), Missing: "." + strings.Join(keys[:missing+1], "."), Default: joinAlternatives(alts[i+1:])}
-			for key := range parent {
-				h.Present = append(h.Present, key)
-			}
-			sort.Strings(h.Present)
+			h.Present = slices.Sorted(maps.Keys(parent))
 			h.Suggest = nearKey(keys[missing], h.Present)
 			out = append(out, h)
 		}

@@ -23,7 +23,8 @@ import (
 // definitionsOptions are the flags of "gangmap definitions".
 type definitionsOptions struct {
 	definitions []string
-	cluster     clusterFlags
+	cluster     bool
+	kube        kubeFlags
 	output      string
 }
 
@@ -62,11 +63,10 @@ Exit codes: 0 listed; 1 the cluster could not be read (the other sources are sti
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory (repeatable)")
-	o.cluster.addFlags(cmd)
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json"))
+	addDefinitionsFlag(cmd, &o.definitions, "")
+	f.BoolVar(&o.cluster, "cluster", false, "also list the Karta objects of the cluster (implied by --kubeconfig and --context)")
+	o.kube.addFlags(cmd, false)
+	addOutputFlag(cmd, &o.output, "table", "json")
 	return cmd
 }
 
@@ -82,23 +82,22 @@ type definitionRow struct {
 }
 
 func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json"); err != nil {
-		return err
-	}
 	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return err
 	}
 	code := ExitOK
-	if o.cluster.enabled() {
-		loaded, err := o.cluster.listDefinitions(ctx, stderr)
+	var c *kubeClients
+	if o.cluster || o.kube.kubeconfig != "" || o.kube.context != "" {
+		if c, err = o.kube.connect(stderr); err != nil {
+			return fail(ExitUnusable, "%v", err)
+		}
+		loaded, err := listKartas(ctx, c.dynamic, stderr)
 		switch {
 		case errors.Is(err, errNoKartaCRD):
 			fmt.Fprintf(stderr, "warning: the Karta CRD (%s) is not installed in the cluster; listing the other sources only\n", kartaResourceName())
-		case err != nil && isConfigError(err):
-			return fail(ExitUnusable, "%v", err)
 		case err != nil:
-			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %v; listing the other sources only\n", err)
+			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %s at %s: %v; listing the other sources only\n", kartaResourceName(), c.config.Host, err)
 			code = ExitProblems
 		default:
 			reg.SetSource(definitions.SourceCluster, loaded)
@@ -106,18 +105,8 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 	}
 	both := kaiAlsoGroups(reg)
 	var drift, found map[string][]string
-	if o.cluster.enabled() && code == ExitOK {
-		if cfg, err := o.cluster.restConfig(); err == nil {
-			if err := lintAgainstClusterCRDs(ctx, cfg, reg); err != nil {
-				fmt.Fprintf(stderr, "warning: cannot check the definitions against the cluster's CRDs: %v\n", err)
-			}
-			if drift, err = clusterDrift(ctx, cfg, reg); err != nil {
-				fmt.Fprintf(stderr, "warning: cannot check the definitions against live workloads: %v\n", err)
-			}
-			if found, err = clusterFindings(ctx, cfg); err != nil {
-				fmt.Fprintf(stderr, "warning: cannot read the grouper's findings from the PodGroups: %v\n", err)
-			}
-		}
+	if c != nil && code == ExitOK {
+		drift, found = c.clusterChecks(ctx, reg, stderr)
 	}
 	doc := definitionsDocument{Definitions: []definitionRow{}}
 	for _, e := range reg.Entries() {
@@ -128,10 +117,7 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 		e.Problems = append(e.Problems, both[e.Origin]...)
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }, code)
 }
 
 // printDefinitionsTable writes one row per definition, then each problem in full.

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -69,12 +68,10 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
-	o.kube.addFlags(cmd)
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
+	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
+	o.kube.addFlags(cmd, true)
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	return cmd
 }
 
@@ -84,9 +81,6 @@ type describeDocument struct {
 }
 
 func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
-		return err
-	}
 	var doc *describeDocument
 	var err error
 	switch {
@@ -107,16 +101,7 @@ func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	code := ExitOK
-	for _, v := range doc.Workloads {
-		if v.Error != "" {
-			code = ExitProblems
-		}
-	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }, planCode(doc.Workloads))
 }
 
 // splitKindName reads KIND/NAME or KIND NAME.
@@ -207,30 +192,21 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) ([]*workloadView, []*corev1.Pod) {
 	ix := newRootsIndex(in.workloads)
 	byWorkload := attribute(ctx, in.pods, ix, in.graph)
-	var unattributed []*corev1.Pod
-	if len(in.workloads) > 1 {
-		given := map[*corev1.Pod]bool{}
-		for _, ps := range byWorkload {
-			for _, p := range ps {
-				given[p] = true
-			}
-		}
-		for _, p := range in.pods {
-			if !given[p] {
-				unattributed = append(unattributed, p)
-			}
+	given := map[*corev1.Pod]bool{}
+	for _, ps := range byWorkload {
+		for _, p := range ps {
+			given[p] = true
 		}
 	}
-	if len(in.workloads) == 1 {
-		// Offline, a pod whose owners are not in the manifest belongs to the only workload.
-		claimed := map[*corev1.Pod]bool{}
-		for _, p := range byWorkload[0] {
-			claimed[p] = true
-		}
-		for _, p := range in.pods {
-			if !claimed[p] {
-				byWorkload[0] = append(byWorkload[0], p)
-			}
+	var unattributed []*corev1.Pod
+	for _, p := range in.pods {
+		switch {
+		case given[p]:
+		case len(in.workloads) == 1:
+			// Offline, a pod whose owners are not in the manifest belongs to the only workload.
+			byWorkload[0] = append(byWorkload[0], p)
+		default:
+			unattributed = append(unattributed, p)
 		}
 	}
 	out := make([]*workloadView, len(in.workloads))
@@ -268,18 +244,9 @@ func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerRefe
 
 // live describes one workload of the cluster.
 func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*describeDocument, error) {
-	c, err := o.kube.connect(stderr)
-	if err != nil {
-		return nil, fail(ExitUnusable, "%v", err)
-	}
-	reg, err := c.liveRegistry(ctx, o.definitions, stderr)
+	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
 	if err != nil {
 		return nil, err
-	}
-	warnProblems(stderr, reg)
-	m, err := c.resolveKind(kind, reg)
-	if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
 	}
 	obj, err := c.getObject(ctx, m, c.namespace, name)
 	if apierrors.IsNotFound(err) {
@@ -288,23 +255,12 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	if err != nil {
 		return nil, fail(ExitProblems, "reading %s %s: %v", m.GroupVersionKind.Kind, name, err)
 	}
-	ns := obj.GetNamespace()
-	pods, err := c.listPods(ctx, ns)
+	views, err := c.describeLive(ctx, reg, []*unstructured.Unstructured{obj}, obj.GetNamespace(), stderr)
 	if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
+		return nil, err
 	}
-	pgs, err := c.listPodGroups(ctx, ns)
-	if errors.Is(err, errNoPodGroupCRD) {
-		fmt.Fprintf(stderr, "warning: %v: no existing PodGroups to compare with\n", err)
-	} else if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
-	}
-	ix := newRootsIndex([]*unstructured.Unstructured{obj})
-	mine := attribute(ctx, pods, ix, c)[0]
-	v := buildView(ctx, reg, obj, mine, pgs, !errors.Is(err, errNoPodGroupCRD))
-	v.setHealth(obj, pgs)
-	v.addNodeTopology(ctx, c)
-	return &describeDocument{Workloads: []*workloadView{v}}, nil
+	views[0].addNodeTopology(ctx, c)
+	return &describeDocument{Workloads: views}, nil
 }
 
 // completeKinds completes the first argument with the kinds of the built-in catalog (lower-case

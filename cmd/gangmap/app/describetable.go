@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -138,38 +139,31 @@ func printNode(tw io.Writer, n *componentNode, prefix, childPrefix string) {
 	if n.Kind != "" {
 		label += " (" + n.Kind + ")"
 	}
-	type item struct {
-		print func(prefix, childPrefix string)
-	}
-	var items []item
-	single := len(n.Instances) == 1 && n.Instances[0].ID == ""
-	if single {
+	var items []func(prefix, childPrefix string)
+	if len(n.Instances) == 1 && n.Instances[0].ID == "" {
 		in := n.Instances[0]
 		fmt.Fprintf(tw, "%s%s\t%s\n", prefix, label, instanceText(in))
 		for _, p := range in.Pods {
-			p := p
-			items = append(items, item{func(pre, _ string) { printPod(tw, p, pre) }})
+			items = append(items, func(pre, _ string) { printPod(tw, p, pre) })
 		}
 	} else {
 		fmt.Fprintf(tw, "%s%s\t\n", prefix, label)
 		for _, in := range n.Instances {
-			in := in
-			items = append(items, item{func(pre, cpre string) {
+			items = append(items, func(pre, cpre string) {
 				fmt.Fprintf(tw, "%s%s\t%s\n", pre, in.ID, instanceText(in))
 				for j, p := range in.Pods {
 					b, _ := branch(j, len(in.Pods))
 					printPod(tw, p, cpre+b)
 				}
-			}})
+			})
 		}
 	}
 	for _, ch := range n.Children {
-		ch := ch
-		items = append(items, item{func(pre, cpre string) { printNode(tw, ch, pre, cpre) }})
+		items = append(items, func(pre, cpre string) { printNode(tw, ch, pre, cpre) })
 	}
-	for i, it := range items {
+	for i, print := range items {
 		b, c := branch(i, len(items))
-		it.print(childPrefix+b, childPrefix+c)
+		print(childPrefix+b, childPrefix+c)
 	}
 }
 
@@ -201,23 +195,18 @@ func printPod(tw io.Writer, p *podView, prefix string) {
 
 func readyByRole(n *componentNode) map[string]string {
 	out := map[string]string{}
-	var walk func(*componentNode)
-	walk = func(n *componentNode) {
-		if n == nil {
-			return
+	eachInstance(n, func(_ *componentNode, in *instanceNode) {
+		if in.Role != "" {
+			out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
 		}
-		for _, in := range n.Instances {
-			if in.Role != "" {
-				out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
-			}
-		}
-		for _, ch := range n.Children {
-			walk(ch)
-		}
-	}
-	walk(n)
+	})
 	return out
 }
+
+// verdictStates are the STATE column's words for each verdict.
+var verdictStates = map[string]string{verdictForeign: "exists, not gangmap's", verdictMissing: "planned, not created yet",
+	verdictDiffers: "exists, differs from the plan", verdictMatch: "exists, matches the plan", verdictPlanned: "planned",
+	verdictNative: "not created: KAI groups the kind natively"}
 
 // printPodGroupViews writes the PodGroups table and each difference below it.
 func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
@@ -228,25 +217,12 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
 	for _, pg := range pgs {
-		s := pg.Planned
-		state := pg.Verdict
-		switch pg.Verdict {
-		case verdictForeign:
+		s, state := pg.Planned, cmp.Or(verdictStates[pg.Verdict], pg.Verdict)
+		if pg.Verdict == verdictForeign {
 			s = pg.Existing
-			state = "exists, not gangmap's"
 			if pg.Writer != "" {
 				state += ": " + pg.Writer
 			}
-		case verdictMissing:
-			state = "planned, not created yet"
-		case verdictDiffers:
-			state = "exists, differs from the plan"
-		case verdictMatch:
-			state = "exists, matches the plan"
-		case verdictPlanned:
-			state = "planned"
-		case verdictNative:
-			state = "not created: KAI groups the kind natively"
 		}
 		if a := pg.Admission; a != nil && !a.Admitted {
 			state += "; KAI cannot admit it"
@@ -260,7 +236,7 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		if pg.Planned != nil {
 			pods, gpus = fmt.Sprint(pg.Planned.Pods), pg.Planned.GPUs.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), shapeSubGroups(s), pods, gpus)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), subGroupList(s.SubGroups), pods, gpus)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -277,25 +253,6 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		}
 	}
 	return nil
-}
-
-func shapeSubGroups(s *podGroupShape) string {
-	if len(s.SubGroups) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(s.SubGroups))
-	for i, sg := range s.SubGroups {
-		name := sg.Name
-		if sg.Parent != "" {
-			name = sg.Parent + "/" + name
-		}
-		min := optInt(sg.MinMember)
-		if sg.MinSubGroup != nil {
-			min = "subgroups " + optInt(sg.MinSubGroup)
-		}
-		parts[i] = name + ":" + min
-	}
-	return strings.Join(parts, ",")
 }
 
 func orNone(s string) string {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -259,7 +260,7 @@ func printPlacementSubGroup(tw io.Writer, sg *placementSubGroup, prefix, childPr
 	}
 	for j, p := range sg.Pods {
 		b, _ := branch(len(sg.Children)+j, n)
-		fmt.Fprintln(tw, strings.TrimRight(fmt.Sprintf("%s%s%s\t%s   node %s   %s", childPrefix, b, p.Name, p.Phase, orNone(p.Node), nodeTopologyText(p.NodeTopology)), " "))
+		fmt.Fprintln(tw, strings.TrimRight(fmt.Sprintf("%s%s%s\t%s   node %s   %s", childPrefix, b, p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " "))
 	}
 }
 
@@ -278,18 +279,11 @@ func constraintLabel(c *definitions.TopologyConstraint) string {
 	return s
 }
 
-func nodeTopologyText(m map[string]string) string {
-	if len(m) == 0 {
-		return ""
+// pairsText renders m as k=v pairs sorted by key, joined by sep.
+func pairsText(m map[string]string, sep string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, sep)
 }

@@ -3,82 +3,77 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/podgrouper/runtime/crdlint"
 )
 
 // driftSample is how many live workloads of each kind `gangmap definitions --cluster` plans to
 // find drift.
 const driftSample = 50
 
-// restConfig loads the kubeconfig the cluster flags name. Errors are *configError.
-func (c *clusterFlags) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = c.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context}).ClientConfig()
-	if err != nil {
-		return nil, &configError{err}
+// clusterChecks runs what `gangmap definitions --cluster` adds to each definition's problems,
+// each failure a warning on warn: the grouper's CRD lint (it marks the definitions the grouper
+// refuses), drift on live workloads (clusterDrift) and the grouper's findings (clusterFindings).
+func (c *kubeClients) clusterChecks(ctx context.Context, reg *definitions.Registry, warn io.Writer) (drift, found map[string][]string) {
+	if err := c.lintAgainstClusterCRDs(ctx, reg); err != nil {
+		fmt.Fprintf(warn, "warning: cannot check the definitions against the cluster's CRDs: %v\n", err)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = clusterRequestTimeout
+	var err error
+	if drift, err = c.clusterDrift(ctx, reg); err != nil {
+		fmt.Fprintf(warn, "warning: cannot check the definitions against live workloads: %v\n", err)
 	}
-	return cfg, nil
+	if found, err = c.clusterFindings(ctx); err != nil {
+		fmt.Fprintf(warn, "warning: cannot read the grouper's findings from the PodGroups: %v\n", err)
+	}
+	return drift, found
 }
 
 // clusterDrift plans up to driftSample live workloads of the kind of every active definition
 // (all namespaces) and returns, by definition origin, one line per path that resolved to
 // nothing: "drift: <path> (<expression>) resolved to nothing on N of M <Kind> workloads". Kinds
 // the cluster does not serve are skipped. A workload whose plan fails is a line too.
-func clusterDrift(ctx context.Context, cfg *rest.Config, reg *definitions.Registry) (map[string][]string, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dc.ServerGroups(); apierrors.IsNotFound(err) {
+func (c *kubeClients) clusterDrift(ctx context.Context, reg *definitions.Registry) (map[string][]string, error) {
+	if _, err := c.discovery.ServerGroups(); apierrors.IsNotFound(err) {
 		return nil, nil // no discovery (not a full API server): nothing to check
 	} else if err != nil {
 		return nil, err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	out := map[string][]string{}
 	for _, e := range reg.Entries() {
 		if !e.Active {
 			continue
 		}
 		gvk := e.Kind.GVK()
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		list, err := dyn.Resource(mapping.Resource).List(ctx, metav1.ListOptions{Limit: driftSample})
+		list, err := c.dynamic.Resource(mapping.Resource).List(ctx, metav1.ListOptions{Limit: driftSample})
 		if err != nil {
 			out[e.Origin] = append(out[e.Origin], fmt.Sprintf("drift: cannot list %s: %v", mapping.Resource.GroupResource(), err))
 			continue
 		}
-		c := reg.Lookup(gvk)
+		compiled := reg.Lookup(gvk)
 		misses := map[definitions.PathMiss]int{}
 		var failed []string
 		for i := range list.Items {
-			p, err := gang.Build(ctx, c, &list.Items[i])
+			p, err := gang.Build(ctx, compiled, &list.Items[i])
 			if err != nil {
 				failed = append(failed, fmt.Sprintf("drift: %s %s/%s does not plan: %v", gvk.Kind, list.Items[i].GetNamespace(), list.Items[i].GetName(), err))
 				continue
@@ -95,4 +90,23 @@ func clusterDrift(ctx context.Context, cfg *rest.Config, reg *definitions.Regist
 		out[e.Origin] = append(out[e.Origin], append(lines, failed...)...)
 	}
 	return out, nil
+}
+
+// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg with the
+// cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper refuses
+// (a path its kind's CRD cannot hold) as not active, with the grouper's problem (issue 31 point 8:
+// it was listed ACTIVE yes). Reading CRDs needs get on customresourcedefinitions; the linter
+// skips a kind whose CRD it cannot read.
+func (c *kubeClients) lintAgainstClusterCRDs(ctx context.Context, reg *definitions.Registry) error {
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(c.config, client.Options{Scheme: scheme, Mapper: c.mapper})
+	if err != nil {
+		return err
+	}
+	l := &crdlint.Linter{Registry: reg, Reader: cl, Mapper: c.mapper}
+	l.LintAll(ctrl.LoggerInto(ctx, logr.Discard()))
+	return nil
 }

@@ -2,14 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
@@ -73,13 +69,9 @@ func (v *workloadView) findingsColumn() string {
 // on several workloads is almost surely wrong, and the line says so. Findings an annotation
 // counts without listing them (past the first findings.MaxHealthFindings) have no reason to count
 // them by: one more line per definition says how many, on how many workloads.
-func clusterFindings(ctx context.Context, cfg *rest.Config) (map[string][]string, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	list, err := dyn.Resource(v2alpha2.SchemeGroupVersion.WithResource("podgroups")).List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+func (c *kubeClients) clusterFindings(ctx context.Context) (map[string][]string, error) {
+	pgs, err := c.listPodGroups(ctx, "")
+	if errors.Is(err, errNoPodGroupCRD) {
 		return nil, nil // no PodGroup CRD: nothing to summarise
 	}
 	if err != nil {
@@ -90,18 +82,18 @@ func clusterFindings(ctx context.Context, cfg *rest.Config) (map[string][]string
 	var order []key
 	omitted := map[string]map[string]string{} // definition -> owner UID -> "ns/name"
 	omittedCount := map[string]int{}
-	for _, pg := range list.Items {
-		def, ok := pg.GetAnnotations()[kaikeys.Definition]
-		v, has := pg.GetAnnotations()[findings.HealthAnnotation]
-		if !ok || !has || len(pg.GetOwnerReferences()) == 0 {
+	for _, pg := range pgs {
+		def, ok := pg.Annotations[kaikeys.Definition]
+		v, has := pg.Annotations[findings.HealthAnnotation]
+		if !ok || !has || len(pg.OwnerReferences) == 0 {
 			continue
 		}
 		h, err := findings.ParseHealth(v)
 		if err != nil {
 			continue
 		}
-		owner := pg.GetOwnerReferences()[0]
-		workload := fmt.Sprintf("%s %s/%s", owner.Kind, pg.GetNamespace(), owner.Name)
+		owner := pg.OwnerReferences[0]
+		workload := fmt.Sprintf("%s %s/%s", owner.Kind, pg.Namespace, owner.Name)
 		if h.Omitted > 0 && omitted[def][string(owner.UID)] == "" {
 			// Once per workload: each of its PodGroups carries the same annotation.
 			if omitted[def] == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -52,12 +53,10 @@ read; 2 unusable input.`,
 		ValidArgsFunction: completeKinds,
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
+	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
-	o.kube.addFlags(cmd)
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
+	o.kube.addFlags(cmd, true)
 	return cmd
 }
 
@@ -67,21 +66,9 @@ type getDocument struct {
 }
 
 func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
-		return err
-	}
-	c, err := o.kube.connect(stderr)
-	if err != nil {
-		return fail(ExitUnusable, "%v", err)
-	}
-	reg, err := c.liveRegistry(ctx, o.definitions, stderr)
+	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
 	if err != nil {
 		return err
-	}
-	warnProblems(stderr, reg)
-	m, err := c.resolveKind(kind, reg)
-	if err != nil {
-		return fail(ExitProblems, "%v", err)
 	}
 	ns := c.namespace
 	if o.allNamespaces {
@@ -99,33 +86,51 @@ func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Wri
 	})
 	doc := getDocument{Workloads: []*workloadView{}}
 	if len(objs) > 0 {
-		podNS := scope(m, ns)
-		var pods []*corev1.Pod
-		if pods, err = c.listPods(ctx, podNS); err != nil {
-			return fail(ExitProblems, "%v", err)
-		}
-		pgs, perr := c.listPodGroups(ctx, podNS)
-		if errors.Is(perr, errNoPodGroupCRD) {
-			fmt.Fprintf(stderr, "warning: %v\n", perr)
-		} else if perr != nil {
-			return fail(ExitProblems, "%v", perr)
-		}
-		doc.Workloads = describeAll(ctx, c, reg, objs, pods, pgs, !errors.Is(perr, errNoPodGroupCRD))
-	}
-	code := ExitOK
-	for _, v := range doc.Workloads {
-		if v.Error != "" {
-			code = ExitProblems
+		if doc.Workloads, err = c.describeLive(ctx, reg, objs, scope(m, ns), stderr); err != nil {
+			return err
 		}
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printGetTable(w, doc, ns) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printGetTable(w, doc, ns) }, planCode(doc.Workloads))
 }
 
-// describeAll attributes the pods to the workloads (one owner walk per pod, owners cached) and
-// describes each workload.
+// liveKind connects to the cluster, builds the live registry (its problems said on stderr) and
+// resolves kind through discovery: what describe and get both start with.
+func (k *kubeFlags) liveKind(ctx context.Context, kind string, paths []string, stderr io.Writer) (*kubeClients, *definitions.Registry, *meta.RESTMapping, error) {
+	c, err := k.connect(stderr)
+	if err != nil {
+		return nil, nil, nil, fail(ExitUnusable, "%v", err)
+	}
+	reg, err := c.liveRegistry(ctx, paths, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	warnProblems(stderr, reg)
+	m, err := c.resolveKind(kind, reg)
+	if err != nil {
+		return nil, nil, nil, fail(ExitProblems, "%v", err)
+	}
+	return c, reg, m, nil
+}
+
+// describeLive lists the pods and PodGroups of ns ("" for all) once and describes the workloads
+// objs (describeAll). A cluster without the PodGroup CRD is a warning: nothing to compare with.
+func (c *kubeClients) describeLive(ctx context.Context, reg *definitions.Registry, objs []*unstructured.Unstructured, ns string, stderr io.Writer) ([]*workloadView, error) {
+	pods, err := c.listPods(ctx, ns)
+	if err != nil {
+		return nil, fail(ExitProblems, "%v", err)
+	}
+	pgs, err := c.listPodGroups(ctx, ns)
+	live := !errors.Is(err, errNoPodGroupCRD)
+	if !live {
+		fmt.Fprintf(stderr, "warning: %v: no existing PodGroups to compare with\n", err)
+	} else if err != nil {
+		return nil, fail(ExitProblems, "%v", err)
+	}
+	return describeAll(ctx, c, reg, objs, pods, pgs, live), nil
+}
+
+// describeAll attributes the pods to the workloads (one owner walk per pod, owners read through
+// g) and describes each workload with the grouper's findings.
 func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, objs []*unstructured.Unstructured, pods []*corev1.Pod, pgs []*v2alpha2.PodGroup, live bool) []*workloadView {
 	byWorkload := attribute(ctx, pods, newRootsIndex(objs), g)
 	out := make([]*workloadView, len(objs))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,16 +41,16 @@ type grouperSettings struct {
 }
 
 // readGrouperSettings finds the grouper's Deployment (grouperSelector, every namespace) and reads
-// its settings. found is false when there is none, and when there are several (a warning naming
-// them: the labels are not proof, any namespace's user may copy them). Errors: listing Deployments or reading a ConfigMap failed
-// (forbidden, unreachable): the caller warns and goes on without.
-func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (*grouperSettings, bool, error) {
+// its settings: nil when there is none, and when there are several (a warning naming them: the
+// labels are not proof, any namespace's user may copy them). Errors: listing Deployments or
+// reading a ConfigMap failed (forbidden, unreachable): the caller warns and goes on without.
+func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (*grouperSettings, error) {
 	list, err := c.kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: grouperSelector})
 	if err != nil {
-		return nil, false, fmt.Errorf("listing the grouper's Deployment (%s): %w", grouperSelector, err)
+		return nil, fmt.Errorf("listing the grouper's Deployment (%s): %w", grouperSelector, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, false, nil
+		return nil, nil
 	}
 	items := list.Items
 	sort.Slice(items, func(i, j int) bool {
@@ -63,13 +65,13 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 		// first by name would let such a user choose the definitions and native table an admin's
 		// describe shows. With several, none is adopted.
 		fmt.Fprintf(warn, "warning: %d Deployments in the cluster carry the grouper's labels (%s): none of their settings are used (pass --definitions and --native-kinds-* of the grouper you mean)\n", len(items), strings.Join(names, ", "))
-		return nil, false, nil
+		return nil, nil
 	}
 	d := &items[0]
 	s := &grouperSettings{Deployment: d.Namespace + "/" + d.Name}
 	ctr := grouperContainer(d)
 	if ctr == nil {
-		return s, true, nil
+		return s, nil
 	}
 	var paths []string
 	strict := true
@@ -99,15 +101,10 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 		}
 		got, err := c.kube.CoreV1().ConfigMaps(d.Namespace).Get(ctx, cm, metav1.GetOptions{})
 		if err != nil {
-			return nil, false, fmt.Errorf("reading the grouper's definitions ConfigMap %s/%s: %w", d.Namespace, cm, err)
+			return nil, fmt.Errorf("reading the grouper's definitions ConfigMap %s/%s: %w", d.Namespace, cm, err)
 		}
 		s.ConfigMaps = append(s.ConfigMaps, d.Namespace+"/"+cm)
-		keys := make([]string, 0, len(got.Data))
-		for k := range got.Data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(got.Data)) {
 			if ext := filepath.Ext(k); ext != ".yaml" && ext != ".yml" && ext != ".json" {
 				continue // the grouper reads only these (definitions.DefinitionFiles)
 			}
@@ -120,7 +117,7 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 			s.Definitions = append(s.Definitions, ls...)
 		}
 	}
-	return s, true, nil
+	return s, nil
 }
 
 // grouperContainer is the Deployment's container named "grouper" (the chart's), else the first.
@@ -167,12 +164,11 @@ func splitList(v string) []string {
 // join --definitions as the file source, and its native-table flags are used unless this run set
 // its own. It says on warn what it adopted; a failure to read is a warning, never an error.
 func (c *kubeClients) adoptGrouper(ctx context.Context, reg *definitions.Registry, warn io.Writer) {
-	s, found, err := c.readGrouperSettings(ctx, warn)
+	s, err := c.readGrouperSettings(ctx, warn)
 	if err != nil {
 		fmt.Fprintf(warn, "warning: %v; the grouper's own definitions and native table are not used (pass --definitions and --native-kinds-*)\n", err)
-		return
 	}
-	if !found {
+	if s == nil {
 		return
 	}
 	var said []string

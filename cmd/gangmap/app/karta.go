@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -60,39 +59,37 @@ func runKarta(files []string, allowUnknown bool, stdout, stderr io.Writer) error
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
 	}
+	expanded, err := expandPaths(files, "definition")
+	if err != nil {
+		return fail(ExitUnusable, "%v", err)
+	}
 	var docs []string
 	problems := 0
-	for _, arg := range files {
-		expanded, err := expandDefinitionArg(arg)
+	for _, f := range expanded {
+		results := validateFile(f, !allowUnknown, compiler, nil)
+		for _, r := range results {
+			if r.Unreadable {
+				return fail(ExitUnusable, "%s: %s", f, r.Errors[0].Message)
+			}
+			if !r.Valid {
+				problems++
+				for _, e := range r.Errors {
+					fmt.Fprintf(stderr, "%s#%d: definition %q: %s\n", r.File, r.Document, r.Definition, joinField(e))
+				}
+			}
+		}
+		objs, err := readManifests([]string{f})
 		if err != nil {
 			return fail(ExitUnusable, "%v", err)
 		}
-		for _, f := range expanded {
-			results := validateFile(f, !allowUnknown, compiler, nil)
-			for _, r := range results {
-				if r.Unreadable {
-					return fail(ExitUnusable, "%s: %s", f, r.Errors[0].Message)
-				}
-				if !r.Valid {
-					problems++
-					for _, e := range r.Errors {
-						fmt.Fprintf(stderr, "%s#%d: definition %q: %s\n", r.File, r.Document, r.Definition, joinField(e))
-					}
-				}
-			}
-			objs, err := readManifests([]string{f})
+		for _, u := range objs {
+			out, err := ForCluster(u, schema)
 			if err != nil {
-				return fail(ExitUnusable, "%v", err)
+				problems++
+				fmt.Fprintf(stderr, "%s: %v\n", f, err)
+				continue
 			}
-			for _, u := range objs {
-				out, err := ForCluster(u, schema)
-				if err != nil {
-					problems++
-					fmt.Fprintf(stderr, "%s: %v\n", f, err)
-					continue
-				}
-				docs = append(docs, string(out))
-			}
+			docs = append(docs, string(out))
 		}
 	}
 	if problems > 0 {
@@ -100,18 +97,6 @@ func runKarta(files []string, allowUnknown bool, stdout, stderr io.Writer) error
 	}
 	_, err = io.WriteString(stdout, strings.Join(docs, "---\n"))
 	return err
-}
-
-// expandDefinitionArg is arg, or the definition files of the directory arg.
-func expandDefinitionArg(arg string) ([]string, error) {
-	if st, err := os.Stat(arg); err == nil && st.IsDir() {
-		files, err := definitions.DefinitionFiles(arg)
-		if err == nil && len(files) == 0 {
-			err = fmt.Errorf("no definition files (*.yaml, *.yml, *.json) in directory %s", arg)
-		}
-		return files, err
-	}
-	return []string{arg}, nil
 }
 
 // ForCluster returns the Karta u as the object to store in the cluster: spec.gangmap moved into

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -29,19 +30,21 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
 
-// kubeFlags are the cluster flags of the live commands (describe, get): --kubeconfig, --context
-// and -n/--namespace, as kubectl reads them.
+// kubeFlags are the cluster flags of the commands that read a cluster: --kubeconfig, --context
+// and (describe, get) -n/--namespace, as kubectl reads them.
 type kubeFlags struct {
 	kubeconfig string
 	context    string
 	namespace  string
 }
 
-func (k *kubeFlags) addFlags(cmd *cobra.Command) {
+func (k *kubeFlags) addFlags(cmd *cobra.Command, namespace bool) {
 	f := cmd.Flags()
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	f.StringVar(&k.context, "context", "", "kubeconfig context to use (default: the current context)")
-	f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace, else default)")
+	if namespace {
+		f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace, else default)")
+	}
 	_ = cmd.MarkFlagFilename("kubeconfig")
 }
 
@@ -53,6 +56,7 @@ type kubeClients struct {
 	dynamic   dynamic.Interface
 	metadata  metadata.Interface
 	kube      kubernetes.Interface
+	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
 	// owners caches owner lookups by UID for the whole command (hits and misses).
 	owners map[types.UID]*ownerEntry
@@ -97,8 +101,8 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 	if err != nil {
 		return nil, &configError{err}
 	}
-	cached := memory.NewMemCacheClient(disc)
-	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, func(s string) {
+	c.discovery = memory.NewMemCacheClient(disc)
+	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(c.discovery), c.discovery, func(s string) {
 		fmt.Fprintf(warn, "warning: %s\n", s)
 	})
 	return c, nil
@@ -266,4 +270,51 @@ func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.
 	}
 	c.adoptGrouper(ctx, reg, warn)
 	return reg, nil
+}
+
+// clusterRequestTimeout bounds each request to the API server, so an unreachable cluster fails
+// the listing instead of hanging it.
+const clusterRequestTimeout = 30 * time.Second
+
+// errNoKartaCRD says the cluster does not serve the Karta resource.
+var errNoKartaCRD = errors.New("the Karta CRD is not installed")
+
+// configError is a kubeconfig that does not load: unusable input, not a cluster problem.
+type configError struct{ err error }
+
+func (e *configError) Error() string {
+	if clientcmd.IsEmptyConfig(e.err) {
+		// client-go's own text suggests KUBERNETES_MASTER, which nothing here reads.
+		return "no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config"
+	}
+	return "loading the kubeconfig: " + e.err.Error()
+}
+func (e *configError) Unwrap() error { return e.err }
+
+// listKartas lists every Karta of the cluster through client and converts each with
+// definitions.FromUnstructured. A Karta that does not convert is reported on warn and skipped.
+// Errors: errNoKartaCRD when the cluster does not serve kartas.run.ai, or the API error as it is.
+func listKartas(ctx context.Context, client dynamic.Interface, warn io.Writer) ([]*definitions.Loaded, error) {
+	list, err := client.Resource(definitions.GroupVersionResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errNoKartaCRD
+		}
+		return nil, err
+	}
+	out := make([]*definitions.Loaded, 0, len(list.Items))
+	for i := range list.Items {
+		l, err := definitions.FromUnstructured(&list.Items[i])
+		if err != nil {
+			fmt.Fprintf(warn, "warning: skipping Karta %q from the cluster: %v\n", list.Items[i].GetName(), err)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// kartaResourceName is "kartas.run.ai", the resource the Karta CRD serves.
+func kartaResourceName() string {
+	return definitions.GroupVersionResource.GroupResource().String()
 }

@@ -76,7 +76,7 @@ Exit codes: 0 done (or nothing to change); 1 a workload could not be onboarded (
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document), a directory of them, or - for stdin (repeatable)")
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	f.StringVar(&o.schedulerName, "scheduler-name", defaultSchedulerName, "scheduler name set on every pod template (KAI's --scheduler-name)")
 	f.StringVar(&o.queue, "queue", "", "KAI queue: set as the queue label on the workload and every pod template")
 	f.StringVar(&o.queueLabelKey, "queue-label-key", defaultQueueLabelKey, "the queue label's key (KAI's --queue-label-key)")
@@ -158,7 +158,7 @@ func (o *onboardOptions) run(ctx context.Context, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
 	}
-	files, err := expandManifestPaths(o.files)
+	files, err := expandPaths(o.files, "")
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,21 +65,16 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document, kind: List), a directory of them, or - for stdin (repeatable)")
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
+	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	f.BoolVar(&o.strict, "strict", false, "refuse --definitions files with unknown fields even with --allow-unknown-fields")
 	f.BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "accept --definitions files with unknown fields, reported as warnings and left out (which can change the gang), for definitions newer than this gangmap; as the grouper's --strict-definitions=false. (default false: they are refused)")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "yaml"))
 	return cmd
 }
 
 func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
-		return err
-	}
 	objs, err := readManifests(o.files)
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -109,38 +105,34 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		doc.Plans = append(doc.Plans, e)
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }, code)
 }
 
 // supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them. They
 // are matched on group and kind: a Knative Service (serving.knative.dev) is a workload, a core
 // Service is not.
-var supportingKinds = map[schema.GroupKind]bool{
-	{Kind: "Namespace"}: true, {Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Kind: "Service"}: true,
-	{Kind: "ServiceAccount"}: true, {Kind: "PersistentVolumeClaim"}: true, {Kind: "LimitRange"}: true,
-	{Kind: "ResourceQuota"}:                                           true,
-	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                true,
-	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:         true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  true,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:               true,
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:               true,
-	{Group: "run.ai", Kind: "Karta"}:                                  true,
-	{Group: "scheduling.run.ai", Kind: "Queue"}:                       true,
-	{Group: "scheduling.run.ai", Kind: "PodGroup"}:                    true,
-	{Group: "trainer.kubeflow.org", Kind: "ClusterTrainingRuntime"}:   true,
-	{Group: "trainer.kubeflow.org", Kind: "TrainingRuntime"}:          true,
-	{Group: "serving.kserve.io", Kind: "LLMInferenceServiceConfig"}:   true,
-	// DRA objects a workload's pods claim devices through (issue 31 point 10: a
-	// ResourceClaimTemplate beside a JobSet made plan exit 1).
-	{Group: "resource.k8s.io", Kind: "ResourceClaimTemplate"}: true,
-	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:         true,
-	{Group: "resource.k8s.io", Kind: "DeviceClass"}:           true,
-}
+var supportingKinds = func() map[schema.GroupKind]bool {
+	m := map[schema.GroupKind]bool{}
+	for group, kinds := range map[string][]string{
+		"":                          {"Namespace", "ConfigMap", "Secret", "Service", "ServiceAccount", "PersistentVolumeClaim", "LimitRange", "ResourceQuota"},
+		"rbac.authorization.k8s.io": {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"},
+		"apiextensions.k8s.io":      {"CustomResourceDefinition"},
+		"scheduling.k8s.io":         {"PriorityClass"},
+		"networking.k8s.io":         {"NetworkPolicy"},
+		"run.ai":                    {"Karta"},
+		"scheduling.run.ai":         {"Queue", "PodGroup"},
+		"trainer.kubeflow.org":      {"ClusterTrainingRuntime", "TrainingRuntime"},
+		"serving.kserve.io":         {"LLMInferenceServiceConfig"},
+		// DRA objects a workload's pods claim devices through (issue 31 point 10: a
+		// ResourceClaimTemplate beside a JobSet made plan exit 1).
+		"resource.k8s.io": {"ResourceClaimTemplate", "ResourceClaim", "DeviceClass"},
+	} {
+		for _, k := range kinds {
+			m[schema.GroupKind{Group: group, Kind: k}] = true
+		}
+	}
+	return m
+}()
 
 // workloadsOnly keeps the objects that are workloads: top-level objects (no owner references)
 // that are not pods, PodGroups or supporting kinds (the same rule as describe -f). Each skipped
@@ -281,7 +273,7 @@ func workloadLabel(u *unstructured.Unstructured) string {
 // and *.json files in name order) and "-" for stdin. A file named twice (directly or through a
 // directory) is read once.
 func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
-	files, err := expandManifestPaths(paths)
+	files, err := expandPaths(paths, "")
 	if err != nil {
 		return nil, err
 	}
@@ -296,22 +288,21 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// expandManifestPaths lists the files of paths ("-" is standard input): a directory's manifest
-// files in name order, each file once (by absolute path) however often it is named.
-func expandManifestPaths(paths []string) ([]string, error) {
+// expandPaths lists the files of paths in order: a directory's *.yaml, *.yml and *.json files in
+// name order (definitions.DefinitionFiles), anything else as it is ("-" is standard input), each
+// file once (by absolute path) however often it is named. With what set, a directory without
+// such files is an error saying it has no <what> files.
+func expandPaths(paths []string, what string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, p := range paths {
 		files := []string{p}
-		if p != "-" {
-			st, err := os.Stat(p)
-			if err != nil {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			if files, err = definitions.DefinitionFiles(p); err != nil {
 				return nil, err
 			}
-			if st.IsDir() {
-				if files, err = manifestFiles(p); err != nil {
-					return nil, err
-				}
+			if len(files) == 0 && what != "" {
+				return nil, fmt.Errorf("no %s files (*.yaml, *.yml, *.json) in directory %s", what, p)
 			}
 		}
 		for _, f := range files {
@@ -327,51 +318,48 @@ func expandManifestPaths(paths []string) ([]string, error) {
 	return out, nil
 }
 
-func manifestFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var files []string
-	for _, e := range entries {
-		switch filepath.Ext(e.Name()) {
-		case ".yaml", ".yml", ".json":
-			if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-				files = append(files, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	sort.Strings(files)
-	return files, nil
+// addDefinitionsFlag registers --definitions (repeatable), its usage ending in more (what the
+// files come in addition to), and completes it with definition files.
+func addDefinitionsFlag(cmd *cobra.Command, p *[]string, more string) {
+	cmd.Flags().StringArrayVar(p, "definitions", nil, "Workload Map definition file or directory"+more+" (repeatable)")
+	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
 }
 
-// checkOutput rejects an output format outside allowed (a usage error).
-func checkOutput(output string, allowed ...string) error {
-	for _, a := range allowed {
-		if output == a {
+// addOutputFlag registers -o/--output with formats (the first is the default), completes it with
+// them, and refuses any other value before the command runs (a usage error).
+func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
+	last := len(formats) - 1
+	cmd.Flags().StringVarP(p, "output", "o", formats[0], "output format: "+strings.Join(formats[:last], ", ")+" or "+formats[last])
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(formats...))
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if slices.Contains(formats, *p) {
 			return nil
 		}
+		return fail(ExitUnusable, "unknown output format %q: use %s", *p, strings.Join(formats, ", "))
 	}
-	return fail(ExitUnusable, "unknown output format %q: use %s", output, strings.Join(allowed, ", "))
 }
 
-// writeDocument writes doc as indented JSON or YAML, or calls table for any other format.
-func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error) error {
+// writeDocument writes doc as indented JSON or YAML, or calls table for any other format, and
+// returns the command's result: exit code, or a failure to write.
+func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error, code int) error {
+	var err error
 	switch output {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		err = enc.Encode(doc)
 	case "yaml":
-		b, err := yaml.Marshal(doc)
-		if err != nil {
-			return err
+		var b []byte
+		if b, err = yaml.Marshal(doc); err == nil {
+			_, err = w.Write(b)
 		}
-		_, err = w.Write(b)
-		return err
 	default:
-		return table(w)
+		err = table(w)
 	}
+	if err != nil {
+		return fail(ExitProblems, "writing the output: %v", err)
+	}
+	return exitCode(code)
 }
 
 // fixedCompletion completes a flag with a fixed list of values.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -49,7 +48,7 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
 	for _, pg := range p.PodGroups {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", pg.Name, optInt(pg.MinMember), optInt(pg.MinSubGroup), subGroupList(pg.SubGroups), pg.Pods, pg.GPUs)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", pg.Name, optInt(pg.MinMember), optInt(pg.MinSubGroup), subGroupList(subGroupShapes(pg.SubGroups)), pg.Pods, pg.GPUs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -120,15 +119,8 @@ func gpuDetailNotes(roles []*gang.Role) []string {
 	for _, r := range roles {
 		d := r.GPUDetail
 		var parts []string
-		if len(d.MIG) > 0 {
-			names := make([]string, 0, len(d.MIG))
-			for n := range d.MIG {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				parts = append(parts, fmt.Sprintf("%s: %d", n, d.MIG[n]))
-			}
+		for _, n := range slices.Sorted(maps.Keys(d.MIG)) {
+			parts = append(parts, fmt.Sprintf("%s: %d", n, d.MIG[n]))
 		}
 		if d.MemoryMiB > 0 {
 			parts = append(parts, fmt.Sprintf("gpu-memory %d MiB", d.MemoryMiB))
@@ -148,15 +140,15 @@ func gpuDetailNotes(roles []*gang.Role) []string {
 
 // subGroupList renders sub-groups as name:minMember (parent/name:minMember when nested), comma
 // separated; "-" when there are none.
-func subGroupList(sgs []*gang.SubGroup) string {
+func subGroupList(sgs []subGroupShape) string {
 	if len(sgs) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(sgs))
 	for i, sg := range sgs {
 		name := sg.Name
-		if sg.Parent != nil {
-			name = *sg.Parent + "/" + name
+		if sg.Parent != "" {
+			name = sg.Parent + "/" + name
 		}
 		min := optInt(sg.MinMember)
 		if sg.MinSubGroup != nil {
@@ -195,4 +187,54 @@ func noPodGroupReason(p *gang.Plan) string {
 		}
 	}
 	return "no role has pods"
+}
+
+// printPlanTopology prints the plan's topology constraints (issue 30), when it has any: one row
+// for each PodGroup and sub-group with a constraint (KAI's TopologyConstraint fields: topology,
+// requiredTopologyLevel, preferredTopologyLevel), segments marked with their index, then each
+// segmented role's segment size, where it was read and the pod index that places its pods.
+func printPlanTopology(w io.Writer, p *gang.Plan) error {
+	type row struct{ pg, sg, segment, topology, required, preferred string }
+	var rows []row
+	for _, pg := range p.PodGroups {
+		if t := pg.Topology; t != nil {
+			rows = append(rows, row{pg.Name, "(PodGroup)", "-", t.TopologyName, dash(t.RequiredTopologyLevel), dash(t.PreferredTopologyLevel)})
+		}
+		for _, sg := range pg.SubGroups {
+			t := sg.Topology
+			if t == nil {
+				continue
+			}
+			name, seg := sg.Name, "-"
+			if sg.Parent != nil {
+				name = *sg.Parent + "/" + sg.Name
+			}
+			if sg.Segment != nil {
+				seg = fmt.Sprint(*sg.Segment)
+			}
+			rows = append(rows, row{pg.Name, name, seg, t.TopologyName, dash(t.RequiredTopologyLevel), dash(t.PreferredTopologyLevel)})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "  PODGROUP\tSUB-GROUP\tSEGMENT\tTOPOLOGY\tREQUIRED\tPREFERRED")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.pg, r.sg, r.segment, r.topology, r.required, r.preferred)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range p.Roles {
+		if s := r.Segments; s != nil {
+			leader := ""
+			if s.Leader != "" {
+				leader = fmt.Sprintf(", leader %s (%s)", s.Leader, s.Policy)
+			}
+			fmt.Fprintf(w, "  segments: role %s in segments of %d pods (%s), each pod by %s%s\n", r.Name, s.Size, s.SizeFrom, s.IndexPath, leader)
+		}
+	}
+	return nil
 }

@@ -126,11 +126,7 @@ func plannedShape(pg *gang.PodGroup, existing *v2alpha2.PodGroup) *podGroupShape
 		if sg.Deferred && sg.Parent == nil {
 			released++
 		}
-		ss := subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
-		if sg.Parent != nil {
-			ss.Parent = *sg.Parent
-		}
-		s.SubGroups = append(s.SubGroups, ss)
+		s.SubGroups = append(s.SubGroups, subGroupShapes([]*gang.SubGroup{sg})...)
 	}
 	if released > 0 && s.MinSubGroup != nil {
 		s.MinSubGroup = ptr.To(*s.MinSubGroup + released)
@@ -164,14 +160,19 @@ func admissions(views []*podGroupView, existing []*v2alpha2.PodGroup, pods []*co
 	}
 }
 
+// subGroupShapes are the shapes of the planned sub-groups sgs.
+func subGroupShapes(sgs []*gang.SubGroup) []subGroupShape {
+	out := make([]subGroupShape, len(sgs))
+	for i, sg := range sgs {
+		out[i] = subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup, Parent: ptr.Deref(sg.Parent, "")}
+	}
+	return out
+}
+
 func existingShape(pg *v2alpha2.PodGroup) *podGroupShape {
 	s := &podGroupShape{MinMember: pg.Spec.MinMember, MinSubGroup: pg.Spec.MinSubGroup, Queue: pg.Spec.Queue}
 	for _, sg := range pg.Spec.SubGroups {
-		ss := subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
-		if sg.Parent != nil {
-			ss.Parent = *sg.Parent
-		}
-		s.SubGroups = append(s.SubGroups, ss)
+		s.SubGroups = append(s.SubGroups, subGroupShape{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup, Parent: ptr.Deref(sg.Parent, "")})
 	}
 	return s
 }

@@ -3,7 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -25,12 +26,7 @@ func selectorMismatch(ctx context.Context, c *definitions.Compiled, pod map[stri
 		}
 		var why []string
 		labels := podLabelMap(pod)
-		keys := make([]string, 0, len(comp.MatchLabels))
-		for k := range comp.MatchLabels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(comp.MatchLabels)) {
 			got, ok := labels[k]
 			if !ok {
 				why = append(why, fmt.Sprintf("matchLabels %s wants %q, the pod has no such label", k, comp.MatchLabels[k]))
@@ -80,14 +76,5 @@ func podLabelsText(labels map[string]string) string {
 	if len(labels) == 0 {
 		return "; the pod has no labels"
 	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + labels[k]
-	}
-	return "; pod labels: " + strings.Join(parts, ", ")
+	return "; pod labels: " + pairsText(labels, ", ")
 }

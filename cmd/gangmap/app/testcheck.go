@@ -3,7 +3,8 @@ package app
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -94,13 +95,8 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 		listed[p.Pod] = true
 	}
 	pods, unclaimed := podsByName(v)
-	names := make([]string, 0, len(pods))
-	for n := range pods {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var out []string
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(pods)) {
 		p := pods[n]
 		switch {
 		case listed[n]:
@@ -117,21 +113,11 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 // which are unclaimed.
 func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
 	out := map[string]*podView{}
-	var walk func(*componentNode)
-	walk = func(n *componentNode) {
-		if n == nil {
-			return
+	eachInstance(v.Tree, func(_ *componentNode, in *instanceNode) {
+		for _, p := range in.Pods {
+			out[p.Name] = p
 		}
-		for _, in := range n.Instances {
-			for _, p := range in.Pods {
-				out[p.Name] = p
-			}
-		}
-		for _, ch := range n.Children {
-			walk(ch)
-		}
-	}
-	walk(v.Tree)
+	})
 	unclaimed := map[*podView]bool{}
 	for _, p := range v.Unclaimed {
 		out[p.Name] = p

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -103,10 +104,9 @@ found, a bad --run, a missing directory).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.definitions, "definitions", nil, "Workload Map definition file or directory, in addition to the built-in catalog (repeatable)")
+	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	f.StringVar(&o.filter, "run", "", "run only the cases whose name matches this regular expression")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print the plan's notes of passing cases too")
-	_ = cmd.MarkFlagFilename("definitions", "yaml", "yml", "json")
 	return cmd
 }
 
@@ -359,32 +359,21 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 	if want.PodGroups != nil {
 		w := *want.PodGroups
 		got := make([]expectPodGroup, 0, len(v.PodGroups))
-		i := 0
 		for _, pv := range v.PodGroups {
 			if pv.Planned == nil {
 				continue
 			}
-			var like expectPodGroup
-			if i < len(w) {
-				like = w[i]
+			g := expectPodGroup{Name: ptr.To(pv.Name), Pods: ptr.To(pv.Planned.Pods), GPUs: ptr.To(pv.Planned.GPUs.Devices())}
+			if i := len(got); i < len(w) {
+				g = onlyGiven(w[i], g)
 			}
-			i++
-			g := expectPodGroup{MinMember: pv.Planned.MinMember, MinSubGroup: pv.Planned.MinSubGroup}
+			g.MinMember, g.MinSubGroup = pv.Planned.MinMember, pv.Planned.MinSubGroup
 			for _, sg := range pv.Planned.SubGroups {
 				es := expectSubGroup{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
 				if sg.Parent != "" {
 					es.Parent = ptr.To(sg.Parent)
 				}
 				g.SubGroups = append(g.SubGroups, es)
-			}
-			if like.Name != nil || i > len(w) {
-				g.Name = ptr.To(pv.Name)
-			}
-			if like.Pods != nil || i > len(w) {
-				g.Pods = ptr.To(pv.Planned.Pods)
-			}
-			if like.GPUs != nil || i > len(w) {
-				g.GPUs = ptr.To(pv.Planned.GPUs.Devices())
 			}
 			got = append(got, g)
 		}
@@ -394,74 +383,19 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		w := *want.Roles
 		got := make([]expectRole, 0, len(v.Roles))
 		for i, r := range v.Roles {
-			like := expectRole{}
-			all := i >= len(w)
-			if !all {
-				like = w[i]
-			}
-			g := expectRole{Name: r.Name}
-			if like.Component != nil || all {
-				g.Component = ptr.To(r.Component)
-			}
-			if like.Instance != nil || all {
-				g.Instance = ptr.To(r.Instance)
-			}
-			if like.Replicas != nil || all {
-				g.Replicas = ptr.To(r.Replicas)
-			}
-			if like.MinReplicas != nil || all {
-				g.MinReplicas = ptr.To(r.MinReplicas)
-			}
-			if like.Pods != nil || all {
-				g.Pods = ptr.To(r.Pods)
-			}
-			if like.GangPods != nil || all {
-				g.GangPods = ptr.To(r.GangPods)
-			}
-			if like.GPUsPerPod != nil || all {
-				g.GPUsPerPod = ptr.To(r.GPUsPerPod.Devices())
-			}
-			if like.GPUs != nil || all {
-				g.GPUs = ptr.To(r.GPUs.Devices())
+			g := expectRole{Name: r.Name, Component: ptr.To(r.Component), Instance: ptr.To(r.Instance), Replicas: ptr.To(r.Replicas),
+				MinReplicas: ptr.To(r.MinReplicas), Pods: ptr.To(r.Pods), GangPods: ptr.To(r.GangPods),
+				GPUsPerPod: ptr.To(r.GPUsPerPod.Devices()), GPUs: ptr.To(r.GPUs.Devices())}
+			if i < len(w) {
+				g = onlyGiven(w[i], g)
 			}
 			got = append(got, g)
 		}
 		diff("roles", w, got)
 	}
 	if len(want.Placements) > 0 {
-		pods, unclaimed := podsByName(v)
-		roleOf := map[[2]string]string{}
-		for _, r := range v.Roles {
-			roleOf[[2]string{r.Component, r.Instance}] = r.Name
-		}
-		got := make([]expectPlacement, 0, len(want.Placements))
-		for _, w := range want.Placements {
-			g := expectPlacement{Pod: w.Pod}
-			p := pods[w.Pod]
-			if p == nil {
-				out = append(out, fmt.Sprintf("placements: no pod %q in %s", w.Pod, testManifestFile))
-				continue
-			}
-			if w.Role != nil {
-				g.Role = ptr.To(roleOf[[2]string{p.component, p.instance}])
-			}
-			if w.PodGroup != nil {
-				g.PodGroup = ptr.To(p.PodGroup)
-			}
-			if w.SubGroup != nil {
-				g.SubGroup = ptr.To(p.SubGroup)
-			}
-			if w.Unclaimed != nil {
-				g.Unclaimed = ptr.To(unclaimed[p])
-			}
-			got = append(got, g)
-		}
-		kept := make([]expectPlacement, 0, len(want.Placements))
-		for _, w := range want.Placements {
-			if pods[w.Pod] != nil {
-				kept = append(kept, w)
-			}
-		}
+		kept, got, missing := placements(v, want.Placements)
+		out = append(out, missing...)
 		diff("placements", kept, got)
 	}
 	for _, n := range want.Notes {
@@ -477,4 +411,38 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		}
 	}
 	return out
+}
+
+// placements is where the plan puts each pod want lists (got), next to the entries of want whose
+// pod the manifest has (kept); a pod it lacks is a failure (missing).
+func placements(v *workloadView, want []expectPlacement) (kept, got []expectPlacement, missing []string) {
+	pods, unclaimed := podsByName(v)
+	roleOf := map[[2]string]string{}
+	for _, r := range v.Roles {
+		roleOf[[2]string{r.Component, r.Instance}] = r.Name
+	}
+	kept, got = make([]expectPlacement, 0, len(want)), make([]expectPlacement, 0, len(want))
+	for _, w := range want {
+		p := pods[w.Pod]
+		if p == nil {
+			missing = append(missing, fmt.Sprintf("placements: no pod %q in %s", w.Pod, testManifestFile))
+			continue
+		}
+		kept = append(kept, w)
+		got = append(got, onlyGiven(w, expectPlacement{Pod: w.Pod, Role: ptr.To(roleOf[[2]string{p.component, p.instance}]),
+			PodGroup: ptr.To(p.PodGroup), SubGroup: ptr.To(p.SubGroup), Unclaimed: ptr.To(unclaimed[p])}))
+	}
+	return kept, got, missing
+}
+
+// onlyGiven is got with each pointer field that want leaves nil (not given in expect.yaml) set to
+// nil too, so that only what expect.yaml gives is compared; other fields are kept.
+func onlyGiven[T any](want, got T) T {
+	w, g := reflect.ValueOf(&want).Elem(), reflect.ValueOf(&got).Elem()
+	for i := range g.NumField() {
+		if f := g.Field(i); f.Kind() == reflect.Pointer && w.Field(i).IsNil() {
+			f.SetZero()
+		}
+	}
+	return got
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -71,9 +71,8 @@ or not valid YAML).`,
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: a gang no pod can be placed in by elimination, an empty specDefinition, unknown fields even with --allow-unknown-fields")
 	cmd.Flags().BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "report unknown fields as warnings instead of errors (definitions newer than this gangmap; the grouper's --strict-definitions=false)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addOutputFlag(cmd, &o.output, "text", "json")
 	cmd.Flags().StringArrayVar(&o.crds, "crd", nil, "workload CRD file(s) whose schema the definitions' paths are checked against (repeatable)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion("text", "json"))
 	return cmd
 }
 
@@ -104,9 +103,6 @@ type fieldMessage struct {
 }
 
 func (o *validateOptions) run(files []string, stdout io.Writer) error {
-	if err := checkOutput(o.output, "text", "json"); err != nil {
-		return err
-	}
 	compiler, err := newCompiler()
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -116,27 +112,13 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		return fail(ExitUnusable, "%v", err)
 	}
 	doc := validateDocument{Results: []validateResult{}}
-	seen := map[string]bool{}
-	for _, arg := range files {
-		expanded := []string{arg}
-		if st, err := os.Stat(arg); err == nil && st.IsDir() {
-			if expanded, err = definitions.DefinitionFiles(arg); err != nil {
-				return fail(ExitUnusable, "%v", err)
-			}
-			if len(expanded) == 0 {
-				// A wrong directory must not pass a CI check by having nothing to check.
-				return fail(ExitUnusable, "no definition files (*.yaml, *.yml, *.json) in directory %s", arg)
-			}
-		}
-		for _, f := range expanded {
-			if abs, err := filepath.Abs(f); err == nil && f != "-" {
-				if seen[abs] {
-					continue // named twice: checked once
-				}
-				seen[abs] = true
-			}
-			doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
-		}
+	paths, err := expandPaths(files, "definition")
+	if err != nil {
+		// A wrong directory must not pass a CI check by having nothing to check.
+		return fail(ExitUnusable, "%v", err)
+	}
+	for _, f := range paths {
+		doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
 	}
 	markConflicts(doc.Results)
 	if o.strict {
@@ -144,19 +126,14 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		// the workload's CRD schema says can never resolve always is).
 		for i := range doc.Results {
 			r := &doc.Results[i]
-			var keep []fieldMessage
-			for _, w := range r.Warnings {
-				if w.Field != "" && strings.Contains(w.Message, "never places a pod by elimination") {
-					r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
-					r.Valid = false
-					continue
+			r.Warnings = slices.DeleteFunc(r.Warnings, func(w fieldMessage) bool {
+				if w.Field == "" || !strings.Contains(w.Message, "never places a pod by elimination") {
+					return false
 				}
-				keep = append(keep, w)
-			}
-			if keep == nil {
-				keep = []fieldMessage{}
-			}
-			r.Warnings = keep
+				r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
+				r.Valid = false
+				return true
+			})
 		}
 	}
 	code := ExitOK
@@ -168,10 +145,7 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 			code = ExitProblems
 		}
 	}
-	if err := writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }); err != nil {
-		return fail(ExitProblems, "writing the output: %v", err)
-	}
-	return exitCode(code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }, code)
 }
 
 // validateFile checks every definition in path. Each YAML document is decoded on its own, so

@@ -2,10 +2,11 @@ package app
 
 import (
 	"fmt"
-	"github.com/gangmap/gangmap/internal/buildversion"
 	"runtime"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gangmap/gangmap/internal/buildversion"
 )
 
 // Version is gangmap's version, set at build time with

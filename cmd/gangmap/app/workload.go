@@ -200,3 +200,26 @@ func (v *workloadView) statusText() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// planCode is ExitProblems when some workload has no plan, else ExitOK.
+func planCode(views []*workloadView) int {
+	for _, v := range views {
+		if v.Error != "" {
+			return ExitProblems
+		}
+	}
+	return ExitOK
+}
+
+// eachInstance calls f on every instance of the tree under n, with its component.
+func eachInstance(n *componentNode, f func(*componentNode, *instanceNode)) {
+	if n == nil {
+		return
+	}
+	for _, in := range n.Instances {
+		f(n, in)
+	}
+	for _, ch := range n.Children {
+		eachInstance(ch, f)
+	}
+}
