@@ -32,6 +32,22 @@ type Registry struct {
 	// generation counts changes of the winners; plans cached under an older one are stale.
 	generation int64
 	listeners  []func()
+	// vetter checks new cluster and file definitions before they can win (SetVetter).
+	vetter Vetter
+}
+
+// Vetter checks definitions before SetSource lets them win and returns the ones to refuse, by
+// RefusalKey, each with its message (as Refuse takes them). The grouper's is the CRD schema lint
+// (podgrouper/runtime/crdlint): without it a definition with a path its CRD cannot hold would be
+// used from its load until the lint ran, long enough to rewrite live gangs' PodGroups with it.
+type Vetter func(defs []*Loaded) map[string]string
+
+// SetVetter sets the Vetter SetSource runs on every cluster and file definition whose content it
+// has not compiled before (a catalog definition is never vetted: it is only reported).
+func (r *Registry) SetVetter(v Vetter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vetter = v
 }
 
 type compileResult struct {
@@ -71,7 +87,14 @@ func (r *Registry) OnChange(f func()) {
 // SetSource replaces every definition of one source and recomputes the winners. Definitions
 // unchanged since the last call are not recompiled.
 func (r *Registry) SetSource(src Source, defs []*Loaded) {
+	refuse := r.vet(src, defs)
 	r.mu.Lock()
+	for k, msg := range refuse {
+		if r.refused == nil {
+			r.refused = map[string]string{}
+		}
+		r.refused[k] = msg
+	}
 	r.sources[src] = defs
 	r.recompute()
 	listeners := append([]func(){}, r.listeners...)
@@ -79,6 +102,27 @@ func (r *Registry) SetSource(src Source, defs []*Loaded) {
 	for _, f := range listeners {
 		f()
 	}
+}
+
+// vet runs the Vetter (without the registry's lock: it may read the API server) on the
+// definitions of a cluster or file source whose content was not compiled before.
+func (r *Registry) vet(src Source, defs []*Loaded) map[string]string {
+	if src == SourceCatalog {
+		return nil
+	}
+	r.mu.RLock()
+	v := r.vetter
+	var fresh []*Loaded
+	for _, l := range defs {
+		if _, ok := r.cache[cacheKey(l)]; !ok {
+			fresh = append(fresh, l)
+		}
+	}
+	r.mu.RUnlock()
+	if v == nil || len(fresh) == 0 {
+		return nil
+	}
+	return v(fresh)
 }
 
 // Lookup returns the winning definition for a workload kind, or nil (a literal nil, never a

@@ -158,7 +158,7 @@ func printKeepHelp(assets, kubeconfig string) {
 	fmt.Printf(`kubeconfig: %[2]s
   export KUBECONFIG=%[2]s
   %[1]s/kubectl get podgroups -n %[3]s
-  go run ./cmd/gangmap get customjobs -n %[3]s
+  go run ./cmd/gangmap get customjobs -n %[3]s --definitions %[4]s
   go run ./cmd/gangmap describe customjob/finetune -n %[3]s --definitions %[4]s
 The grouper runs in this process: new workloads of the example kinds are grouped while it runs
 (the control plane has no operators: their pods are yours to create).

@@ -102,6 +102,9 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	linter := &crdlint.Linter{Registry: registry, Reader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Elected: mgr.Elected()}
 	registry.OnChange(linter.Changed)
+	// A cluster or file definition is linted before it can win, not only after (the lint runs on
+	// its own): a definition its CRD refuses must never regroup live workloads.
+	registry.SetVetter(linter.Vet)
 	if err := mgr.Add(linter); err != nil {
 		return nil, nil, err
 	}

@@ -98,6 +98,9 @@ func (c *kubeClients) clusterDrift(ctx context.Context, reg *definitions.Registr
 // it was listed ACTIVE yes). Reading CRDs needs get on customresourcedefinitions; the linter
 // skips a kind whose CRD it cannot read.
 func (c *kubeClients) lintAgainstClusterCRDs(ctx context.Context, reg *definitions.Registry) error {
+	if c.config == nil {
+		return nil // no cluster (offline)
+	}
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return err

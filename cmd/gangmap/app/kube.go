@@ -251,6 +251,12 @@ func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns s
 	return out, nil
 }
 
+// lintLiveRegistry lints the live registry against the cluster's CRDs (tests replace it: their
+// clients are fakes with no REST config).
+var lintLiveRegistry = func(ctx context.Context, c *kubeClients, reg *definitions.Registry) error {
+	return c.lintAgainstClusterCRDs(ctx, reg)
+}
+
 // liveRegistry is the offline registry (catalog and --definitions) with the cluster's Karta
 // objects on top, and the definition files and native table of the grouper installed in the
 // cluster (adoptGrouper), as that grouper sees them. The cluster source is best effort: a
@@ -269,6 +275,12 @@ func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.
 		reg.SetSource(definitions.SourceCluster, loaded)
 	}
 	c.adoptGrouper(ctx, reg, warn)
+	// The grouper refuses a cluster or file definition with a path its kind's CRD cannot hold
+	// (podgrouper/runtime/crdlint): refuse it here too, so that describe and get show what the
+	// grouper does (the kind's pods held, GangmapGroupingFailed) rather than a plan it never uses.
+	if err := lintLiveRegistry(ctx, c, reg); err != nil {
+		fmt.Fprintf(warn, "warning: cannot check the definitions against the cluster's CRDs: %v\n", err)
+	}
 	return reg, nil
 }
 

@@ -165,11 +165,62 @@ func (l *Linter) LintAll(ctx context.Context) {
 			msgs = append(msgs, l.report(ctx, ld, crd, f))
 		}
 		if len(msgs) > 0 && ld.Source != definitions.SourceCatalog {
-			refused[key] = fmt.Sprintf("refused: %d path(s) can never resolve on CRD %s (gangmap validate --crd says the same): %s", len(msgs), crd.Name, strings.Join(msgs, "; "))
+			refused[key] = refusal(crd, msgs)
 		}
 	}
 	l.refused = refused
 	l.Registry.Refuse(refused)
+}
+
+// vetTimeout bounds the CRD reads of one Vet call.
+const vetTimeout = 10 * time.Second
+
+// Vet is the registry's Vetter (Registry.SetVetter): it lints the given cluster and file
+// definitions against their CRDs before they can win, and returns those to refuse, so that a
+// definition with a path its CRD cannot hold is never used, not even until the next LintAll
+// (which the same change triggers, and which reports it). A CRD it cannot read refuses nothing
+// here: LintAll decides.
+func (l *Linter) Vet(defs []*definitions.Loaded) map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), vetTimeout)
+	defer cancel()
+	refused := map[string]string{}
+	for _, ld := range defs {
+		if ld.Source == definitions.SourceCatalog {
+			continue
+		}
+		root := ld.Karta.Spec.StructureDefinition.RootComponent.Kind
+		if root == nil {
+			continue
+		}
+		crd, err := l.crd(ctx, root.GVK())
+		if err != nil {
+			continue
+		}
+		fs, err := schemalint.Lint(ld.Karta, crd)
+		if err != nil {
+			continue
+		}
+		var msgs []string
+		for _, f := range fs {
+			if !f.Unchecked {
+				msgs = append(msgs, message(crd, f))
+			}
+		}
+		if len(msgs) > 0 {
+			refused[definitions.RefusalKey(ld)] = refusal(crd, msgs)
+		}
+	}
+	return refused
+}
+
+// message is one finding's text, as reported and refused.
+func message(crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) string {
+	return fmt.Sprintf("%s: %s: %s (CRD %s)", f.Field, f.Path, f.Message, crd.Name)
+}
+
+// refusal is the Problem message of a definition refused for msgs.
+func refusal(crd *apiextensionsv1.CustomResourceDefinition, msgs []string) string {
+	return fmt.Sprintf("refused: %d path(s) can never resolve on CRD %s (gangmap validate --crd says the same): %s", len(msgs), crd.Name, strings.Join(msgs, "; "))
 }
 
 // crd reads the CRD of gvk (named <plural>.<group>).
@@ -194,7 +245,7 @@ func (l *Linter) crd(ctx context.Context, gvk schema.GroupVersionKind) (*apiexte
 // CRD version, and returns the finding's message.
 func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) string {
 	md := ld.Karta.Metadata
-	msg := fmt.Sprintf("%s: %s: %s (CRD %s)", f.Field, f.Path, f.Message, crd.Name)
+	msg := message(crd, f)
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s", ld.Origin, md.UID, md.ResourceVersion, crd.ResourceVersion, f.Field, f.Path)
 	if l.reported[key] || !l.leads() {
 		return msg

@@ -111,3 +111,37 @@ func TestCatalogDefinitionOnlyReported(t *testing.T) {
 	assert.Equal(t, definitions.SourceCatalog, c.Loaded.Source)
 	assert.Empty(t, rec.Events, "a replica that does not lead sends no Event")
 }
+
+// TestVetRefusesBeforeUse: with the linter as the registry's Vetter (as the grouper wires it), a
+// definition with a path its CRD cannot hold is refused as it loads, never used, not even until
+// the next LintAll: in between, the grouper regroups live workloads with the winner (a worker
+// replicasPath misspelt without a default planned 0 workers and rewrote a live gang's PodGroup to
+// its launcher alone). Its fix is used as it loads.
+func TestVetRefusesBeforeUse(t *testing.T) {
+	b, err := os.ReadFile("../../../examples/definitions/customjob-karta.yaml")
+	require.NoError(t, err)
+	good := string(b)
+	typo := strings.Replace(good, "replicasPath: .spec.worker.replicas}", "replicasPath: .spec.worker.replica}", 1)
+	require.NotEqual(t, good, typo)
+	l, reg, _ := linterFor(t, good)
+	reg.SetVetter(l.Vet)
+	require.NotNil(t, reg.Lookup(customJob))
+
+	setFile(t, reg, typo)
+	assert.Nil(t, reg.Lookup(customJob), "a definition its CRD refuses is used until the next lint")
+	var problems []definitions.Problem
+	for _, p := range reg.Problems() {
+		if p.Reason == definitions.ReasonPathCannotResolve {
+			problems = append(problems, p)
+		}
+	}
+	require.Len(t, problems, 1)
+	assert.Contains(t, problems[0].Message, "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.worker.replica")
+	assert.Contains(t, reg.Unusable(customJob), "PathCannotResolve")
+
+	l.LintAll(context.Background())
+	assert.Nil(t, reg.Lookup(customJob), "the lint keeps it refused")
+
+	setFile(t, reg, good)
+	assert.NotNil(t, reg.Lookup(customJob), "the fixed definition is used as it loads")
+}
