@@ -3,6 +3,8 @@ package definitions
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -196,7 +198,8 @@ func (r *resolver) component(comp *Component) (*ResolvedComponent, error) {
 		return nil, err
 	}
 	ppr := gangmapPath.Child("components").Key(comp.Name).Child("podsPerReplicaPath")
-	if err := r.ints(comp, comp.PodsPerReplica, ppr, rc, func(i *Instance, v int64) { i.PodsPerReplica = v }); err != nil {
+	podsPerReplicaRead := map[*Instance]bool{}
+	if err := r.ints(comp, comp.PodsPerReplica, ppr, rc, func(i *Instance, v int64) { i.PodsPerReplica, podsPerReplicaRead[i] = v, true }); err != nil {
 		return nil, err
 	}
 	cp := gangmapPath.Child("components").Key(comp.Name)
@@ -223,8 +226,31 @@ func (r *resolver) component(comp *Component) (*ResolvedComponent, error) {
 		if err := r.templates(comp, rc); err != nil {
 			return nil, err
 		}
+		if err := unknownCount(comp, rc, podsPerReplicaRead); err != nil {
+			return nil, err
+		}
 	}
 	return rc, nil
+}
+
+// unknownCount is an UnknownCountError for the first instance of rc whose pod template resolved
+// (the operator will create its pods) while its replicasPath, or gangmap's podsPerReplicaPath,
+// resolved to nothing. A role with neither a template nor a count is absent (0 pods, no error).
+func unknownCount(comp *Component, rc *ResolvedComponent, podsPerReplicaRead map[*Instance]bool) error {
+	sp := comp.Path.Child("scaleDefinition", "replicasPath")
+	ppr := gangmapPath.Child("components").Key(comp.Name).Child("podsPerReplicaPath")
+	for _, inst := range rc.Instances {
+		if inst.Template == nil {
+			continue
+		}
+		if comp.Replicas != nil && inst.Replicas == nil {
+			return &UnknownCountError{Path: sp.String() + instanceSuffix(inst), Expression: comp.Replicas.Source()}
+		}
+		if comp.PodsPerReplica != nil && !podsPerReplicaRead[inst] {
+			return &UnknownCountError{Path: ppr.String() + instanceSuffix(inst), Expression: comp.PodsPerReplica.Source()}
+		}
+	}
+	return nil
 }
 
 func (r *resolver) instanceIDs(comp *Component) ([]string, error) {
@@ -285,6 +311,9 @@ func (r *resolver) values(comp *Component, prog expr.Program, p *field.Path, n i
 			return out, nil
 		case len(res) == n:
 			copy(out, res)
+			if slices.Contains(out, nil) {
+				r.miss(p, prog) // some instances read nothing here
+			}
 		case len(res) == 1:
 			for i := range out {
 				out[i] = res[0]
@@ -308,6 +337,8 @@ func (r *resolver) values(comp *Component, prog expr.Program, p *field.Path, n i
 	return out, nil
 }
 
+// ints evaluates prog per instance of rc and sets each whole number it gives with set; an
+// instance where it resolves to nothing is left as it is (unknownCount then judges the counts).
 func (r *resolver) ints(comp *Component, prog expr.Program, p *field.Path, rc *ResolvedComponent, set func(*Instance, int64)) error {
 	vals, err := r.values(comp, prog, p, len(rc.Instances))
 	if err != nil {
@@ -416,6 +447,33 @@ func (r *resolver) eval(prog expr.Program, p *field.Path) ([]any, error) {
 func (r *resolver) miss(p *field.Path, prog expr.Program) {
 	r.w.Misses = append(r.w.Misses, PathMiss{Path: p.String(), Expression: prog.Source()})
 }
+
+// UnknownCountError is a role's pod count (a component's replicasPath, or gangmap's
+// podsPerReplicaPath) that resolved to nothing on the workload: a misspelt path, or a field the
+// workload leaves out with no default in the expression. Counting such a role as 0 pods, or as 1,
+// would write a gang smaller than the pods the operator creates, and KAI would admit it without
+// them; so the plan fails instead (the grouper holds the workload's pods and reports the error,
+// docs/findings.md) until the definition gives the count, e.g. with a default: `.spec.x // 1`.
+type UnknownCountError struct {
+	// Path is the definition field, with the instance when the component has several
+	// (spec.structureDefinition.childComponents[worker].scaleDefinition.replicasPath).
+	Path string
+	// Expression is the field's expression as written.
+	Expression string
+}
+
+// Error names the field, its expression and the fix.
+func (e *UnknownCountError) Error() string {
+	fix := "give its default in the expression: '... // 1'"
+	if simplePath.MatchString(e.Expression) {
+		fix = fmt.Sprintf("give its default in the expression: '%s // 1'", e.Expression)
+	}
+	return fmt.Sprintf("%s (%s) resolved to nothing on this workload: expected a whole number of pods; the role's count, and so its gang, is unknown (a misspelt path, or a field the workload leaves out: %s)", e.Path, e.Expression, fix)
+}
+
+// simplePath is a plain jq field path (.spec.worker.replicas), to which a default can be added as
+// it is written.
+var simplePath = regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
 
 // fromMap decodes a JSON value into a typed Kubernetes struct.
 func fromMap(v any, into any) error {

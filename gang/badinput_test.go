@@ -311,3 +311,36 @@ func BenchmarkHugeDefinitionPlan(b *testing.B) {
 		b.Fatalf("planning a %d-component workload took %v, over %v", hugeComponents, per, hugeBound)
 	}
 }
+
+// TestUnknownCountFailsThePlan: a role whose pod template is in the workload but whose count
+// resolves to nothing (the field left out with no default in the expression, or a misspelt path)
+// fails the plan, naming the field and the fix, instead of planning the role as 0 pods: the gang
+// would then be written without the role and KAI would admit the other roles alone (found by a
+// new user's TrainRun: its worker count missing, the launcher's PodGroup admitted alone). A
+// default in the expression (// 1) is a count, and is noted as a default.
+func TestUnknownCountFailsThePlan(t *testing.T) {
+	c := badCompiled(t, badDef)
+	_, err := gang.Build(context.Background(), c, badWorkload("bj", "uid-1", nil))
+	var unknown *definitions.UnknownCountError
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, badReplicasPath, unknown.Path)
+	assert.Equal(t, ".spec.worker.replicas", unknown.Expression)
+	assert.Contains(t, err.Error(), "'.spec.worker.replicas // 1'")
+
+	misspelt := badCompiled(t, strings.Replace(badDef, "replicasPath: .spec.worker.replicas}", "replicasPath: .spec.worker.replica}", 1))
+	_, err = gang.Build(context.Background(), misspelt, badWorkload("bj", "uid-1", int64(4)))
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, ".spec.worker.replica", unknown.Expression)
+
+	defaulted := badCompiled(t, strings.Replace(badDef, "replicasPath: .spec.worker.replicas}", "replicasPath: '.spec.worker.replicas // 1'}", 1))
+	p, err := gang.Build(context.Background(), defaulted, badWorkload("bj", "uid-1", nil))
+	require.NoError(t, err)
+	require.Len(t, p.PodGroups, 1)
+	assert.Equal(t, int64(2), p.PodGroups[0].Pods, "the coordinator and the default's one worker")
+
+	// gangmap's podsPerReplicaPath is a count too.
+	perReplica := badCompiled(t, strings.Replace(badDef, "  optimizationInstructions:", "  gangmap:\n    components:\n      - {name: worker, podsPerReplicaPath: .spec.worker.size}\n  optimizationInstructions:", 1))
+	_, err = gang.Build(context.Background(), perReplica, badWorkload("bj", "uid-1", int64(2)))
+	require.ErrorAs(t, err, &unknown)
+	assert.Equal(t, "spec.gangmap.components[worker].podsPerReplicaPath", unknown.Path)
+}

@@ -457,19 +457,38 @@ func TestDescribeManifestLoosePodAndClusterFlags(t *testing.T) {
 }
 
 // get says when a row's plan read nothing at a definition path (a misspelt or drifted field):
-// the numbers would otherwise look plausible.
+// the numbers would otherwise look plausible. A misspelt count (replicasPath) is no note but the
+// row's error, naming the field: the role's pod count, and so the gang, is unknown
+// (definitions.UnknownCountError).
 func TestGetNotesPathMisses(t *testing.T) {
 	objs, err := readManifests([]string{seedCopy})
 	require.NoError(t, err)
 	in, err := splitManifest(objs, io.Discard)
 	require.NoError(t, err)
-	reg, err := newOfflineRegistry([]string{"testdata/definitions/jobset-typo.yaml"}, definitions.DecodeOptions{})
+	getTable := func(defPath string) string {
+		reg, err := newOfflineRegistry([]string{defPath}, definitions.DecodeOptions{})
+		require.NoError(t, err)
+		views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
+		var out strings.Builder
+		require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
+		return out.String()
+	}
+	out := getTable("testdata/definitions/jobset-typo.yaml")
+	assert.Contains(t, out, "<no plan>")
+	assert.Contains(t, out, "error: JobSet/train-llm: ")
+	assert.Contains(t, out, `spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath (instance "leader") (.spec.replicatedJob[]? | (.replicas // 1)) resolved to nothing on this workload: expected a whole number of pods`)
+
+	// A misspelt template path (the count resolves) is a note on the row.
+	b, err := os.ReadFile("testdata/definitions/jobset-typo.yaml")
 	require.NoError(t, err)
-	views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
-	var out strings.Builder
-	require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
-	assert.Contains(t, out.String(), "note: JobSet/train-llm: spec.structureDefinition.childComponents[0].scaleDefinition.replicasPath (")
-	assert.Contains(t, out.String(), ") resolved to nothing; 'describe' shows the plan\n")
+	typo := strings.Replace(string(b), "replicasPath: .spec.replicatedJob[]?", "replicasPath: .spec.replicatedJobs[]?", 1)
+	typo = strings.Replace(typo, "podTemplateSpecPath: .spec.replicatedJobs[]?.template.spec.template", "podTemplateSpecPath: .spec.replicatedJobs[]?.template.spec.templat", 1)
+	require.NotEqual(t, string(b), typo)
+	defPath := filepath.Join(t.TempDir(), "jobset-template-typo.yaml")
+	require.NoError(t, os.WriteFile(defPath, []byte(typo), 0o600))
+	out = getTable(defPath)
+	assert.Contains(t, out, "note: JobSet/train-llm: spec.structureDefinition.childComponents[0].specDefinition.podTemplateSpecPath (")
+	assert.Contains(t, out, ") resolved to nothing; 'describe' shows the plan\n")
 }
 
 // TestDescribeOfflineSkipsSupportingKinds: describe -f takes the same objects as workloads as
