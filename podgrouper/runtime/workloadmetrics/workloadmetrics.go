@@ -122,18 +122,13 @@ type Tracker struct {
 	serial uint64
 	// gone remembers recently deleted workloads, so that a late update (a pod reconciled from a
 	// stale cache) does not bring their series back.
-	gone goneSet
-	// shapes holds one copy of the kinds, status words and roles of alike workloads.
-	shapes   shapes
+	gone     goneSet
 	dropped  prometheus.Counter
 	droppedN int
 	once     sync.Once
 }
 
-// entry is one tracked workload: its Workload but the UID (the map's key), with the kind,
-// status words and roles shared with alike workloads (shapes), and its pods' counts. 176 bytes
-// (session 6: 192, and 112 more of kind, status and roles for each of the scale benchmark's
-// CustomJobs).
+// entry is one tracked workload: its Workload but the UID (the map's key), and its pods' counts.
 type entry struct {
 	namespace, kind, name string
 	status                []string
@@ -148,8 +143,7 @@ type entry struct {
 
 // set records w's values in the entry.
 func (t *Tracker) set(e *entry, w *Workload) {
-	e.namespace, e.kind, e.name = w.Namespace, t.shapes.kind(w.Kind), w.Name
-	e.status, e.roles = t.shapes.statusWords(w.Status), t.shapes.roleList(w.Roles)
+	e.namespace, e.kind, e.name, e.status, e.roles = w.Namespace, w.Kind, w.Name, w.Status, w.Roles
 	e.gpus, e.gangGPUs, e.podGroups, e.topologyIssues = w.GPUs, w.GangGPUs, w.PodGroups, w.TopologyIssues
 }
 
@@ -164,7 +158,7 @@ func (t *Tracker) init() {
 		if t.Pods == nil {
 			t.Pods = podbook.New()
 		}
-		t.gone.seed, t.shapes.seed = maphash.MakeSeed(), maphash.MakeSeed()
+		t.gone.seed = maphash.MakeSeed()
 		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "gangmap_workload_metrics_dropped_total",
 			Help: "Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them."})
 	})
@@ -172,7 +166,7 @@ func (t *Tracker) init() {
 
 // SetWorkload records (or replaces) w. It returns false, counting and logging the drop, when w is
 // not tracked yet and MaxWorkloads workloads already are. The Tracker keeps w's lists (Status,
-// Roles, PodGroups) and may share them with other workloads': they must not be changed after.
+// Roles, PodGroups): they must not be changed after.
 func (t *Tracker) SetWorkload(w Workload) bool {
 	t.init()
 	t.mu.Lock()
