@@ -70,11 +70,7 @@ func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.U
 		return
 	}
 	md := c.Loaded.Karta.Metadata
-	karta := &unstructured.Unstructured{}
-	karta.SetAPIVersion(definitions.APIVersion)
-	karta.SetKind(definitions.Kind)
-	karta.SetName(md.Name)
-	karta.SetUID(types.UID(md.UID))
+	karta := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: md.Name, UID: types.UID(md.UID)}
 	for _, m := range misses {
 		key := fmt.Sprintf("%s|%s|%s|%s", md.UID, md.ResourceVersion, topOwner.GetUID(), m.Path)
 		if g.drift.seen(key) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -106,11 +105,7 @@ func (n *Notifier) Check(ctx context.Context) {
 		n.told[key] = true
 		ctrl.LoggerFrom(ctx).Info("KAI's pod-grouper and gangmap both group a kind", "karta", o.Karta, "kind", o.Kind.String(), "why", o.Message())
 		if n.Recorder != nil {
-			k := &unstructured.Unstructured{}
-			k.SetAPIVersion(definitions.APIVersion)
-			k.SetKind("Karta")
-			k.SetName(o.Karta)
-			k.SetUID(types.UID(o.UID))
+			k := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: o.Karta, UID: types.UID(o.UID)}
 			n.Recorder.Event(k, corev1.EventTypeWarning, Reason, o.Message())
 		}
 	}
