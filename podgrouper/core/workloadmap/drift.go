@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,14 +24,10 @@ const ReasonPathMiss = "DefinitionPathMiss"
 // nothing on a live workload: drift between a definition and the framework it describes (a
 // renamed field, a typo). It is incremented once per plan build (a workload's plan is rebuilt
 // when the workload or the definition changes), never per pod.
-var PathMissesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+var PathMissesTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_definition_path_misses_total",
 	Help: "Definition paths that resolved to nothing on a live workload, counted once per plan build, by definition and path.",
 }, []string{"definition", "path"})
-
-func init() {
-	metrics.Registry.MustRegister(PathMissesTotal)
-}
 
 // PathMisses returns the definition paths that resolved to nothing when plan was built.
 func PathMisses(plan *gang.Plan) []definitions.PathMiss { return plan.Misses }

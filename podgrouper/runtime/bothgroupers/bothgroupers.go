@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,12 +29,10 @@ import (
 // Reason is the Event reason on the Karta.
 const Reason = "KAIGroupsKindToo"
 
-var kinds = prometheus.NewGauge(prometheus.GaugeOpts{
+var kinds = promauto.With(metrics.Registry).NewGauge(prometheus.GaugeOpts{
 	Name: "gangmap_kinds_grouped_by_both",
 	Help: "Kinds gangmap groups for which a Karta in the cluster is visible to KAI's own Karta fallback (labels run.ai/karta-group, -version, -kind): KAI's pod-grouper groups the pods gangmap's webhook missed too.",
 })
-
-func init() { metrics.Registry.MustRegister(kinds) }
 
 // Overlap is one Karta KAI's hub can see for a kind gangmap groups.
 type Overlap struct {

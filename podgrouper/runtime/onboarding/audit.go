@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -25,12 +26,10 @@ const (
 )
 
 // namespaceProblems is the number of namespaces each rule is refused in.
-var namespaceProblems = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+var namespaceProblems = promauto.With(metrics.Registry).NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gangmap_onboarding_namespace_problems",
 	Help: "Namespaces an onboarding rule selects that lack the label the rule takes the queue from (queue.fromNamespaceLabel), by rule: the rule does not onboard pods there.",
 }, []string{"rule"})
-
-func init() { metrics.Registry.MustRegister(namespaceProblems) }
 
 // NamespaceAuditor checks the namespaces against the onboarding policy when a policy is put in
 // force and whenever a namespace is added, relabelled or deleted: each namespace a rule selects
