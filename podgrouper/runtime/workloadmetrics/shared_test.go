@@ -25,5 +25,5 @@ func TestForgottenWorkloadsStayGone(t *testing.T) {
 		require.False(t, tr.SetWorkload(Workload{UID: uid(i)}), "uid-%d", i)
 	}
 	assert.True(t, tr.SetWorkload(Workload{UID: "never-forgotten"}))
-	assert.Len(t, tr.gone.set, goneSize)
+	assert.Equal(t, goneSize, tr.gone.Len())
 }

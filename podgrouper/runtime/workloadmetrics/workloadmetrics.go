@@ -10,13 +10,13 @@
 package workloadmetrics
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/gang"
@@ -120,13 +120,16 @@ type Tracker struct {
 	// serial numbers the entries, so that a pod counted under a forgotten entry (its record stays
 	// in the Book until the pod goes) is never taken off a newer entry of the same UID.
 	serial uint64
-	// gone remembers recently deleted workloads, so that a late update (a pod reconciled from a
-	// stale cache) does not bring their series back.
-	gone     goneSet
+	// gone remembers the last goneSize deleted workloads' UIDs, so that a late update (a pod
+	// reconciled from a stale cache) does not bring their series back.
+	gone     *lru.Cache
 	dropped  prometheus.Counter
 	droppedN int
 	once     sync.Once
 }
+
+// goneSize is how many forgotten workloads a Tracker remembers.
+const goneSize = 4096
 
 // entry is one tracked workload: its Workload but the UID (the map's key), and its pods' counts.
 type entry struct {
@@ -158,7 +161,7 @@ func (t *Tracker) init() {
 		if t.Pods == nil {
 			t.Pods = podbook.New()
 		}
-		t.gone.seed = maphash.MakeSeed()
+		t.gone = lru.New(goneSize)
 		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "gangmap_workload_metrics_dropped_total",
 			Help: "Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them."})
 	})
@@ -175,7 +178,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 		t.set(e, &w)
 		return true
 	}
-	if t.gone.has(w.UID) {
+	if _, gone := t.gone.Get(w.UID); gone {
 		return false
 	}
 	if len(t.workloads) >= t.MaxWorkloads {
@@ -281,7 +284,7 @@ func (t *Tracker) ForgetWorkload(uid types.UID) {
 	defer t.mu.Unlock()
 	// Its pods' records stay in the Book until the pods go; they no longer count (serial).
 	delete(t.workloads, uid)
-	t.gone.add(uid)
+	t.gone.Add(uid, nil)
 }
 
 var (
