@@ -90,14 +90,7 @@ func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decis
 	uid := d.Owner.GetUID()
 	o.Book.Group(key, uid)
 	if o.Findings != nil && d.Seen.Plan != nil {
-		now := time.Now()
-		o.Findings.SetPlan(d.Seen.Plan, findings.DefinitionOf(d.Seen.Definition), now)
-		terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-		o.Findings.Observe(key, findings.Observation{Owner: uid, Role: d.Seen.Role, Unclaimed: d.Seen.Unclaimed, Terminal: terminal}, now)
-		if d.Seen.Unclaimed {
-			def := d.Seen.Definition
-			o.Findings.NoteUnclaimed(uid, pod.Name, pod.Labels, func() string { return findings.SelectorsOf(def) })
-		}
+		o.Findings.ObserveGrouped(key, pod, uid, d.Seen, time.Now())
 	}
 	o.track(ctx, pod, d)
 	o.watchKind(ctx, d.Kind)
@@ -110,22 +103,11 @@ func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *decide.Decisio
 	if o.Metrics == nil || o.Planner == nil {
 		return
 	}
-	key, uid := client.ObjectKeyFromObject(pod), d.Owner.GetUID()
 	plan, role, err := o.Planner.Role(ctx, d.Owner, pod)
-	if err != nil || plan == nil || role == "" {
-		o.Metrics.ForgetPod(key)
-		if plan != nil {
-			o.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String()))
-		}
-		return
+	if err != nil {
+		role = ""
 	}
-	if o.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String())) {
-		phase := string(pod.Status.Phase)
-		if phase == "" {
-			phase = string(corev1.PodPending)
-		}
-		o.Metrics.SetPod(uid, key, role, phase)
-	}
+	o.Metrics.TrackPod(d.Owner.GetUID(), d.Kind.GroupKind().String(), plan, client.ObjectKeyFromObject(pod), role, pod.Status.Phase)
 }
 
 // Forget drops a pod that is deleted or no longer gangmap's from the findings, the metrics and

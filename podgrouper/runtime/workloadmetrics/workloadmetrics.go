@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -237,6 +238,28 @@ func (t *Tracker) live(m podbook.Metric) *entry {
 		return e
 	}
 	return nil
+}
+
+// TrackPod records a grouped pod and its workload: the workload's plan (nil: none), and the pod's
+// role in it and phase (Pending when it has none). A pod with no role ("": no component claims
+// it, or its instance is not in the plan) is not counted under any role, and one counted before
+// is forgotten. It reports whether the pod has a role. The pod controller and gangmap inside
+// KAI's pod-grouper both call it.
+func (t *Tracker) TrackPod(uid types.UID, groupKind string, plan *gang.Plan, pod types.NamespacedName, role string, phase corev1.PodPhase) bool {
+	if plan == nil || role == "" {
+		t.ForgetPod(pod)
+		if plan != nil {
+			t.SetWorkload(FromPlan(plan, uid, groupKind))
+		}
+		return false
+	}
+	if t.SetWorkload(FromPlan(plan, uid, groupKind)) {
+		if phase == "" {
+			phase = corev1.PodPending
+		}
+		t.SetPod(uid, pod, role, string(phase))
+	}
+	return true
 }
 
 // SetPod records a pod of a tracked workload with its role and phase; a pod of an untracked
