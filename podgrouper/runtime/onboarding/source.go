@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -77,17 +78,8 @@ func (s *Source) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = 10 * time.Second
 	}
-	_ = s.Sync(ctx)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			_ = s.Sync(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = s.Sync(ctx) }, interval)
+	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every replica serves the webhook.
