@@ -132,6 +132,14 @@ type Tracker struct {
 // goneSize is how many forgotten workloads a Tracker remembers.
 const goneSize = 4096
 
+// podState is a pod's role and phase.
+type podState struct{ role, phase string }
+
+type podCount struct {
+	podState
+	n int
+}
+
 // entry is one tracked workload: its Workload but the UID (the map's key), and its pods' counts.
 type entry struct {
 	namespace, kind, name string
@@ -141,8 +149,8 @@ type entry struct {
 	roles                 []Role
 	podGroups             []string
 	serial                uint64
-	// pods counts the workload's pods per role and phase.
-	pods podCounts
+	// pods counts the workload's pods per role and phase (nil: none); no count is 0.
+	pods map[podState]int
 }
 
 // set records w's values in the entry.
@@ -152,7 +160,14 @@ func (t *Tracker) set(e *entry, w *Workload) {
 }
 
 // count adds n pods of the state (a count that reaches 0 is dropped).
-func (e *entry) count(s podState, n int) { e.pods.add(s, n) }
+func (e *entry) count(s podState, n int) {
+	if e.pods == nil {
+		e.pods = map[podState]int{}
+	}
+	if e.pods[s] += n; e.pods[s] <= 0 {
+		delete(e.pods, s)
+	}
+}
 
 var _ prometheus.Collector = (*Tracker)(nil)
 
