@@ -34,6 +34,8 @@ package findings
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -216,7 +218,7 @@ func SelectorsOf(c *definitions.Compiled) string {
 					want = append(want, k+" is set")
 				}
 			}
-			for _, key := range sortedKeys(ts.MatchLabels) {
+			for _, key := range slices.Sorted(maps.Keys(ts.MatchLabels)) {
 				want = append(want, fmt.Sprintf("label %s=%s", key, ts.MatchLabels[key]))
 			}
 		}
@@ -239,13 +241,4 @@ func exprText(e definitions.Expr) string {
 		return e.JQ
 	}
 	return e.CEL
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -2,7 +2,8 @@ package findings
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -316,7 +317,7 @@ func (t *Tracker) NoteUnclaimed(owner types.UID, pod string, labels map[string]s
 	}
 	r.unclaimedPod = pod
 	parts := make([]string, 0, len(labels))
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		parts = append(parts, k+"="+labels[k])
 	}
 	r.unclaimedLabels = "{" + strings.Join(parts, ", ") + "}"
@@ -470,17 +471,11 @@ func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology
 		fs = append(fs, *f)
 	}
 	if len(rare.misses) > 0 {
-		misses := strings.Join(sortedCopy(rare.misses), ", ")
+		misses := strings.Join(slices.Sorted(slices.Values(rare.misses)), ", ")
 		fs = append(fs, Finding{Reason: Drift, Counts: misses, Message: fmt.Sprintf(
 			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", misses)})
 	}
 	fs = append(fs, rare.topology.findings(topologies)...)
 	sortFindings(fs)
 	return fs
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

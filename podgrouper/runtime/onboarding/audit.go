@@ -2,7 +2,8 @@ package onboarding
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -134,7 +135,7 @@ func (a *NamespaceAuditor) Audit(ctx context.Context, policyChanged bool) error 
 	if policyChanged {
 		seen = nil
 	}
-	for _, k := range sortedKeys(current) {
+	for _, k := range slices.Sorted(maps.Keys(current)) {
 		if _, ok := seen[k]; ok {
 			continue
 		}
@@ -142,7 +143,7 @@ func (a *NamespaceAuditor) Audit(ctx context.Context, policyChanged bool) error 
 		log.Error(p, "Onboarding rule refused for a namespace", "field", p.Field, "namespace", p.Namespace, "rule", p.Rule, "label", p.Label)
 		a.event(p.Namespace, corev1.EventTypeWarning, QueueMissingReason, p.Error())
 	}
-	for _, k := range sortedKeys(a.reported) {
+	for _, k := range slices.Sorted(maps.Keys(a.reported)) {
 		if _, still := current[k]; still {
 			continue
 		}
@@ -170,13 +171,4 @@ func (a *NamespaceAuditor) event(ns, typ, reason, msg string) {
 		return
 	}
 	a.Recorder.Event(&corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns}, typ, reason, msg)
-}
-
-func sortedKeys(m map[string]*NamespaceProblem) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
