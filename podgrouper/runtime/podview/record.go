@@ -1,7 +1,9 @@
 package podview
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -188,13 +190,8 @@ func pairs(m map[string]string) []string {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	out := make([]string, 0, 2*len(m))
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, intern(k), intern(m[k]))
 	}
 	return out
