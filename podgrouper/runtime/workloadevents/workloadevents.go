@@ -96,7 +96,7 @@ func (a *Aggregator) Add(workload *unstructured.Unstructured, pod, detail string
 	var evicted *Episode
 	if !ok {
 		evicted = a.evictOldestLocked()
-		e = &Episode{Workload: identity(workload), Started: a.now(), Details: map[string]int{}}
+		e = &Episode{Workload: Identity(workload), Started: a.now(), Details: map[string]int{}}
 		a.open[uid] = e
 		e.stop = a.afterFunc(a.quiet(), func() { a.expire(uid, e) })
 	}
@@ -245,9 +245,9 @@ func (e *Episode) SampleList() string {
 	return s
 }
 
-// identity is a new object with only u's apiVersion, kind, namespace, name and UID: what the
+// Identity is a new object with only u's apiVersion, kind, namespace, name and UID: what an
 // Event's involvedObject records.
-func identity(u *unstructured.Unstructured) *unstructured.Unstructured {
+func Identity(u *unstructured.Unstructured) *unstructured.Unstructured {
 	id := &unstructured.Unstructured{Object: make(map[string]any, 3)}
 	id.SetAPIVersion(u.GetAPIVersion())
 	id.SetKind(u.GetKind())
