@@ -316,3 +316,22 @@ func heapPerPodGroup(tb testing.TB, raws [][]byte, keep func(*v2alpha2.PodGroup)
 	runtime.KeepAlive(store)
 	return float64(after-before) / float64(len(raws))
 }
+
+// TestCacheTransformKeepsMinimums: minMember and minSubGroup keep their exact value through
+// CacheTransform: nil stays nil (not 0), 0 stays a pointer to 0, 256 and negative values are kept,
+// and the PodGroup marshals as the one decoded.
+func TestCacheTransformKeepsMinimums(t *testing.T) {
+	for _, mins := range [][2]*int32{{nil, nil}, {ptr.To(int32(0)), ptr.To(int32(255))}, {ptr.To(int32(256)), ptr.To(int32(-1))}} {
+		pg := &v2alpha2.PodGroup{}
+		pg.Name, pg.Namespace = "pg", "ns"
+		pg.Spec.MinMember, pg.Spec.MinSubGroup = mins[0], mins[1]
+		got := cachedView(t, pg)
+		want, err := json.Marshal(pg)
+		require.NoError(t, err)
+		have, err := json.Marshal(got)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(have))
+		assert.Equal(t, mins[0], got.Spec.MinMember)
+		assert.Equal(t, mins[1], got.Spec.MinSubGroup)
+	}
+}

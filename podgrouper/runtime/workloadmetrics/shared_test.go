@@ -9,6 +9,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// Each workload reads back its own kind, status words and roles, updates included.
+func TestTrackerKeepsEachWorkloadsLists(t *testing.T) {
+	tr := &Tracker{MaxWorkloads: 10}
+	mk := func(uid types.UID, status string, workerGPUs float64) Workload {
+		return Workload{UID: uid, Namespace: "ns", Kind: fmt.Sprint("CustomJob", ".e2e.example.com"), Name: string(uid),
+			Status: []string{status}, Roles: []Role{{Name: "coordinator", GPUs: 1}, {Name: "worker", GPUs: workerGPUs}}}
+	}
+	for _, w := range []Workload{mk("a", "running", 9), mk("b", "running", 9), mk("c", "failed", 8), mk("a", "running", 9)} {
+		require.True(t, tr.SetWorkload(w))
+	}
+	assert.Equal(t, []Role{{Name: "coordinator", GPUs: 1}, {Name: "worker", GPUs: 8}}, tr.workloads["c"].roles)
+	assert.Equal(t, "CustomJob.e2e.example.com", tr.workloads["a"].kind)
+	st, ok := tr.Status("c")
+	require.True(t, ok)
+	assert.Equal(t, []string{"failed"}, st)
+	st, _ = tr.Status("a")
+	assert.Equal(t, []string{"running"}, st)
+}
+
 // The tracker remembers the last goneSize forgotten workloads: a late update of one of them is
 // refused; one forgotten before them is tracked again.
 func TestForgottenWorkloadsStayGone(t *testing.T) {
