@@ -64,8 +64,7 @@ type Tracker struct {
 // maxDefinitions bounds Tracker.definitions (a Karta deleted and created again is another).
 const maxDefinitions = 256
 
-// workload is one top owner's plan and counters: 152 bytes (session 6: 256), the UID being the
-// map's key and the rarely used state apart.
+// workload is one top owner's plan and counters, the UID being the map's key.
 type workload struct {
 	// apiVersion, kind, namespace and name are the plan's gang.WorkloadRef but the UID.
 	apiVersion, kind, namespace, name string
@@ -82,8 +81,8 @@ type workload struct {
 	planned bool
 	// admissionDue says the pods or plan changed since the last admission check (admission.go).
 	admissionDue bool
-	// rare is what few workloads have (unclaimed pods, missed paths); nil when they have none.
-	rare *rareState
+	// rare is what few workloads have (unclaimed pods, missed paths).
+	rare rareState
 }
 
 // rareState is the part of a workload's state that most workloads never have.
@@ -97,24 +96,6 @@ type rareState struct {
 	topology *topologyState
 	// blocked is the admission model's verdict of a PodGroup KAI cannot admit (admission.go).
 	blocked *blockedState
-}
-
-// noRareState is the rare state of a workload that has none (read only).
-var noRareState rareState
-
-// rareState returns the workload's rare state, made when it has none.
-func (w *workload) rareState() *rareState {
-	if w.rare == nil {
-		w.rare = &rareState{}
-	}
-	return w.rare
-}
-
-// tidy drops the rare state when it holds nothing.
-func (w *workload) tidy() {
-	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" && r.topology == nil && r.blocked == nil {
-		w.rare = nil
-	}
 }
 
 // roleState is one role's plan and pods: 64 bytes (session 6: 104).
@@ -190,13 +171,9 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 		w.podGroups = append(w.podGroups, pg.Name)
 	}
 	w.setTopology(plan)
-	if len(plan.Misses) > 0 || w.rare != nil {
-		r := w.rareState()
-		r.misses = r.misses[:0]
-		for _, m := range plan.Misses {
-			r.misses = append(r.misses, m.Path)
-		}
-		w.tidy()
+	w.rare.misses = w.rare.misses[:0]
+	for _, m := range plan.Misses {
+		w.rare.misses = append(w.rare.misses, m.Path)
 	}
 	// A role's GangUnsatisfiable clock restarts only when the plan changes what it requires: the
 	// same plan built again (its cached copy was evicted, grouper --plan-cache-size) is not news.
@@ -282,7 +259,7 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 	w.admissionDue = true
 	switch {
 	case o.Unclaimed:
-		r := w.rareState()
+		r := &w.rare
 		r.unclaimed++
 		if r.unclaimedPod == "" {
 			r.unclaimedPod = pod.Name
@@ -308,10 +285,10 @@ func (t *Tracker) NoteUnclaimed(owner types.UID, pod string, labels map[string]s
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.workloads[owner]
-	if w == nil || w.rare == nil || w.rare.unclaimed == 0 {
+	if w == nil || w.rare.unclaimed == 0 {
 		return
 	}
-	r := w.rare
+	r := &w.rare
 	if r.unclaimedLabels != "" && r.unclaimedPod != pod {
 		return
 	}
@@ -352,7 +329,7 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 	w.admissionDue = true
 	switch {
 	case o.Unclaimed:
-		if r := w.rare; r != nil {
+		if r := &w.rare; r.unclaimed > 0 {
 			r.unclaimed--
 			if r.unclaimedPod == pod.Name {
 				r.unclaimedPod, r.unclaimedLabels = "", ""
@@ -360,7 +337,6 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 			if r.unclaimed == 0 {
 				r.selectors = ""
 			}
-			w.tidy()
 		}
 	case o.Role != "":
 		if rs := w.roles.get(o.Role); rs != nil {
@@ -424,10 +400,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 // for the rules.
 func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology.Lookup) []Finding {
 	var fs []Finding
-	rare := w.rare
-	if rare == nil {
-		rare = &noRareState
-	}
+	rare := &w.rare
 	ex := ""
 	if rare.unclaimed > 0 {
 		if rare.unclaimedPod != "" {
