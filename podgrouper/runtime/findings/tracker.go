@@ -52,23 +52,17 @@ type Tracker struct {
 	// epoch is the origin of the roles' clocks, kept as durations since it (8 bytes where a
 	// time.Time is 24; the durations are monotonic when the times are, as time.Now's).
 	epoch time.Time
-	// definitions holds each Definition once for the workloads to point to (three strings, the
-	// same for every workload of a definition); emptied past maxDefinitions.
-	definitions map[Definition]*Definition
 
 	// Topologies, when set (before the first evaluation), are the cluster's KAI Topologies the
 	// plans' constraints are checked against (TopologyNotFound); without it they are not checked.
 	Topologies kaitopology.Lookup
 }
 
-// maxDefinitions bounds Tracker.definitions (a Karta deleted and created again is another).
-const maxDefinitions = 256
-
 // workload is one top owner's plan and counters, the UID being the map's key.
 type workload struct {
 	// apiVersion, kind, namespace and name are the plan's gang.WorkloadRef but the UID.
 	apiVersion, kind, namespace, name string
-	definition                        *Definition
+	definition                        Definition
 	// plan identifies the plan last set, without keeping it alive: the plan cache bounds the
 	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan
 	// (10,000 workloads' plans were 50 MB beyond the cache's bound). planned says one was set.
@@ -115,24 +109,11 @@ func NewTracker() *Tracker { return NewTrackerIn(podbook.New()) }
 // NewTrackerIn returns an empty Tracker that keeps each pod's observation in pods (the Book the
 // pod controller shares with the workload metrics).
 func NewTrackerIn(pods *podbook.Book) *Tracker {
-	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods, epoch: time.Now(), definitions: map[Definition]*Definition{}}
+	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods, epoch: time.Now()}
 }
 
 // since is the time as a duration since the epoch.
 func (t *Tracker) since(now time.Time) time.Duration { return now.Sub(t.epoch) }
-
-// definition returns the Tracker's copy of d.
-func (t *Tracker) definition(d Definition) *Definition {
-	if p, ok := t.definitions[d]; ok {
-		return p
-	}
-	if len(t.definitions) >= maxDefinitions {
-		clear(t.definitions)
-	}
-	p := &d
-	t.definitions[d] = p
-	return p
-}
 
 func (o Observation) finding() *podbook.Finding {
 	return &podbook.Finding{Owner: o.Owner, Role: o.Role, Unclaimed: o.Unclaimed, Terminal: o.Terminal}
@@ -165,7 +146,7 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	w.plan, w.planned, w.admissionDue = wp, true, true
 	ref := plan.Workload
 	w.apiVersion, w.kind, w.namespace, w.name = ref.APIVersion, ref.Kind, ref.Namespace, ref.Name
-	w.definition = t.definition(def)
+	w.definition = def
 	w.podGroups = w.podGroups[:0]
 	for _, pg := range plan.PodGroups {
 		w.podGroups = append(w.podGroups, pg.Name)
@@ -389,7 +370,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 			continue
 		}
 		r := Report{Workload: gang.WorkloadRef{APIVersion: w.apiVersion, Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: string(uid)},
-			Definition: *w.definition, Findings: fs}
+			Definition: w.definition, Findings: fs}
 		r.PodGroups = append(r.PodGroups, w.podGroups...)
 		out = append(out, r)
 	}
