@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,22 +94,14 @@ func clearedText(reason Reason) string {
 	return "the pods now agree with the gang plan"
 }
 
-// Start implements manager.Runnable.
+// Start implements manager.Runnable: Tick at once and then every Interval until ctx ends.
 func (r *Reporter) Start(ctx context.Context) error {
 	iv := r.Interval
 	if iv <= 0 {
 		iv = 2 * time.Second
 	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			r.Tick(ctx)
-		}
-	}
+	wait.NonSlidingUntilWithContext(ctx, r.Tick, iv)
+	return nil
 }
 
 func (r *Reporter) now() time.Time {
