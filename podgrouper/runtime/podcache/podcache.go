@@ -273,8 +273,10 @@ func (c *Cache) get(key types.NamespacedName) *podview.Record {
 
 // each calls f with every stored Record of namespace ns (every namespace when ns is "").
 func (c *Cache) each(ns string, f func(*podview.Record)) {
-	objs := c.store.List()
-	if ns != "" {
+	var objs []any
+	if ns == "" {
+		objs = c.store.List()
+	} else {
 		objs, _ = c.store.ByIndex(toolscache.NamespaceIndex, ns)
 	}
 	for _, o := range objs {
