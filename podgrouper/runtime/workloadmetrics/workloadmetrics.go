@@ -162,6 +162,9 @@ func (t *Tracker) set(e *entry, w *Workload) {
 // count adds n pods of the state (a count that reaches 0 is dropped).
 func (e *entry) count(s podState, n int) {
 	if e.pods == nil {
+		if n <= 0 {
+			return
+		}
 		e.pods = map[podState]int{}
 	}
 	if e.pods[s] += n; e.pods[s] <= 0 {
