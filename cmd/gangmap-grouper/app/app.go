@@ -261,9 +261,8 @@ func (o *Options) managerOptions() ctrl.Options {
 				// pod). Should anything read pods through the manager's cache, only pods of our
 				// scheduler are cached, as KAI's pod-grouper does, and only the webhook's view.
 				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName), Transform: podview.TransformPod},
-				// PodGroups: what the readers of cached PodGroups read, equal strings and maps
-				// stored once (podgroup.CacheView; managed fields and KAI's status details dropped).
-				&v2alpha2.PodGroup{}: {Transform: podgroup.NewCacheView().Transform},
+				// PodGroups: managed fields and KAI's status details dropped (podgroup.CacheTransform).
+				&v2alpha2.PodGroup{}: {Transform: podgroup.CacheTransform},
 			},
 		},
 		Client:     client.Options{Cache: &client.CacheOptions{Unstructured: true}},

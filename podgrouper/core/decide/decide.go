@@ -181,7 +181,11 @@ func ClaimedFailure(err error) bool {
 // takes it from the admission request); its name may be empty (generateName), in which case a
 // definition that places pods by name cannot place it and Decide fails.
 func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	dec, err := d.DecideSeen(ctx, pod)
+	return placed(d.DecideSeen(ctx, pod))
+}
+
+// placed drops a Decision without Metadata (the pod is in no gang), keeping the error.
+func placed(dec *Decision, err error) (*Decision, error) {
 	if dec != nil && dec.Metadata == nil {
 		return nil, err
 	}
@@ -212,11 +216,7 @@ func (d *Decider) DecideCached(ctx context.Context, pod *corev1.Pod, full FullPo
 // KAI's default metadata (unstructured getters return copies) only read it.
 // TestDecideSharedLeavesTheCachedOwnerAlone checks this under the race detector.
 func (d *Decider) DecideShared(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	dec, err := d.decide(ctx, pod, true, nil)
-	if dec != nil && dec.Metadata == nil {
-		return nil, err
-	}
-	return dec, err
+	return placed(d.decide(ctx, pod, true, nil))
 }
 
 func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full FullPodFunc) (*Decision, error) {
@@ -315,11 +315,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 // top owner (the last element). A nil Decision without an error: the grouper places the pod in no
 // PodGroup (nil Metadata is dropped, as in Decide). Errors are *DecideError with reason Plan.
 func (d *Decider) DecideOwned(ctx context.Context, grp grouper.Grouper, owner *unstructured.Unstructured, chain []*metav1.PartialObjectMetadata, pod *corev1.Pod) (*Decision, error) {
-	dec, err := d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, &owners.Chain{Owners: chain}, pod)
-	if dec != nil && dec.Metadata == nil {
-		return nil, err
-	}
-	return dec, err
+	return placed(d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, &owners.Chain{Owners: chain}, pod))
 }
 
 // readsBeyondMetadata reports whether the definition of gvk has pod-side expressions that may read

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,11 +121,11 @@ const (
 )
 
 var (
-	decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	decisions = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_kai_plugin_decisions_total",
 		Help: "Pods gangmap's grouper decided inside KAI's pod-grouper, by result: Grouped (a PodGroup, a gang or KAI's default one for a pod in no gang), NoPodGroup (none: KAI leaves the pod alone), Error (KAI retries the pod and records a PodGrouperWarning Event).",
 	}, []string{"result"})
-	decisionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	decisionSeconds = promauto.With(metrics.Registry).NewHistogram(prometheus.HistogramOpts{
 		Name:    "gangmap_kai_plugin_decision_duration_seconds",
 		Help:    "Time gangmap's grouper took to decide one pod's PodGroup inside KAI's pod-grouper (plan from cache or built, pod placement, re-read of a stale workload).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
@@ -132,7 +133,6 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(decisions, decisionSeconds)
 	for _, r := range []string{resultGrouped, resultNone, resultError} {
 		decisions.WithLabelValues(r)
 	}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -125,13 +126,12 @@ func (h *Hub) Ready() bool {
 	return true
 }
 
-var choices = prometheus.NewCounterVec(prometheus.CounterOpts{
+var choices = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_kai_plugin_choices_total",
 	Help: "Pods KAI's pod-grouper asked gangmap's plugin hub about, by the grouper chosen for the top owner's kind: Native (KAI's own plugin), Gangmap (an active definition), Default (KAI's default grouper), Waiting (definitions still loading after the start; retried).",
 }, []string{"choice"})
 
 func init() {
-	metrics.Registry.MustRegister(choices)
 	for _, c := range []Choice{Native, Gangmap, Default, Waiting} {
 		choices.WithLabelValues(string(c))
 	}
@@ -179,9 +179,7 @@ func (h *Hub) UnreadOwner(topOwner *unstructured.Unstructured) error {
 		ErrOwnerUnreadable, topOwner.GetKind(), topOwner.GetNamespace(), topOwner.GetName(), refs[0].Kind, refs[0].Name, topOwner.GetKind(), schema.GroupKind{Group: gv.Group, Kind: refs[0].Kind})
 }
 
-var unreadOwners = prometheus.NewCounter(prometheus.CounterOpts{
+var unreadOwners = promauto.With(metrics.Registry).NewCounter(prometheus.CounterOpts{
 	Name: "gangmap_kai_plugin_unread_owners_total",
 	Help: "Pods refused (retried by KAI) because KAI's pod-grouper may not read an owner of a kind gangmap groups, so KAI would have grouped them by a lower owner or the pod alone (Hub.UnreadOwner).",
 })
-
-func init() { metrics.Registry.MustRegister(unreadOwners) }

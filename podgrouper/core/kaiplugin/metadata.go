@@ -3,7 +3,6 @@ package kaiplugin
 import (
 	"maps"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -42,14 +41,14 @@ func KAIMetadata(md *podgroup.Metadata, existing *v2alpha2.PodGroup) *podgroup.M
 		Labels:                 maps.Clone(md.Labels),
 		PriorityClassName:      md.PriorityClassName,
 		Preemptibility:         md.Preemptibility,
-		PreemptionDelay:        duration(md.PreemptionDelay),
-		StalenessGracePeriod:   duration(md.StalenessGracePeriod),
+		PreemptionDelay:        md.PreemptionDelay.DeepCopy(),
+		StalenessGracePeriod:   md.StalenessGracePeriod.DeepCopy(),
 		Queue:                  md.Queue,
 		Namespace:              md.Namespace,
 		Name:                   md.Name,
 		MinAvailable:           md.MinAvailable,
-		MinSubGroup:            int32Ptr(md.MinSubGroup),
-		Owner:                  ownerRef(md.Owner),
+		MinSubGroup:            clone(md.MinSubGroup),
+		Owner:                  *md.Owner.DeepCopy(),
 		PreferredTopologyLevel: md.PreferredTopologyLevel,
 		RequiredTopologyLevel:  md.RequiredTopologyLevel,
 		Topology:               md.Topology,
@@ -63,7 +62,7 @@ func KAIMetadata(md *podgroup.Metadata, existing *v2alpha2.PodGroup) *podgroup.M
 		for _, sg := range desired.Spec.SubGroups {
 			written[sg.Name] = true
 		}
-		out.MinSubGroup = int32Ptr(desired.Spec.MinSubGroup)
+		out.MinSubGroup = clone(desired.Spec.MinSubGroup)
 	}
 	out.SubGroups = make([]*podgroup.SubGroupMetadata, 0, len(md.SubGroups))
 	for _, sg := range md.SubGroups {
@@ -100,8 +99,8 @@ func subGroup(sg *podgroup.SubGroupMetadata) *podgroup.SubGroupMetadata {
 	out := &podgroup.SubGroupMetadata{
 		Name:         sg.Name,
 		MinAvailable: sg.MinAvailable,
-		MinSubGroup:  int32Ptr(sg.MinSubGroup),
-		Parent:       stringPtr(sg.Parent),
+		MinSubGroup:  clone(sg.MinSubGroup),
+		Parent:       clone(sg.Parent),
 	}
 	if sg.PodsReferences != nil {
 		out.PodsReferences = append(make([]string, 0, len(sg.PodsReferences)), sg.PodsReferences...)
@@ -116,36 +115,8 @@ func subGroup(sg *podgroup.SubGroupMetadata) *podgroup.SubGroupMetadata {
 	return out
 }
 
-// ownerRef copies an owner reference, its pointer fields included (KAI's groupers leave
-// Controller and BlockOwnerDeletion nil; gangmap's too).
-func ownerRef(o metav1.OwnerReference) metav1.OwnerReference {
-	o.Controller = boolPtr(o.Controller)
-	o.BlockOwnerDeletion = boolPtr(o.BlockOwnerDeletion)
-	return o
-}
-
-func duration(d *metav1.Duration) *metav1.Duration {
-	if d == nil {
-		return nil
-	}
-	return &metav1.Duration{Duration: d.Duration}
-}
-
-func int32Ptr(p *int32) *int32 {
-	if p == nil {
-		return nil
-	}
-	return ptr.To(*p)
-}
-
-func stringPtr(p *string) *string {
-	if p == nil {
-		return nil
-	}
-	return ptr.To(*p)
-}
-
-func boolPtr(p *bool) *bool {
+// clone returns a new pointer to *p's value (nil stays nil).
+func clone[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}

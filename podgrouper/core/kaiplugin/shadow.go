@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -129,13 +130,12 @@ func (s *Shadow) firstTelling(uid types.UID, what string) bool {
 	return true
 }
 
-var shadowOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+var shadowOutcomes = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_kai_plugin_shadow_total",
 	Help: "Shadow mode (--gangmap-shadow): pods of a kind gangmap would group, by how gangmap's PodGroup compares with the one KAI's own grouper gave and KAI wrote: Same, Different, GangmapNoPodGroup, GangmapError.",
 }, []string{"outcome"})
 
 func init() {
-	metrics.Registry.MustRegister(shadowOutcomes)
 	for _, o := range []string{ShadowSame, ShadowDifferent, ShadowGangmapError, ShadowNoPodGroup} {
 		shadowOutcomes.WithLabelValues(o)
 	}

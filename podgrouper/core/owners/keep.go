@@ -1,7 +1,6 @@
 package owners
 
 import (
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,9 +106,6 @@ func (w *Walker) extraLabels() []string {
 	}
 	return w.ExtraLabels()
 }
-
-// sameKeys says an owner slimmed under extra label keys a still has every key b asks for.
-func sameKeys(a, b []string) bool { return slices.Equal(a, b) }
 
 // noteLocation remembers that uid lives in namespace (Walker.seen), without a write when it is
 // already known there. What it keeps is copied (see detached).

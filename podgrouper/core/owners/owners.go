@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -292,7 +293,7 @@ func (w *Walker) cached(ck cacheKey, key client.ObjectKey, gvk schema.GroupVersi
 	}
 	c := v.(cachedOwner)
 	if time.Since(c.at) < w.CacheTTL && c.obj.Name == key.Name && c.obj.Namespace == key.Namespace &&
-		c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() && sameKeys(c.extra, w.extraLabels()) {
+		c.obj.GroupVersionKind().GroupKind() == gvk.GroupKind() && slices.Equal(c.extra, w.extraLabels()) {
 		return c.obj
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,12 +43,10 @@ const (
 	ResultError    = "Error"
 )
 
-var marks = prometheus.NewCounterVec(prometheus.CounterOpts{
+var marks = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_owner_skip_marks_total",
 	Help: "Top owners gangmap marked with KAI's skip annotation (Marked), unmarked when their kind stopped being gangmap's (Unmarked), or failed to write (Error).",
 }, []string{"result"})
-
-func init() { metrics.Registry.MustRegister(marks) }
 
 // Marker writes the mark on top owners. A nil *Marker marks nothing (the mark is off: dry-run,
 // --mark-workloads=false, or a KAI release that does not honour the annotation,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,14 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"reflect"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"unsafe"
 
 	"github.com/gangmap/gangmap/internal/heapmeasure"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 )
 
@@ -118,9 +114,9 @@ var podGroupCodecs = func() serializer.CodecFactory {
 	return serializer.NewCodecFactory(s)
 }()
 
-func cachedView(tb testing.TB, c *CacheView, pg *v2alpha2.PodGroup) *v2alpha2.PodGroup {
+func cachedView(tb testing.TB, pg *v2alpha2.PodGroup) *v2alpha2.PodGroup {
 	tb.Helper()
-	out, err := c.Transform(pg)
+	out, err := CacheTransform(pg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -151,13 +147,12 @@ func readerShapes() map[string]*Metadata {
 // has the same metadata (but managed fields) and spec, and the conditions' type and status;
 // twice-transformed it is the same; the input is not written.
 func TestCacheViewKeepsWhatReadersRead(t *testing.T) {
-	c := NewCacheView()
 	for name, md := range readerShapes() {
 		t.Run(name, func(t *testing.T) {
 			for _, kai := range []bool{false, true} {
 				in := decodeAsInformer(t, served(md, 1, kai))
 				before := in.DeepCopy()
-				got := cachedView(t, c, in)
+				got := cachedView(t, in)
 				assert.Equal(t, before, in, "the transform wrote to its input")
 
 				want := before.DeepCopy()
@@ -174,71 +169,18 @@ func TestCacheViewKeepsWhatReadersRead(t *testing.T) {
 				for i, cond := range want.Status.SchedulingConditions {
 					assert.Equal(t, v2alpha2.SchedulingCondition{Type: cond.Type, Status: cond.Status}, got.Status.SchedulingConditions[i])
 				}
-				again := cachedView(t, c, got)
+				again := cachedView(t, got)
 				assert.Equal(t, got, again, "a second transform changes nothing")
 			}
 		})
 	}
-	assert.Equal(t, &corev1.Pod{}, mustSame(t, c), "non-PodGroups pass unchanged")
-}
-
-func mustSame(t *testing.T, c *CacheView) any {
 	p := &corev1.Pod{}
-	got, err := c.Transform(p)
+	got, err := CacheTransform(p)
 	require.NoError(t, err)
-	require.Same(t, p, got)
-	return got
+	assert.Same(t, p, got, "non-PodGroups pass unchanged")
 }
 
-// TestCacheViewShares: equal labels, annotations, sub-group lists and strings of different
-// PodGroups are one in the cache from their second sight on; different ones are not.
-func TestCacheViewShares(t *testing.T) {
-	c := NewCacheView()
-	first := cachedView(t, c, decodeAsInformer(t, served(scaleMetadata(0), 0, false)))
-	a := cachedView(t, c, decodeAsInformer(t, served(scaleMetadata(1), 1, false)))
-	b := cachedView(t, c, decodeAsInformer(t, served(scaleMetadata(2), 2, false)))
-	assert.False(t, k8sruntimeMapPointer(first.Labels) == k8sruntimeMapPointer(a.Labels), "a map seen once is not kept in the table")
-	other := scaleMetadata(3)
-	other.Labels[queueKey] = "team-b"
-	other.SubGroups[1].MinAvailable = 4
-	d := cachedView(t, c, decodeAsInformer(t, served(other, 3, false)))
-
-	same := func(x, y map[string]string) bool {
-		return k8sruntimeMapPointer(x) == k8sruntimeMapPointer(y)
-	}
-	assert.True(t, same(a.Labels, b.Labels), "equal labels are one map")
-	assert.False(t, same(a.Labels, d.Labels))
-	assert.False(t, same(a.Annotations, b.Annotations), "the top-owner-metadata differs")
-	assert.Same(t, &a.Spec.SubGroups[0], &b.Spec.SubGroups[0], "equal sub-groups are one list")
-	assert.NotSame(t, &a.Spec.SubGroups[0], &d.Spec.SubGroups[0])
-	assert.Equal(t, unsafeStringData(a.Spec.Queue), unsafeStringData(b.Spec.Queue))
-	assert.Equal(t, unsafeStringData(a.OwnerReferences[0].APIVersion), unsafeStringData(d.OwnerReferences[0].APIVersion))
-	assert.Equal(t, unsafeStringData(a.Annotations["gangmap.io/role-gpus"]), unsafeStringData(b.Annotations["gangmap.io/role-gpus"]))
-	assert.Equal(t, unsafeStringData(d.Spec.SubGroups[0].Name), unsafeStringData(a.Spec.SubGroups[0].Name))
-	tables := func(from, to int) int {
-		for i := from; i < to; i++ {
-			cachedView(t, c, decodeAsInformer(t, served(scaleMetadata(i), i, false)))
-		}
-		return len(c.seen) + len(c.strs) + len(c.maps) + len(c.subGroups)
-	}
-	assert.Equal(t, tables(10, 20), tables(20, 120), "per-workload values take no entries in the tables")
-	assert.Same(t, a.Spec.MinSubGroup, d.Spec.MinSubGroup, "small minimums are shared")
-	assert.Equal(t, int32(2), *a.Spec.MinSubGroup)
-	// The owner's UID and name are the bytes of the PodGroup's own name (pg-<UID>-customjob) and
-	// top-owner-metadata annotation (name: w00001).
-	assert.Equal(t, "pg-"+string(a.OwnerReferences[0].UID)+"-customjob", a.Name)
-	assert.Equal(t, unsafe.Add(unsafe.Pointer(unsafeStringData(a.Name)), len("pg-")), unsafe.Pointer(unsafeStringData(string(a.OwnerReferences[0].UID))))
-	top := a.Annotations[kaikeys.TopOwnerMetadata]
-	assert.Equal(t, unsafe.Add(unsafe.Pointer(unsafeStringData(top)), strings.Index(top, "w00001")), unsafe.Pointer(unsafeStringData(a.OwnerReferences[0].Name)))
-	// A deep copy (what the cached client returns) can be written without touching the others.
-	cp := a.DeepCopy()
-	cp.Labels[queueKey] = "changed"
-	cp.Spec.SubGroups[0].Name = "changed"
-	assert.Equal(t, "team-a", b.Labels[queueKey])
-	assert.Equal(t, "coordinator", b.Spec.SubGroups[0].Name)
-}
-
-// TestApplyOfCachedViewWritesNothing: with the cache holding CacheView's view of what the API
+// TestApplyOfCachedViewWritesNothing: with the cache holding CacheTransform's view of what the API
 // server stored (KAI's status included), applying the same desired PodGroup again writes
 // nothing, for every shape Build makes; a desired change is written once, and the Update keeps
 // everything the stored object had that gangmap does not own (labels, annotations, finalizers)
@@ -247,7 +189,6 @@ func TestApplyOfCachedViewWritesNothing(t *testing.T) {
 	for name, md := range readerShapes() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			view := NewCacheView()
 			a, c, w := newApplier(t, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				pg, ok := obj.(*v2alpha2.PodGroup)
 				if !ok {
@@ -257,7 +198,7 @@ func TestApplyOfCachedViewWritesNothing(t *testing.T) {
 				if err := c.Get(ctx, key, pg); err != nil {
 					return err
 				}
-				*pg = *cachedView(t, view, decodeAsInformer(t, pg))
+				*pg = *cachedView(t, decodeAsInformer(t, pg))
 				return nil
 			}})
 			res, err := a.Apply(ctx, md)
@@ -316,7 +257,7 @@ func TestApplyOfCachedViewWritesNothing(t *testing.T) {
 // BenchmarkCachedPodGroupBytes reports the live heap one cached PodGroup costs in the grouper's
 // PodGroup informer (a client-go store with the namespace index), decoded as the informer decodes
 // it, with managed fields dropped (the transform before this one, podview.TransformWorkload) and
-// through CacheView: the scale benchmark's PodGroups (e2e/scale: 10,000 CustomJobs), a
+// through CacheTransform: the scale benchmark's PodGroups (e2e/scale: 10,000 CustomJobs), a
 // kubectl-applied JobSet's (its last-applied-configuration copied by KAI's default metadata),
 // and both with the status KAI's scheduler writes while a gang waits. cache-view+owner-index adds
 // the stray collector's index (strays.OwnerIndex), so it is all the grouper holds per PodGroup.
@@ -335,19 +276,18 @@ func BenchmarkCachedPodGroupBytes(b *testing.B) {
 			b.Run(w.name+"/"+tc, func(b *testing.B) {
 				var per float64
 				for range b.N {
-					view, owners := NewCacheView(), strays.NewOwnerIndex()
+					owners := strays.NewOwnerIndex()
 					per = heapPerPodGroup(b, raws, func(pg *v2alpha2.PodGroup) any {
 						if tc == "managed-fields-dropped" {
 							pg.ManagedFields = nil
 							return pg
 						}
-						out := cachedView(b, view, pg)
+						out := cachedView(b, pg)
 						if tc == "cache-view+owner-index" {
 							owners.OnAdd(out, true)
 						}
 						return out
 					})
-					runtime.KeepAlive(view)
 					runtime.KeepAlive(owners)
 				}
 				b.ReportMetric(per, "bytes/podgroup")
@@ -377,82 +317,21 @@ func heapPerPodGroup(tb testing.TB, raws [][]byte, keep func(*v2alpha2.PodGroup)
 	return float64(after-before) / float64(len(raws))
 }
 
-func k8sruntimeMapPointer(m map[string]string) unsafe.Pointer {
-	return reflect.ValueOf(m).UnsafePointer()
-}
-
-func unsafeStringData(s string) *byte { return unsafe.StringData(s) }
-
-// TestCacheViewBoundsTheOwnerSearch: a PodGroup anyone allowed to create PodGroups can write,
-// with thousands of owner references and an annotation of 250 KiB that holds their names, is
-// cached with the same values, and the search for its owners' bytes in the PodGroup's own
-// strings stays bounded: only the first maxHostedOwners owner references are searched for, and
-// only in hosts of at most maxHostBytes (without the bound, 10,000 owner references in a 250 KiB
-// annotation took the informer's transform 4.7 s per event).
-func TestCacheViewBoundsTheOwnerSearch(t *testing.T) {
-	pg := &v2alpha2.PodGroup{}
-	pg.Name, pg.Namespace = "pg-uid-0-customjob", "ns"
-	big := strings.Repeat("owner-0 uid-0 owner-1 uid-1 owner-2 uid-2 ", 6000)
-	pg.Annotations = map[string]string{kaikeys.TopOwnerMetadata: big}
-	for i := range 3000 {
-		pg.OwnerReferences = append(pg.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "CustomJob",
-			Name: fmt.Sprintf("owner-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))})
-	}
-	got := cachedView(t, NewCacheView(), pg)
-	assert.Equal(t, pg.OwnerReferences, got.OwnerReferences)
-	assert.Equal(t, pg.Annotations, got.Annotations)
-	name := unsafe.Pointer(unsafeStringData(got.Name))
-	assert.Equal(t, unsafe.Add(name, len("pg-")), unsafe.Pointer(unsafeStringData(string(got.OwnerReferences[0].UID))), "the name is a host")
-	top := got.Annotations[kaikeys.TopOwnerMetadata]
-	inTop := func(s string) bool {
-		p := uintptr(unsafe.Pointer(unsafeStringData(s)))
-		lo := uintptr(unsafe.Pointer(unsafeStringData(top)))
-		return p >= lo && p < lo+uintptr(len(top))
-	}
-	for i := range 3 {
-		assert.False(t, inTop(got.OwnerReferences[i].Name), "owner %d: a 250 KiB annotation is not searched", i)
-	}
-	small := pg.DeepCopy()
-	small.Annotations[kaikeys.TopOwnerMetadata] = "owner-0 uid-0 owner-1 uid-1 owner-2 uid-2"
-	got = cachedView(t, NewCacheView(), small)
-	assert.Equal(t, small.OwnerReferences, got.OwnerReferences)
-	top = got.Annotations[kaikeys.TopOwnerMetadata]
-	assert.True(t, inTop(got.OwnerReferences[1].Name), "the second owner is searched for")
-	assert.False(t, inTop(got.OwnerReferences[2].Name), "the third is not")
-}
-
-// TestCacheViewMinimums: minMember and minSubGroup keep their exact value through CacheView: nil
-// stays nil (not 0), 0 stays a pointer to 0, values in [0, 256) share one pointer per value,
-// 256 and negative values keep a pointer of their own; an update that changes one gets the new
-// value, and the PodGroup marshals as the one decoded.
-func TestCacheViewMinimums(t *testing.T) {
-	c := NewCacheView()
-	view := func(minMember, minSubGroup *int32) *v2alpha2.PodGroup {
+// TestCacheTransformKeepsMinimums: minMember and minSubGroup keep their exact value through
+// CacheTransform: nil stays nil (not 0), 0 stays a pointer to 0, 256 and negative values are kept,
+// and the PodGroup marshals as the one decoded.
+func TestCacheTransformKeepsMinimums(t *testing.T) {
+	for _, mins := range [][2]*int32{{nil, nil}, {ptr.To(int32(0)), ptr.To(int32(255))}, {ptr.To(int32(256)), ptr.To(int32(-1))}} {
 		pg := &v2alpha2.PodGroup{}
 		pg.Name, pg.Namespace = "pg", "ns"
-		pg.Spec.MinMember, pg.Spec.MinSubGroup = minMember, minSubGroup
-		got := cachedView(t, c, pg)
+		pg.Spec.MinMember, pg.Spec.MinSubGroup = mins[0], mins[1]
+		got := cachedView(t, pg)
 		want, err := json.Marshal(pg)
 		require.NoError(t, err)
 		have, err := json.Marshal(got)
 		require.NoError(t, err)
 		assert.JSONEq(t, string(want), string(have))
-		return got
+		assert.Equal(t, mins[0], got.Spec.MinMember)
+		assert.Equal(t, mins[1], got.Spec.MinSubGroup)
 	}
-	nilView := view(nil, nil)
-	assert.Nil(t, nilView.Spec.MinMember)
-	assert.Nil(t, nilView.Spec.MinSubGroup)
-	zero := view(ptr.To(int32(0)), ptr.To(int32(255)))
-	require.NotNil(t, zero.Spec.MinMember)
-	assert.Equal(t, int32(0), *zero.Spec.MinMember)
-	assert.Equal(t, int32(255), *zero.Spec.MinSubGroup)
-	assert.Same(t, zero.Spec.MinSubGroup, view(ptr.To(int32(1)), ptr.To(int32(255))).Spec.MinSubGroup)
-	big, neg := ptr.To(int32(256)), ptr.To(int32(-1))
-	other := view(big, neg)
-	assert.Equal(t, int32(256), *other.Spec.MinMember)
-	assert.Equal(t, int32(-1), *other.Spec.MinSubGroup)
-	assert.NotSame(t, other.Spec.MinMember, view(ptr.To(int32(256)), nil).Spec.MinMember, "a value of 256 is not shared")
-	changed := view(ptr.To(int32(3)), nil)
-	assert.Equal(t, int32(3), *changed.Spec.MinMember)
-	assert.Equal(t, int32(0), *zero.Spec.MinMember, "the shared 0 is unchanged by later PodGroups")
 }

@@ -10,8 +10,8 @@
 //   - Validate is the structural part of KAI's PodGroup validating webhook
 //     (pkg/apis/scheduling/v2alpha2/podgroup_webhook.go validatePodGroupSpec) plus the per-field
 //     rules of KAI's CRD, so a PodGroup can be checked before it is written.
-//   - CacheView is the grouper's PodGroup cache transform: it keeps what every reader of a cached
-//     PodGroup reads (listed there, reader by reader) and stores equal strings and maps once.
+//   - CacheTransform is the grouper's PodGroup cache transform: it drops managed fields and KAI's
+//     status details, which no reader of a cached PodGroup reads.
 package podgroup
 
 import (

@@ -79,34 +79,6 @@ func Validate(pg *v2alpha2.PodGroup) field.ErrorList {
 	return errs
 }
 
-// Warnings returns what KAI's webhook would accept with a warning on create
-// (podgroup_webhook.go minSubGroupExceedsChildCountError): a minSubGroup larger than the number of
-// direct child subgroups, on the PodGroup or on a subgroup. Such a gang can never be satisfied.
-// Only meaningful when Validate reports nothing.
-func Warnings(pg *v2alpha2.PodGroup) []string {
-	spec := &pg.Spec
-	children := map[string]int{}
-	roots := 0
-	for _, sg := range spec.SubGroups {
-		if sg.Parent == nil {
-			roots++
-		} else {
-			children[*sg.Parent]++
-		}
-	}
-	var out []string
-	if spec.MinSubGroup != nil && int(*spec.MinSubGroup) > roots {
-		out = append(out, fmt.Sprintf("spec.minSubGroup (%d) exceeds the number of direct child SubGroups (%d)", *spec.MinSubGroup, roots))
-	}
-	for i, sg := range spec.SubGroups {
-		if sg.MinSubGroup != nil && children[sg.Name] > 0 && int(*sg.MinSubGroup) > children[sg.Name] {
-			out = append(out, fmt.Sprintf("spec.subGroups[%d].minSubGroup (%d) exceeds the number of direct child SubGroups (%d) of subgroup %q",
-				i, *sg.MinSubGroup, children[sg.Name], sg.Name))
-		}
-	}
-	return out
-}
-
 // validateSubGroupFields checks the CRD rules of one subgroup's own fields.
 func validateSubGroupFields(sg *v2alpha2.SubGroup, path *field.Path) field.ErrorList {
 	var errs field.ErrorList

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,14 +24,10 @@ const ReasonPathMiss = "DefinitionPathMiss"
 // nothing on a live workload: drift between a definition and the framework it describes (a
 // renamed field, a typo). It is incremented once per plan build (a workload's plan is rebuilt
 // when the workload or the definition changes), never per pod.
-var PathMissesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+var PathMissesTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_definition_path_misses_total",
 	Help: "Definition paths that resolved to nothing on a live workload, counted once per plan build, by definition and path.",
 }, []string{"definition", "path"})
-
-func init() {
-	metrics.Registry.MustRegister(PathMissesTotal)
-}
 
 // PathMisses returns the definition paths that resolved to nothing when plan was built.
 func PathMisses(plan *gang.Plan) []definitions.PathMiss { return plan.Misses }
@@ -70,11 +67,7 @@ func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.U
 		return
 	}
 	md := c.Loaded.Karta.Metadata
-	karta := &unstructured.Unstructured{}
-	karta.SetAPIVersion(definitions.APIVersion)
-	karta.SetKind(definitions.Kind)
-	karta.SetName(md.Name)
-	karta.SetUID(types.UID(md.UID))
+	karta := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: md.Name, UID: types.UID(md.UID)}
 	for _, m := range misses {
 		key := fmt.Sprintf("%s|%s|%s|%s", md.UID, md.ResourceVersion, topOwner.GetUID(), m.Path)
 		if g.drift.seen(key) {

@@ -243,7 +243,8 @@ func (g *Grouper) Plan(ctx context.Context, topOwner *unstructured.Unstructured)
 }
 
 // planFor returns the cached plan of the top owner, building it (and its per-PodGroup metadata)
-// when the workload or its definition changed.
+// when the workload or its definition changed. A failed plan is returned with its error (the
+// callers use the plan only without one).
 func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructured) (*cachedPlan, *definitions.Compiled, error) {
 	compiled := g.Registry.Lookup(topOwner.GroupVersionKind())
 	if compiled == nil {
@@ -261,19 +262,13 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 		lookupStale.Inc()
 	default:
 		lookupHit.Inc()
-		if c.err != nil {
-			return nil, compiled, c.err
-		}
-		return c, compiled, nil
+		return c, compiled, c.err
 	}
 	c, err := g.sharedPlan(ctx, topOwner, compiled)
 	if err != nil {
 		return nil, compiled, err
 	}
-	if c.err != nil {
-		return nil, compiled, c.err
-	}
-	return c, compiled, nil
+	return c, compiled, c.err
 }
 
 // Role returns the plan of the top owner (cached, as Plan) and the name of the pod's role in it.
@@ -391,13 +386,10 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 	}
 	a, err := plan.Assign(placement)
 	if errors.Is(err, gang.ErrNotInPlan) {
-		// The pod's instance or replica is not in the plan: the caller may refresh a stale
-		// workload and ask again; meanwhile the pod is not left without a PodGroup.
-		seen.NotInPlan = err
-	}
-	if errors.Is(err, gang.ErrNotInPlan) {
 		// The pod's instance or replica is outside the plan (a path that reads nothing, a role
-		// counted 0 pods, a plan older than the workload): it joins the gang without a sub-group.
+		// counted 0 pods, a plan older than the workload): the caller may refresh a stale
+		// workload and ask again; meanwhile the pod joins the gang without a sub-group.
+		seen.NotInPlan = err
 		key, ok := "", false
 		if compiled.PerReplicaOf != nil {
 			key, ok = placement.ReplicaKeys[compiled.PerReplicaOf.Name]

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -104,7 +105,7 @@ func (g *Grouper) cache() *planCache {
 // workload, or its plan evicted) and stale (a plan of an older version of the workload or of the
 // definition). A miss or stale lookup builds the plan, once for all callers that ask at the
 // same time.
-var PlanCacheLookupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+var PlanCacheLookupsTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_plan_cache_lookups_total",
 	Help: "Plan cache lookups by result: hit, miss (not cached: a new workload or an evicted plan; --plan-cache-size bounds the cache) or stale (the workload or its definition changed); a miss or stale lookup builds the plan.",
 }, []string{"result"})
@@ -115,7 +116,3 @@ var (
 	lookupMiss  = PlanCacheLookupsTotal.WithLabelValues("miss")
 	lookupStale = PlanCacheLookupsTotal.WithLabelValues("stale")
 )
-
-func init() {
-	metrics.Registry.MustRegister(PlanCacheLookupsTotal)
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,21 +50,17 @@ const ReasonPlanBuildRefused = "PlanBuildRefused"
 
 // PlanBuildMemoryBytes is the memory share held by the plan builds running now, in bytes (at
 // most --plan-build-memory).
-var PlanBuildMemoryBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+var PlanBuildMemoryBytes = promauto.With(metrics.Registry).NewGauge(prometheus.GaugeOpts{
 	Name: "gangmap_plan_build_memory_bytes",
 	Help: "Memory share held by the plan builds running now: per build, the expression budget plus three times the workload object's size; at most --plan-build-memory.",
 })
 
 // PlanBuildsRefusedTotal counts plan builds refused because the running builds held the whole
 // plan memory bound for longer than --plan-build-wait.
-var PlanBuildsRefusedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+var PlanBuildsRefusedTotal = promauto.With(metrics.Registry).NewCounter(prometheus.CounterOpts{
 	Name: "gangmap_plan_builds_refused_total",
 	Help: "Plan builds refused because the builds running at once held the whole --plan-build-memory for longer than --plan-build-wait (the workload gets a PlanBuildRefused Event; the plan is built again at its next read).",
 })
-
-func init() {
-	metrics.Registry.MustRegister(PlanBuildMemoryBytes, PlanBuildsRefusedTotal)
-}
 
 // planGate is the weighted semaphore of the plan builds, in bytes.
 type planGate struct {

@@ -15,8 +15,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -29,12 +29,10 @@ import (
 // Reason is the Event reason on the Karta.
 const Reason = "KAIGroupsKindToo"
 
-var kinds = prometheus.NewGauge(prometheus.GaugeOpts{
+var kinds = promauto.With(metrics.Registry).NewGauge(prometheus.GaugeOpts{
 	Name: "gangmap_kinds_grouped_by_both",
 	Help: "Kinds gangmap groups for which a Karta in the cluster is visible to KAI's own Karta fallback (labels run.ai/karta-group, -version, -kind): KAI's pod-grouper groups the pods gangmap's webhook missed too.",
 })
-
-func init() { metrics.Registry.MustRegister(kinds) }
 
 // Overlap is one Karta KAI's hub can see for a kind gangmap groups.
 type Overlap struct {
@@ -106,11 +104,7 @@ func (n *Notifier) Check(ctx context.Context) {
 		n.told[key] = true
 		ctrl.LoggerFrom(ctx).Info("KAI's pod-grouper and gangmap both group a kind", "karta", o.Karta, "kind", o.Kind.String(), "why", o.Message())
 		if n.Recorder != nil {
-			k := &unstructured.Unstructured{}
-			k.SetAPIVersion(definitions.APIVersion)
-			k.SetKind("Karta")
-			k.SetName(o.Karta)
-			k.SetUID(types.UID(o.UID))
+			k := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: o.Karta, UID: types.UID(o.UID)}
 			n.Recorder.Event(k, corev1.EventTypeWarning, Reason, o.Message())
 		}
 	}

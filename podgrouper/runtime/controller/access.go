@@ -10,7 +10,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -133,11 +132,8 @@ func (a *AccessChecker) report(ctx context.Context, gvk schema.GroupVersionKind,
 	if c == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
 		return
 	}
-	karta := &unstructured.Unstructured{}
-	karta.SetAPIVersion(definitions.APIVersion)
-	karta.SetKind(definitions.Kind)
-	karta.SetName(c.Loaded.Karta.Metadata.Name)
-	karta.SetUID(types.UID(c.Loaded.Karta.Metadata.UID))
+	karta := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: c.Loaded.Karta.Metadata.Name,
+		UID: types.UID(c.Loaded.Karta.Metadata.UID)}
 	a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
 }
 

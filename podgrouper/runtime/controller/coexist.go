@@ -13,6 +13,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
 
 // Event reasons of the coexistence with KAI's pod-grouper.
@@ -121,12 +122,7 @@ func (r *PodReconciler) collectStrays(d *decide.Decision) {
 // (the namespace to list, the UID of the owner references, the object of its Events, whose
 // involvedObject records exactly these).
 func ownerIdentity(u *unstructured.Unstructured) *unstructured.Unstructured {
-	id := &unstructured.Unstructured{Object: make(map[string]any, 3)}
-	id.SetAPIVersion(u.GetAPIVersion())
-	id.SetKind(u.GetKind())
-	id.SetNamespace(u.GetNamespace())
-	id.SetName(u.GetName())
-	id.SetUID(u.GetUID())
+	id := workloadevents.Identity(u)
 	id.SetResourceVersion(u.GetResourceVersion())
 	return id
 }

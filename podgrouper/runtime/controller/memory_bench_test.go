@@ -47,9 +47,8 @@ type steadyState struct {
 	workloads, podGroups toolscache.Indexer
 	// interner is the workloads' cache transform (the manager's DefaultTransform).
 	interner *podview.Interner
-	// podGroupView is the PodGroups' cache transform; podGroupOwners the stray collector's index
-	// of the cached PodGroups (strays.OwnerIndex, fed by the informer's events).
-	podGroupView   *podgroup.CacheView
+	// podGroupOwners is the stray collector's index of the cached PodGroups (strays.OwnerIndex,
+	// fed by the informer's events).
 	podGroupOwners *strays.OwnerIndex
 	grouper        *workloadmap.Grouper
 	book           *podbook.Book
@@ -74,9 +73,9 @@ func newSteadyState(tb testing.TB) *steadyState {
 	}
 	book := podbook.New()
 	return &steadyState{pods: newBenchPodCache(tb), workloads: store(), podGroups: store(), interner: podview.NewInterner(podview.WorkloadInternerSize),
-		podGroupView: podgroup.NewCacheView(), podGroupOwners: strays.NewOwnerIndex(),
-		grouper: &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
-		book:    book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
+		podGroupOwners: strays.NewOwnerIndex(),
+		grouper:        &workloadmap.Grouper{Registry: reg, Defaults: &defaultgrouper.Grouper{}},
+		book:           book, findings: findings.NewTrackerIn(book), metrics: &workloadmetrics.Tracker{MaxWorkloads: workloadmetrics.DefaultMaxWorkloads, Pods: book}}
 }
 
 // decoded round-trips obj through JSON into out, as an informer decodes each object.
@@ -153,8 +152,8 @@ func (s *steadyState) addWorkload(tb testing.TB, ctx context.Context, job *unstr
 				var pg v2alpha2.PodGroup
 				decoded(tb, podgroup.Build(md), &pg)
 				pg.UID, pg.ResourceVersion, pg.Generation = types.UID(string(job.GetUID())+"-pg"), "300000", 1
-				// The PodGroups' cache transform (app.go: podgroup.CacheView).
-				cached, _ := s.podGroupView.Transform(&pg)
+				// The PodGroups' cache transform (app.go: podgroup.CacheTransform).
+				cached, _ := podgroup.CacheTransform(&pg)
 				if err := s.podGroups.Add(cached); err != nil {
 					tb.Fatal(err)
 				}
@@ -261,7 +260,7 @@ func (s *steadyState) parts() []part {
 		{"bookkeeping", func() { s.book, s.findings, s.metrics = nil, nil, nil }},
 		{"pod-cache", func() { s.pods.close(); s.pods = nil }},
 		{"plan-cache", func() { s.grouper = nil }},
-		{"podgroup-cache", func() { s.podGroups, s.podGroupView, s.podGroupOwners = nil, nil, nil }},
+		{"podgroup-cache", func() { s.podGroups, s.podGroupOwners = nil, nil }},
 		{"workload-cache", func() { s.workloads, s.interner = nil, nil }},
 	}
 }

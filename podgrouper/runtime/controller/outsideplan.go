@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -20,14 +21,10 @@ import (
 const ReasonPodOutsidePlan = "GangmapPodOutsidePlan"
 
 // podsOutsidePlan counts the pods reported with ReasonPodOutsidePlan.
-var podsOutsidePlan = prometheus.NewCounterVec(prometheus.CounterOpts{
+var podsOutsidePlan = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_pods_outside_plan_total",
 	Help: "Pods whose instance or replica the workload's gang plan does not count (the definition does not name it), counted once per pod and instance, by top-owner kind: such a pod is outside the gang (KAI's default PodGroup, minMember 1).",
 }, []string{"kind"})
-
-func init() {
-	metrics.Registry.MustRegister(podsOutsidePlan)
-}
 
 // reportOutsidePlan tells, once per pod and instance, that the pod is outside its workload's
 // plan (d.Seen.NotInPlan, after the decider re-read the workload): a Warning Event on the pod and

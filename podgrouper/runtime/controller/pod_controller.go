@@ -279,13 +279,7 @@ func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *de
 		r.Findings.Forget(key, now)
 		return
 	}
-	r.Findings.SetPlan(d.Seen.Plan, findings.DefinitionOf(d.Seen.Definition), now)
-	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	r.Findings.Observe(key, findings.Observation{Owner: d.Owner.GetUID(), Role: d.Seen.Role, Unclaimed: d.Seen.Unclaimed, Terminal: terminal}, now)
-	if d.Seen.Unclaimed {
-		def := d.Seen.Definition
-		r.Findings.NoteUnclaimed(d.Owner.GetUID(), pod.Name, pod.Labels, func() string { return findings.SelectorsOf(def) })
-	}
+	r.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, now)
 }
 
 func (r *PodReconciler) forgetFinding(key types.NamespacedName) {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +80,7 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide
 	if len(labels) > 0 {
 		md["labels"] = labels
 	}
-	patch, err := jsonMarshal(map[string]any{"metadata": md})
+	patch, err := json.Marshal(map[string]any{"metadata": md})
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -187,8 +186,6 @@ func (g *regrouper) list(ctx context.Context) ([]*corev1.Pod, error) {
 	}
 	return out, nil
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows
 // the workload's state (spec.gangmap.gang.startup.holds), so that its pods are regrouped when the

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -119,7 +120,7 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 			if w.changed != nil {
 				w.changed(n)
 			}
-			if o.GetGeneration() == n.GetGeneration() && equalMaps(o.GetLabels(), n.GetLabels()) && equalMaps(o.GetAnnotations(), n.GetAnnotations()) &&
+			if o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
 				(w.statusMatters == nil || !w.statusMatters(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
 				return
 			}
@@ -142,16 +143,4 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 			}
 		},
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }

@@ -42,21 +42,11 @@ func (r *PodReconciler) track(ctx context.Context, pod *corev1.Pod, d *decide.De
 		return
 	}
 	plan, role, err := p.Role(ctx, d.Owner, pod)
-	if err != nil || plan == nil || role == "" {
-		r.Metrics.ForgetPod(client.ObjectKeyFromObject(pod))
-		ctrl.LoggerFrom(ctx).V(2).Info("No workload metrics for the pod: no role in the plan", "error", err)
-		if plan != nil {
-			r.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, d.Owner.GetUID(), d.Kind.GroupKind().String()))
-		}
-		return
+	if err != nil {
+		role = ""
 	}
-	uid := d.Owner.GetUID()
-	if r.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String())) {
-		phase := string(pod.Status.Phase)
-		if phase == "" {
-			phase = string(corev1.PodPending)
-		}
-		r.Metrics.SetPod(uid, client.ObjectKeyFromObject(pod), role, phase)
+	if !r.Metrics.TrackPod(d.Owner.GetUID(), d.Kind.GroupKind().String(), plan, client.ObjectKeyFromObject(pod), role, pod.Status.Phase) {
+		ctrl.LoggerFrom(ctx).V(2).Info("No workload metrics for the pod: no role in the plan", "error", err)
 	}
 }
 

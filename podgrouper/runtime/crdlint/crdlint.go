@@ -260,11 +260,7 @@ func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiext
 	if l.Recorder == nil || ld.Source != definitions.SourceCluster {
 		return msg
 	}
-	k := &unstructured.Unstructured{}
-	k.SetAPIVersion(definitions.APIVersion)
-	k.SetKind(definitions.Kind)
-	k.SetName(md.Name)
-	k.SetUID(types.UID(md.UID))
+	k := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: md.Name, UID: types.UID(md.UID)}
 	l.Recorder.Event(k, corev1.EventTypeWarning, ReasonPathCannotResolve, msg+"; the definition is refused until it is fixed")
 	return msg
 }

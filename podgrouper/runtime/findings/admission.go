@@ -80,7 +80,7 @@ func (t *Tracker) AdmissionDue(max int) []AdmissionCheck {
 		if len(out) >= max {
 			break
 		}
-		blocked := w.rare != nil && w.rare.blocked != nil
+		blocked := w.rare.blocked != nil
 		if !w.planned || (!w.admissionDue && !blocked) {
 			continue
 		}
@@ -101,13 +101,10 @@ func (t *Tracker) SetAdmission(uid types.UID, b *Blocked, now time.Time) {
 		return
 	}
 	if b == nil {
-		if w.rare != nil {
-			w.rare.blocked = nil
-			w.tidy()
-		}
+		w.rare.blocked = nil
 		return
 	}
-	r := w.rareState()
+	r := &w.rare
 	if r.blocked != nil && r.blocked.PodGroup == b.PodGroup && r.blocked.SubGroup == b.SubGroup {
 		r.blocked.Reason = b.Reason
 		return

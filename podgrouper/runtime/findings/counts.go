@@ -18,9 +18,7 @@ func (t *Tracker) Counts(uid types.UID) Counts {
 	if w == nil {
 		return c
 	}
-	if w.rare != nil {
-		c.Unclaimed = w.rare.unclaimed
-	}
+	c.Unclaimed = w.rare.unclaimed
 	for _, rs := range w.roles.list {
 		c.Live[rs.name], c.Created[rs.name] = int64(rs.live), int64(rs.created)
 	}

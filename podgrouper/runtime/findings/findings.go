@@ -34,14 +34,31 @@ package findings
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/core/grouper"
 )
+
+// ObserveGrouped counts a pod grouped under the top owner against its workload's plan, as the
+// grouper saw it (seen.Plan set): the plan, the pod's observation and, when no component claims
+// the pod, its labels. The pod controller and gangmap inside KAI's pod-grouper both call it.
+func (t *Tracker) ObserveGrouped(key types.NamespacedName, pod *corev1.Pod, owner types.UID, seen grouper.Seen, now time.Time) {
+	t.SetPlan(seen.Plan, DefinitionOf(seen.Definition), now)
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	t.Observe(key, Observation{Owner: owner, Role: seen.Role, Unclaimed: seen.Unclaimed, Terminal: terminal}, now)
+	if seen.Unclaimed {
+		def := seen.Definition
+		t.NoteUnclaimed(owner, pod.Name, pod.Labels, func() string { return SelectorsOf(def) })
+	}
+}
 
 // Reason names a kind of finding: the reason label of the metrics and Events.
 type Reason string
@@ -201,7 +218,7 @@ func SelectorsOf(c *definitions.Compiled) string {
 					want = append(want, k+" is set")
 				}
 			}
-			for _, key := range sortedKeys(ts.MatchLabels) {
+			for _, key := range slices.Sorted(maps.Keys(ts.MatchLabels)) {
 				want = append(want, fmt.Sprintf("label %s=%s", key, ts.MatchLabels[key]))
 			}
 		}
@@ -224,13 +241,4 @@ func exprText(e definitions.Expr) string {
 		return e.JQ
 	}
 	return e.CEL
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -47,17 +48,13 @@ func ParseHealth(v string) (*Health, error) {
 // Metrics of the findings, registered with controller-runtime's registry.
 var (
 	// Gauge counts the workloads currently affected, by workload kind, definition and reason.
-	Gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Gauge = promauto.With(metrics.Registry).NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gangmap_gang_findings",
 		Help: "Workloads whose pods currently disagree with their gang plan, by workload kind, definition and reason (UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift, TopologyUnresolved, TopologyNotFound).",
 	}, []string{"kind", "definition", "reason"})
 	// Total counts findings raised (a workload entering a finding), by the same labels.
-	Total = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Total = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_gang_findings_total",
 		Help: "Findings raised (a workload's pods started to disagree with its gang plan), by workload kind, definition and reason.",
 	}, []string{"kind", "definition", "reason"})
 )
-
-func init() {
-	metrics.Registry.MustRegister(Gauge, Total)
-}

@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,22 +94,14 @@ func clearedText(reason Reason) string {
 	return "the pods now agree with the gang plan"
 }
 
-// Start implements manager.Runnable.
+// Start implements manager.Runnable: Tick at once and then every Interval until ctx ends.
 func (r *Reporter) Start(ctx context.Context) error {
 	iv := r.Interval
 	if iv <= 0 {
 		iv = 2 * time.Second
 	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			r.Tick(ctx)
-		}
-	}
+	wait.NonSlidingUntilWithContext(ctx, r.Tick, iv)
+	return nil
 }
 
 func (r *Reporter) now() time.Time {
@@ -188,7 +180,7 @@ func moveGauge(st *reported, before, now map[Reason]bool) {
 // findings past them are recorded as sent and said in one summary Event (see MaxHealthFindings).
 func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now time.Time, cfg Config) {
 	// The Events' objects, made for the first Event (most ticks send none).
-	var workload, karta *unstructured.Unstructured
+	var workload, karta *corev1.ObjectReference
 	objects := func() {
 		if workload == nil {
 			workload, karta = workloadObject(rep.Workload), kartaObject(rep.Definition)
@@ -307,7 +299,7 @@ func (r *Reporter) setAnnotation(ctx context.Context, key types.NamespacedName, 
 	return r.Client.Update(ctx, pg)
 }
 
-func (r *Reporter) event(obj *unstructured.Unstructured, typ, reason, format string, args ...any) {
+func (r *Reporter) event(obj *corev1.ObjectReference, typ, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(obj, typ, reason, format, args...)
 	}
@@ -327,27 +319,16 @@ func withRole(f Finding) string {
 	return "role " + f.Role + ": " + f.Message
 }
 
-// workloadObject is a reference object for Events on the workload.
-func workloadObject(w gang.WorkloadRef) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(w.APIVersion)
-	u.SetKind(w.Kind)
-	u.SetNamespace(w.Namespace)
-	u.SetName(w.Name)
-	u.SetUID(types.UID(w.UID))
-	return u
+// workloadObject is the reference of Events on the workload.
+func workloadObject(w gang.WorkloadRef) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: types.UID(w.UID)}
 }
 
 // kartaObject is a reference object for Events on a cluster Karta, or nil for a definition
 // from a file or the catalog.
-func kartaObject(d Definition) *unstructured.Unstructured {
+func kartaObject(d Definition) *corev1.ObjectReference {
 	if d.KartaUID == "" {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(definitions.APIVersion)
-	u.SetKind(definitions.Kind)
-	u.SetName(d.Name)
-	u.SetUID(d.KartaUID)
-	return u
+	return &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: d.Name, UID: d.KartaUID}
 }

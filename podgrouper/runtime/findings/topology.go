@@ -50,12 +50,10 @@ func (w *workload) setTopology(plan *gang.Plan) {
 		}
 	}
 	if len(st.issues) == 0 && len(st.uses) == 0 {
-		if w.rare != nil {
-			w.rare.topology = nil
-		}
+		w.rare.topology = nil
 		return
 	}
-	w.rareState().topology = &st
+	w.rare.topology = &st
 }
 
 // topologyFindings are the workload's TopologyUnresolved findings (one per role, its issues

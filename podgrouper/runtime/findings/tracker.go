@@ -2,7 +2,8 @@ package findings
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,24 +52,17 @@ type Tracker struct {
 	// epoch is the origin of the roles' clocks, kept as durations since it (8 bytes where a
 	// time.Time is 24; the durations are monotonic when the times are, as time.Now's).
 	epoch time.Time
-	// definitions holds each Definition once for the workloads to point to (three strings, the
-	// same for every workload of a definition); emptied past maxDefinitions.
-	definitions map[Definition]*Definition
 
 	// Topologies, when set (before the first evaluation), are the cluster's KAI Topologies the
 	// plans' constraints are checked against (TopologyNotFound); without it they are not checked.
 	Topologies kaitopology.Lookup
 }
 
-// maxDefinitions bounds Tracker.definitions (a Karta deleted and created again is another).
-const maxDefinitions = 256
-
-// workload is one top owner's plan and counters: 152 bytes (session 6: 256), the UID being the
-// map's key and the rarely used state apart.
+// workload is one top owner's plan and counters, the UID being the map's key.
 type workload struct {
 	// apiVersion, kind, namespace and name are the plan's gang.WorkloadRef but the UID.
 	apiVersion, kind, namespace, name string
-	definition                        *Definition
+	definition                        Definition
 	// plan identifies the plan last set, without keeping it alive: the plan cache bounds the
 	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan
 	// (10,000 workloads' plans were 50 MB beyond the cache's bound). planned says one was set.
@@ -81,8 +75,8 @@ type workload struct {
 	planned bool
 	// admissionDue says the pods or plan changed since the last admission check (admission.go).
 	admissionDue bool
-	// rare is what few workloads have (unclaimed pods, missed paths); nil when they have none.
-	rare *rareState
+	// rare is what few workloads have (unclaimed pods, missed paths).
+	rare rareState
 }
 
 // rareState is the part of a workload's state that most workloads never have.
@@ -96,24 +90,6 @@ type rareState struct {
 	topology *topologyState
 	// blocked is the admission model's verdict of a PodGroup KAI cannot admit (admission.go).
 	blocked *blockedState
-}
-
-// noRareState is the rare state of a workload that has none (read only).
-var noRareState rareState
-
-// rareState returns the workload's rare state, made when it has none.
-func (w *workload) rareState() *rareState {
-	if w.rare == nil {
-		w.rare = &rareState{}
-	}
-	return w.rare
-}
-
-// tidy drops the rare state when it holds nothing.
-func (w *workload) tidy() {
-	if r := w.rare; r != nil && len(r.misses) == 0 && r.unclaimed == 0 && r.unclaimedPod == "" && r.unclaimedLabels == "" && r.topology == nil && r.blocked == nil {
-		w.rare = nil
-	}
 }
 
 // roleState is one role's plan and pods: 64 bytes (session 6: 104).
@@ -133,24 +109,11 @@ func NewTracker() *Tracker { return NewTrackerIn(podbook.New()) }
 // NewTrackerIn returns an empty Tracker that keeps each pod's observation in pods (the Book the
 // pod controller shares with the workload metrics).
 func NewTrackerIn(pods *podbook.Book) *Tracker {
-	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods, epoch: time.Now(), definitions: map[Definition]*Definition{}}
+	return &Tracker{workloads: map[types.UID]*workload{}, pods: pods, epoch: time.Now()}
 }
 
 // since is the time as a duration since the epoch.
 func (t *Tracker) since(now time.Time) time.Duration { return now.Sub(t.epoch) }
-
-// definition returns the Tracker's copy of d.
-func (t *Tracker) definition(d Definition) *Definition {
-	if p, ok := t.definitions[d]; ok {
-		return p
-	}
-	if len(t.definitions) >= maxDefinitions {
-		clear(t.definitions)
-	}
-	p := &d
-	t.definitions[d] = p
-	return p
-}
 
 func (o Observation) finding() *podbook.Finding {
 	return &podbook.Finding{Owner: o.Owner, Role: o.Role, Unclaimed: o.Unclaimed, Terminal: o.Terminal}
@@ -183,19 +146,15 @@ func (t *Tracker) SetPlan(plan *gang.Plan, def Definition, now time.Time) {
 	w.plan, w.planned, w.admissionDue = wp, true, true
 	ref := plan.Workload
 	w.apiVersion, w.kind, w.namespace, w.name = ref.APIVersion, ref.Kind, ref.Namespace, ref.Name
-	w.definition = t.definition(def)
+	w.definition = def
 	w.podGroups = w.podGroups[:0]
 	for _, pg := range plan.PodGroups {
 		w.podGroups = append(w.podGroups, pg.Name)
 	}
 	w.setTopology(plan)
-	if len(plan.Misses) > 0 || w.rare != nil {
-		r := w.rareState()
-		r.misses = r.misses[:0]
-		for _, m := range plan.Misses {
-			r.misses = append(r.misses, m.Path)
-		}
-		w.tidy()
+	w.rare.misses = w.rare.misses[:0]
+	for _, m := range plan.Misses {
+		w.rare.misses = append(w.rare.misses, m.Path)
 	}
 	// A role's GangUnsatisfiable clock restarts only when the plan changes what it requires: the
 	// same plan built again (its cached copy was evicted, grouper --plan-cache-size) is not news.
@@ -281,7 +240,7 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 	w.admissionDue = true
 	switch {
 	case o.Unclaimed:
-		r := w.rareState()
+		r := &w.rare
 		r.unclaimed++
 		if r.unclaimedPod == "" {
 			r.unclaimedPod = pod.Name
@@ -307,16 +266,16 @@ func (t *Tracker) NoteUnclaimed(owner types.UID, pod string, labels map[string]s
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.workloads[owner]
-	if w == nil || w.rare == nil || w.rare.unclaimed == 0 {
+	if w == nil || w.rare.unclaimed == 0 {
 		return
 	}
-	r := w.rare
+	r := &w.rare
 	if r.unclaimedLabels != "" && r.unclaimedPod != pod {
 		return
 	}
 	r.unclaimedPod = pod
 	parts := make([]string, 0, len(labels))
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		parts = append(parts, k+"="+labels[k])
 	}
 	r.unclaimedLabels = "{" + strings.Join(parts, ", ") + "}"
@@ -351,7 +310,7 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 	w.admissionDue = true
 	switch {
 	case o.Unclaimed:
-		if r := w.rare; r != nil {
+		if r := &w.rare; r.unclaimed > 0 {
 			r.unclaimed--
 			if r.unclaimedPod == pod.Name {
 				r.unclaimedPod, r.unclaimedLabels = "", ""
@@ -359,7 +318,6 @@ func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time
 			if r.unclaimed == 0 {
 				r.selectors = ""
 			}
-			w.tidy()
 		}
 	case o.Role != "":
 		if rs := w.roles.get(o.Role); rs != nil {
@@ -412,7 +370,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 			continue
 		}
 		r := Report{Workload: gang.WorkloadRef{APIVersion: w.apiVersion, Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: string(uid)},
-			Definition: *w.definition, Findings: fs}
+			Definition: w.definition, Findings: fs}
 		r.PodGroups = append(r.PodGroups, w.podGroups...)
 		out = append(out, r)
 	}
@@ -423,10 +381,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 // for the rules.
 func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology.Lookup) []Finding {
 	var fs []Finding
-	rare := w.rare
-	if rare == nil {
-		rare = &noRareState
-	}
+	rare := &w.rare
 	ex := ""
 	if rare.unclaimed > 0 {
 		if rare.unclaimedPod != "" {
@@ -470,17 +425,11 @@ func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology
 		fs = append(fs, *f)
 	}
 	if len(rare.misses) > 0 {
-		misses := strings.Join(sortedCopy(rare.misses), ", ")
+		misses := strings.Join(slices.Sorted(slices.Values(rare.misses)), ", ")
 		fs = append(fs, Finding{Reason: Drift, Counts: misses, Message: fmt.Sprintf(
 			"definition paths resolved to nothing on the workload: %s; the framework may have renamed the field, or the definition has a typo (check with gangmap validate --crd)", misses)})
 	}
 	fs = append(fs, rare.topology.findings(topologies)...)
 	sortFindings(fs)
 	return fs
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

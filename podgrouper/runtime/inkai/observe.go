@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,17 +60,14 @@ type Observer struct {
 
 	// kinds holds the workload kinds whose informer has the delete handler.
 	kinds sync.Map
-	// gone holds the UIDs of pods deleted lately (see Observe).
-	goneMu sync.Mutex
-	gone   map[types.UID]time.Time
+	// gone holds the UIDs of pods deleted within goneFor (see Observe).
+	goneOnce sync.Once
+	gone     *utilcache.Expiring
 }
 
 // goneFor is how long a deleted pod's UID is remembered: longer than any decision KAI's pod
 // controller may have had in flight when the pod was deleted (DefaultTimeout bounds one).
 const goneFor = time.Minute
-
-// maxGone bounds the remembered UIDs (then the expired ones are dropped, or all when none is).
-const maxGone = 10000
 
 var _ manager.Runnable = (*Observer)(nil)
 
@@ -83,21 +81,14 @@ var _ manager.Runnable = (*Observer)(nil)
 // then would keep it in the findings and metrics for good.
 func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	key := client.ObjectKeyFromObject(pod)
-	if pod.DeletionTimestamp != nil || o.wasDeleted(pod.UID) {
+	if _, gone := o.deleted().Get(pod.UID); gone || pod.DeletionTimestamp != nil {
 		o.Forget(key)
 		return
 	}
 	uid := d.Owner.GetUID()
 	o.Book.Group(key, uid)
 	if o.Findings != nil && d.Seen.Plan != nil {
-		now := time.Now()
-		o.Findings.SetPlan(d.Seen.Plan, findings.DefinitionOf(d.Seen.Definition), now)
-		terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-		o.Findings.Observe(key, findings.Observation{Owner: uid, Role: d.Seen.Role, Unclaimed: d.Seen.Unclaimed, Terminal: terminal}, now)
-		if d.Seen.Unclaimed {
-			def := d.Seen.Definition
-			o.Findings.NoteUnclaimed(uid, pod.Name, pod.Labels, func() string { return findings.SelectorsOf(def) })
-		}
+		o.Findings.ObserveGrouped(key, pod, uid, d.Seen, time.Now())
 	}
 	o.track(ctx, pod, d)
 	o.watchKind(ctx, d.Kind)
@@ -110,22 +101,11 @@ func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *decide.Decisio
 	if o.Metrics == nil || o.Planner == nil {
 		return
 	}
-	key, uid := client.ObjectKeyFromObject(pod), d.Owner.GetUID()
 	plan, role, err := o.Planner.Role(ctx, d.Owner, pod)
-	if err != nil || plan == nil || role == "" {
-		o.Metrics.ForgetPod(key)
-		if plan != nil {
-			o.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String()))
-		}
-		return
+	if err != nil {
+		role = ""
 	}
-	if o.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, uid, d.Kind.GroupKind().String())) {
-		phase := string(pod.Status.Phase)
-		if phase == "" {
-			phase = string(corev1.PodPending)
-		}
-		o.Metrics.SetPod(uid, key, role, phase)
-	}
+	o.Metrics.TrackPod(d.Owner.GetUID(), d.Kind.GroupKind().String(), plan, client.ObjectKeyFromObject(pod), role, pod.Status.Phase)
 }
 
 // Forget drops a pod that is deleted or no longer gangmap's from the findings, the metrics and
@@ -160,7 +140,9 @@ func (o *Observer) Start(ctx context.Context) error {
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if m, ok := deletedObject(obj); ok {
-			o.noteDeleted(m.GetUID())
+			if m.GetUID() != "" {
+				o.deleted().Set(m.GetUID(), nil, goneFor)
+			}
 			o.Forget(client.ObjectKeyFromObject(m))
 		}
 	}})
@@ -206,34 +188,8 @@ func deletedObject(obj any) (client.Object, bool) {
 	return m, ok
 }
 
-// noteDeleted remembers a deleted pod's UID for goneFor.
-func (o *Observer) noteDeleted(uid types.UID) {
-	if uid == "" {
-		return
-	}
-	o.goneMu.Lock()
-	defer o.goneMu.Unlock()
-	now := time.Now()
-	if o.gone == nil {
-		o.gone = map[types.UID]time.Time{}
-	}
-	if len(o.gone) >= maxGone {
-		for u, at := range o.gone {
-			if now.Sub(at) > goneFor {
-				delete(o.gone, u)
-			}
-		}
-		if len(o.gone) >= maxGone {
-			clear(o.gone)
-		}
-	}
-	o.gone[uid] = now
-}
-
-// wasDeleted reports whether the pod's deletion was seen within goneFor.
-func (o *Observer) wasDeleted(uid types.UID) bool {
-	o.goneMu.Lock()
-	defer o.goneMu.Unlock()
-	at, ok := o.gone[uid]
-	return ok && time.Since(at) <= goneFor
+// deleted returns the UIDs of pods deleted within goneFor.
+func (o *Observer) deleted() *utilcache.Expiring {
+	o.goneOnce.Do(func() { o.gone = utilcache.NewExpiring() })
+	return o.gone
 }

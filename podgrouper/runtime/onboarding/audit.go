@@ -2,9 +2,11 @@ package onboarding
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -25,12 +27,10 @@ const (
 )
 
 // namespaceProblems is the number of namespaces each rule is refused in.
-var namespaceProblems = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+var namespaceProblems = promauto.With(metrics.Registry).NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gangmap_onboarding_namespace_problems",
 	Help: "Namespaces an onboarding rule selects that lack the label the rule takes the queue from (queue.fromNamespaceLabel), by rule: the rule does not onboard pods there.",
 }, []string{"rule"})
-
-func init() { metrics.Registry.MustRegister(namespaceProblems) }
 
 // NamespaceAuditor checks the namespaces against the onboarding policy when a policy is put in
 // force and whenever a namespace is added, relabelled or deleted: each namespace a rule selects
@@ -135,7 +135,7 @@ func (a *NamespaceAuditor) Audit(ctx context.Context, policyChanged bool) error 
 	if policyChanged {
 		seen = nil
 	}
-	for _, k := range sortedKeys(current) {
+	for _, k := range slices.Sorted(maps.Keys(current)) {
 		if _, ok := seen[k]; ok {
 			continue
 		}
@@ -143,7 +143,7 @@ func (a *NamespaceAuditor) Audit(ctx context.Context, policyChanged bool) error 
 		log.Error(p, "Onboarding rule refused for a namespace", "field", p.Field, "namespace", p.Namespace, "rule", p.Rule, "label", p.Label)
 		a.event(p.Namespace, corev1.EventTypeWarning, QueueMissingReason, p.Error())
 	}
-	for _, k := range sortedKeys(a.reported) {
+	for _, k := range slices.Sorted(maps.Keys(a.reported)) {
 		if _, still := current[k]; still {
 			continue
 		}
@@ -171,13 +171,4 @@ func (a *NamespaceAuditor) event(ns, typ, reason, msg string) {
 		return
 	}
 	a.Recorder.Event(&corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns}, typ, reason, msg)
-}
-
-func sortedKeys(m map[string]*NamespaceProblem) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -11,18 +11,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
-	policyValid = prometheus.NewGauge(prometheus.GaugeOpts{
+	policyValid = promauto.With(metrics.Registry).NewGauge(prometheus.GaugeOpts{
 		Name: "gangmap_onboarding_policy_valid",
 		Help: "1 when the onboarding policy file in force loaded without error, 0 when the last read was refused (the previous valid policy, or none, stays in force).",
 	})
-	policyRules = prometheus.NewGauge(prometheus.GaugeOpts{
+	policyRules = promauto.With(metrics.Registry).NewGauge(prometheus.GaugeOpts{
 		Name: "gangmap_onboarding_policy_rules",
 		Help: "Rules of the onboarding policy in force.",
 	})
@@ -30,15 +32,11 @@ var (
 	// shadow mode (DryRun), onboarded without their queue (NoQueue: the top owner lacks the
 	// queue label), or left alone because they name another scheduler (OtherScheduler) or their
 	// namespace lacks the rule's queue label (NamespaceQueueMissing), per rule.
-	Onboarded = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Onboarded = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_onboarded_pods_total",
 		Help: "Pods the onboarding policy matched at creation, by rule and result (Onboarded, DryRun, NoQueue, OtherScheduler, NamespaceQueueMissing).",
 	}, []string{"rule", "result"})
 )
-
-func init() {
-	metrics.Registry.MustRegister(policyValid, policyRules, Onboarded)
-}
 
 // Source polls the onboarding policy file and keeps the last valid policy in force: a file that
 // does not parse or validate is refused (logged with every problem and its field path, metric
@@ -80,17 +78,8 @@ func (s *Source) Start(ctx context.Context) error {
 	if interval <= 0 {
 		interval = 10 * time.Second
 	}
-	_ = s.Sync(ctx)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			_ = s.Sync(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = s.Sync(ctx) }, interval)
+	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every replica serves the webhook.

@@ -187,32 +187,28 @@ func (b *Book) FirstRepair(pod types.NamespacedName, uid types.UID) bool {
 
 // SwapFinding sets the pod's finding (nil: none) and returns the previous one, if any.
 func (b *Book) SwapFinding(pod types.NamespacedName, f *Finding) (old Finding, had bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.get(pod, f != nil)
-	if e == nil {
-		return Finding{}, false
-	}
-	if e.finding != nil {
-		old, had = *e.finding, true
-	}
-	e.finding = copyOf(f)
-	b.drop(pod, e)
-	return old, had
+	return swap(b, pod, f, func(e *entry) **Finding { return &e.finding })
 }
 
 // SwapMetric sets the pod's metric record (nil: none) and returns the previous one, if any.
 func (b *Book) SwapMetric(pod types.NamespacedName, m *Metric) (old Metric, had bool) {
+	return swap(b, pod, m, func(e *entry) **Metric { return &e.metric })
+}
+
+// swap sets the part of the pod's entry that field points to to a copy of v (nil: none) and
+// returns the previous value, if any.
+func swap[T any](b *Book, pod types.NamespacedName, v *T, field func(*entry) **T) (old T, had bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.get(pod, m != nil)
+	e := b.get(pod, v != nil)
 	if e == nil {
-		return Metric{}, false
+		return old, false
 	}
-	if e.metric != nil {
-		old, had = *e.metric, true
+	p := field(e)
+	if *p != nil {
+		old, had = **p, true
 	}
-	e.metric = copyOf(m)
+	*p = copyOf(v)
 	b.drop(pod, e)
 	return old, had
 }

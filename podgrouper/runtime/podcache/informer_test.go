@@ -160,7 +160,7 @@ func TestRequestsShareTheFirstRecordsStrings(t *testing.T) {
 		t.Fatal("no request for a/p1")
 	}
 	key := types.NamespacedName{Namespace: "a", Name: "p1"}
-	firstRecord := c.store.get(key)
+	firstRecord := c.get(key)
 	lw.Modify(version("pg-1"))
 	lw.Modify(version("pg-2"))
 	second := take(q, 1)
@@ -173,7 +173,7 @@ func TestRequestsShareTheFirstRecordsStrings(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("a/p1's last change not cached: %v", c.AnnotationValues("a", kaikeys.PodGroupName))
 	}
-	last := c.store.get(key)
+	last := c.get(key)
 	if last == firstRecord {
 		t.Fatal("the Record did not change")
 	}

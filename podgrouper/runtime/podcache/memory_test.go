@@ -54,7 +54,7 @@ func scalePod(i int, labelled bool) *corev1.Pod {
 // request of the pod's first event kept (as the work queue and the pod controller's
 // bookkeeping keep it): "client-go-store" is the cache until session 6 (a SharedIndexInformer's
 // store with the namespace index, requests split from a new "ns/name" key per event), "store"
-// is the cache now (store: Records by namespace and name; requests of the Record's strings).
+// is the cache now (the same store; requests of the Record's strings).
 func BenchmarkPodCacheBytes(b *testing.B) {
 	const n = 100_000
 	for _, tc := range []struct {

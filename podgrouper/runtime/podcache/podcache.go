@@ -4,9 +4,9 @@
 // typed Pod. At 100,000 cached pods this is what keeps the grouper within a few hundred MiB.
 //
 // The informer is client-go's low-level one (toolscache.New: a reflector feeding a RealFIFO, or a
-// DeltaFIFO when the InOrderInformers feature is off, as a SharedIndexInformer chooses) over a
-// store of its own (store: Records by namespace and name, no key strings); lists are read in
-// pages, each made Records before the next is read (pagedList). Events become
+// DeltaFIFO when the InOrderInformers feature is off, as a SharedIndexInformer chooses) over
+// client-go's store with the namespace index; lists are read in pages, each made Records before
+// the next is read (pagedList). Events become
 // reconcile.Requests made of the stored Record's own strings, so the work queue's items and the
 // pod controller's per-pod bookkeeping (podbook) share them; a pod's changed Record takes the
 // key strings of the one it replaces (shareStrings). No resync.
@@ -41,7 +41,7 @@ import (
 // on every replica, leader or not, like controller-runtime's caches).
 type Cache struct {
 	schedulerName string
-	store         *store
+	store         toolscache.Indexer
 	informer      toolscache.Controller
 
 	// dispatch orders events and handlers: an event is stored and sent to every handler under it,
@@ -79,7 +79,9 @@ func New(cfg *rest.Config, schedulerName string) (*Cache, error) {
 
 // NewWithListWatch is New on a given list and watch of pods (already limited to schedulerName's).
 func NewWithListWatch(lw toolscache.ListerWatcher, schedulerName string) (*Cache, error) {
-	c := &Cache{schedulerName: schedulerName, store: newStore(), handlers: map[int]func(reconcile.Request){}}
+	store := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	c := &Cache{schedulerName: schedulerName, store: store, handlers: map[int]func(reconcile.Request){}}
 	c.informer = toolscache.New(&toolscache.Config{
 		Queue:             newQueue(c.store, c.transform),
 		ListerWatcher:     &pagedList{inner: toolscache.ToListerWatcherWithContext(lw), toRecord: c.transform, pageSize: listPageSize},
@@ -108,7 +110,7 @@ func (c *Cache) transform(obj any) (any, error) {
 		return nil, err
 	}
 	if r, ok := out.(*podview.Record); ok && r != obj {
-		if old := c.store.get(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}); old != nil {
+		if old := c.get(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}); old != nil {
 			shareStrings(r, old)
 		}
 	}
@@ -152,8 +154,11 @@ func (c *Cache) apply(d toolscache.Delta) (reconcile.Request, error) {
 		if err != nil {
 			return reconcile.Request{}, err
 		}
-		if r := c.store.remove(key); r != nil {
+		if r := c.get(key); r != nil {
 			key = types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+			if err := c.store.Delete(r); err != nil {
+				return reconcile.Request{}, err
+			}
 		}
 		return reconcile.Request{NamespacedName: key}, nil
 	}
@@ -171,7 +176,7 @@ func (c *Cache) apply(d toolscache.Delta) (reconcile.Request, error) {
 func (c *Cache) addHandler(ctx context.Context, h func(reconcile.Request)) {
 	c.dispatch.Lock()
 	defer c.dispatch.Unlock()
-	c.store.each("", func(r *podview.Record) {
+	c.each("", func(r *podview.Record) {
 		h(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}})
 	})
 	id := c.nextID
@@ -231,7 +236,7 @@ func (c *Cache) SchedulerName() string { return c.schedulerName }
 // Get returns the cached pod with key as a new Pod (podview.Record.Pod: metadata, scheduler
 // name, priority class and phase), or false when the cache does not hold it.
 func (c *Cache) Get(key types.NamespacedName) (*corev1.Pod, bool) {
-	r := c.store.get(key)
+	r := c.get(key)
 	if r == nil {
 		return nil, false
 	}
@@ -239,16 +244,67 @@ func (c *Cache) Get(key types.NamespacedName) (*corev1.Pod, bool) {
 }
 
 // Keys returns the key of every cached pod (sharing the cached strings).
-func (c *Cache) Keys() []types.NamespacedName { return c.store.keys() }
+func (c *Cache) Keys() []types.NamespacedName {
+	var out []types.NamespacedName
+	c.each("", func(r *podview.Record) { out = append(out, types.NamespacedName{Namespace: r.Namespace, Name: r.Name}) })
+	return out
+}
 
 // AnnotationValues returns, for every cached pod of namespace ns (all namespaces when ns is "")
 // that has annotation key, its namespace and the annotation's value.
 func (c *Cache) AnnotationValues(ns, key string) []types.NamespacedName {
 	var out []types.NamespacedName
-	c.store.each(ns, func(r *podview.Record) {
+	c.each(ns, func(r *podview.Record) {
 		if v, has := r.Annotation(key); has {
 			out = append(out, types.NamespacedName{Namespace: r.Namespace, Name: v})
 		}
 	})
 	return out
+}
+
+// get returns the stored Record of the pod with key, nil when there is none.
+func (c *Cache) get(key types.NamespacedName) *podview.Record {
+	obj, ok, _ := c.store.GetByKey(toolscache.NewObjectName(key.Namespace, key.Name).String())
+	if !ok {
+		return nil
+	}
+	return obj.(*podview.Record)
+}
+
+// each calls f with every stored Record of namespace ns (every namespace when ns is "").
+func (c *Cache) each(ns string, f func(*podview.Record)) {
+	var objs []any
+	if ns == "" {
+		objs = c.store.List()
+	} else {
+		objs, _ = c.store.ByIndex(toolscache.NamespaceIndex, ns)
+	}
+	for _, o := range objs {
+		f(o.(*podview.Record))
+	}
+}
+
+// recordOf is obj as a Record, or an error naming what obj is.
+func recordOf(obj any) (*podview.Record, error) {
+	r, ok := obj.(*podview.Record)
+	if !ok || r == nil {
+		return nil, fmt.Errorf("pod cache: a %T is not a pod's record", obj)
+	}
+	return r, nil
+}
+
+// nameOf is the namespace and name of a Record or of a deletion tombstone (its key, "ns/name").
+func nameOf(obj any) (types.NamespacedName, error) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		ns, name, err := toolscache.SplitMetaNamespaceKey(t.Key)
+		if err != nil {
+			return types.NamespacedName{}, fmt.Errorf("pod cache: tombstone: %w", err)
+		}
+		return types.NamespacedName{Namespace: ns, Name: name}, nil
+	}
+	r, err := recordOf(obj)
+	if err != nil {
+		return types.NamespacedName{}, err
+	}
+	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}, nil
 }

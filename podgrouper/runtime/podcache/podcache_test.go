@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -109,4 +110,22 @@ func waitFor(cond func() bool) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return context.DeadlineExceeded
+}
+
+// TestProcessRefusesWhatIsNotARecord: the cache stores only Records; a delta holding a pod (not
+// made a Record) or a malformed tombstone is an error, and nothing is stored.
+func TestProcessRefusesWhatIsNotARecord(t *testing.T) {
+	c, err := NewWithListWatch(nil, "kai-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.process(toolscache.Deltas{{Type: toolscache.Added, Object: testPod("a", "p1", "")}}, false); err == nil {
+		t.Error("a Pod was stored")
+	}
+	if err := c.process(toolscache.Deltas{{Type: toolscache.Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: "a/b/c"}}}, false); err == nil {
+		t.Error("a tombstone with key a/b/c was accepted")
+	}
+	if keys := c.Keys(); len(keys) != 0 {
+		t.Errorf("keys after refused deltas: %v", keys)
+	}
 }

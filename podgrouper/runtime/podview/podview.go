@@ -147,7 +147,7 @@ func TransformPod(obj any) (any, error) {
 
 // TransformWorkload is the transform of every other cached object (controller-runtime
 // cache.Options.DefaultTransform: workloads read unstructured, namespaces, priority classes;
-// PodGroups have their own, podgroup.CacheView): it drops metadata.managedFields, which nothing in gangmap reads and which is often
+// PodGroups have their own, podgroup.CacheTransform): it drops metadata.managedFields, which nothing in gangmap reads and which is often
 // the largest part of an object's metadata. Everything else is kept (see the package comment).
 func TransformWorkload(obj any) (any, error) {
 	// Nothing is written when there is nothing to drop: an object transformed again (client-go's

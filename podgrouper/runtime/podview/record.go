@@ -1,7 +1,9 @@
 package podview
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +17,8 @@ import (
 // controller's decisions read, in a struct of its own. A corev1.Pod costs 1,152 bytes before it
 // holds anything (its spec and status structs are large), and a Go map of labels or annotations
 // about 300 bytes even with one entry; a Record holds the metadata it needs as plain fields, the
-// labels and annotations as key/value pairs in one slice each, its UID as 16 bytes, its times and
-// phase packed, and what the pods of one owner share (generateName, priority class, owner
-// references) in one struct (recordOwner): 128 bytes, its strings canonical (intern: one
-// namespace string per namespace).
+// labels and annotations as key/value pairs in one slice each, its times in seconds: 184 bytes,
+// its strings but the UID and name canonical (intern: one namespace string per namespace).
 //
 // What a Record keeps, and which decision reads it (the controller decides on Record.Pod):
 //   - metadata.namespace and name: the pod's key (the work queue's requests, podbook) and a
@@ -53,46 +53,28 @@ type Record struct {
 	Namespace, Name string
 	// Labels and Annotations are the pod's, as key, value, key, value... sorted by key.
 	Labels, Annotations []string
-	// owner is what the pods of one owner have alike.
-	owner *recordOwner
-	// created and deleted are the creation and deletion timestamps in Unix seconds, noTime for
-	// none (a zero creation timestamp: a pod being admitted).
-	created, deleted int64
-	// uid is the UID's 16 bytes when it is a canonical UUID (uidPacked), else owner.uidText is it.
-	uid       [16]byte
-	uidPacked bool
-	// phase is status.phase's code (phaseCode).
-	phase uint8
-}
-
-// recordOwner is what a Record keeps that the pods of one owner (a Job, a workload) have alike:
-// never changed once made.
-type recordOwner struct {
-	generateName string
+	uid                 types.UID
+	generateName        string
 	// priorityClassName is spec.priorityClassName (KAI's default PodGroup priority reads it).
 	priorityClassName string
 	ownerReferences   []metav1.OwnerReference
-	// uidText is the pod's UID when it is not a canonical UUID (never from an API server, which
-	// makes UUIDs; then this struct is the pod's own).
-	uidText types.UID
+	// created and deleted are the creation and deletion timestamps in Unix seconds, noTime for
+	// none (a zero creation timestamp: a pod being admitted).
+	created, deleted int64
+	phase            corev1.PodPhase
 }
 
-// UID is the pod's metadata.uid (a new string when packed).
-func (r *Record) UID() types.UID {
-	if r.uidPacked {
-		return unpackUID(r.uid)
-	}
-	return r.owner.uidText
-}
+// UID is the pod's metadata.uid.
+func (r *Record) UID() types.UID { return r.uid }
 
 // GenerateName is the pod's metadata.generateName.
-func (r *Record) GenerateName() string { return r.owner.generateName }
+func (r *Record) GenerateName() string { return r.generateName }
 
 // PriorityClassName is the pod's spec.priorityClassName.
-func (r *Record) PriorityClassName() string { return r.owner.priorityClassName }
+func (r *Record) PriorityClassName() string { return r.priorityClassName }
 
 // OwnerReferences are the pod's owner references, shared with copies of the Record: read only.
-func (r *Record) OwnerReferences() []metav1.OwnerReference { return r.owner.ownerReferences }
+func (r *Record) OwnerReferences() []metav1.OwnerReference { return r.ownerReferences }
 
 // noTime marks a Record's timestamp as absent.
 const noTime = math.MinInt64
@@ -117,7 +99,7 @@ func (r *Record) GetObjectMeta() metav1.Object {
 }
 
 // Phase is the pod's status.phase.
-func (r *Record) Phase() corev1.PodPhase { return phaseOf(r.phase) }
+func (r *Record) Phase() corev1.PodPhase { return r.phase }
 
 // CreationTimestamp is the pod's metadata.creationTimestamp (zero when it has none).
 func (r *Record) CreationTimestamp() metav1.Time { return timeOf(r.created) }
@@ -159,15 +141,10 @@ func ToRecord(pod *corev1.Pod) *Record {
 	if pod.DeletionTimestamp != nil {
 		deleted = pod.DeletionTimestamp.Unix()
 	}
-	owner := recordOwner{generateName: v.GenerateName, priorityClassName: v.Spec.PriorityClassName, ownerReferences: refs}
-	uid, packed := packUID(pod.UID)
-	if !packed {
-		owner.uidText = pod.UID
-	}
 	return &Record{
-		Namespace: v.Namespace, Name: pod.Name,
-		Labels: pairs(pod.Labels), Annotations: pairs(pod.Annotations), owner: &owner,
-		created: seconds(pod.CreationTimestamp), deleted: deleted, uid: uid, uidPacked: packed, phase: phaseCode(pod.Status.Phase),
+		Namespace: v.Namespace, Name: pod.Name, Labels: pairs(pod.Labels), Annotations: pairs(pod.Annotations), uid: pod.UID,
+		generateName: v.GenerateName, priorityClassName: v.Spec.PriorityClassName, ownerReferences: refs,
+		created: seconds(pod.CreationTimestamp), deleted: deleted, phase: corev1.PodPhase(intern(string(pod.Status.Phase))),
 	}
 }
 
@@ -213,13 +190,8 @@ func pairs(m map[string]string) []string {
 	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	out := make([]string, 0, 2*len(m))
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, intern(k), intern(m[k]))
 	}
 	return out

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -50,12 +51,10 @@ const (
 	ResultError   = "Error"
 )
 
-var strayTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+var strayTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_stray_podgroups_total",
 	Help: "PodGroups of a workload that no pod names any more, written by gangmap or KAI's pod-grouper: deleted after the grace period (Deleted), reported in dry-run (DryRun), or failed to delete (Error).",
 }, []string{"result"})
-
-func init() { metrics.Registry.MustRegister(strayTotal) }
 
 // Workload is what the collector needs of a workload: its identity and the PodGroup names its
 // current plan uses.

@@ -2,15 +2,16 @@ package webhook
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var (
-	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	admissions = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_webhook_admissions_total",
 		Help: "Pod creations gangmap's webhook admitted, by result: Mutated, Skipped (not gangmap's or excluded by the selectors), DryRun, Error (admitted unchanged, or held from KAI's pod-grouper with its skip annotation only).",
 	}, []string{"result"})
-	admissionErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+	admissionErrors = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_webhook_errors_total",
 		Help: "Pod creations gangmap's webhook admitted unchanged or held because of an error, by reason (Decode, Namespace, Decide, Encode, Panic: unchanged; PlanBusy, Held: held from KAI's pod-grouper, the decision failed for a kind gangmap groups).",
 	}, []string{"reason"})
@@ -23,7 +24,3 @@ var (
 	admittedDryRun  = admissions.WithLabelValues(ResultDryRun)
 	admittedError   = admissions.WithLabelValues(ResultError)
 )
-
-func init() {
-	metrics.Registry.MustRegister(admissions, admissionErrors)
-}

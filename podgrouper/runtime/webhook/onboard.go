@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -188,23 +189,13 @@ func onboardOps(pod *corev1.Pod, changes []onboard.Change) []patchOp {
 }
 
 // addKeys appends the operations that set want in the map at path (cur: the pod's map, nil when
-// absent): the whole map when absent, else an `add` per key, in key order.
+// absent): the whole map when absent, else an `add` per key, in key order (setKeys: each key of
+// want is one the onboarding changes, absent or different in cur).
 func addKeys(ops []patchOp, path string, cur, want map[string]string) []patchOp {
 	if len(want) == 0 {
 		return ops
 	}
-	if cur == nil {
-		return append(ops, patchOp{Op: "add", Path: path, Value: want})
-	}
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ops = append(ops, patchOp{Op: "add", Path: path + "/" + escapePointer(k), Value: want[k]})
-	}
-	return ops
+	return setKeys(ops, path, cur, want, slices.Sorted(maps.Keys(want))...)
 }
 
 // applyChanges makes changes on the typed pod.

@@ -16,8 +16,8 @@ type patchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// Patch returns the JSON patch (RFC 6902) that makes on the admitted pod the change Label makes:
-// KAI's skip annotation and pod-group-name set, the sub-group label set (or removed when the pod
+// Patch returns the JSON patch (RFC 6902) that makes on the admitted pod the change the pod
+// controller makes: KAI's skip annotation and pod-group-name set, the sub-group label set (or removed when the pod
 // has no sub-group). It touches nothing else: its operations are `add` (which also replaces an
 // existing member) of /metadata/annotations/<key> and /metadata/labels/<key>, `add` of the whole
 // /metadata/annotations or /metadata/labels map (or of /metadata) when the object has none, and

@@ -217,25 +217,6 @@ func onboardingActive(o *Onboarder) bool {
 	return o != nil && o.Policy != nil && !o.Policy().Empty()
 }
 
-// Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and
-// the sub-group label (removed when the pod has no sub-group). Patch makes the same change as a
-// JSON patch.
-func Label(pod *corev1.Pod, podGroup, subGroup string) {
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Annotations[kaikeys.SkipPodGrouper] = "true"
-	pod.Annotations[kaikeys.PodGroupName] = podGroup
-	if subGroup == "" {
-		delete(pod.Labels, kaikeys.SubGroupName)
-		return
-	}
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	pod.Labels[kaikeys.SubGroupName] = subGroup
-}
-
 // admitUnchanged allows the pod as it is after an error: gangmap never blocks a pod creation.
 // pod is the decoded pod, nil when decoding failed.
 func (m *PodMutator) admitUnchanged(ctx context.Context, req admission.Request, pod *corev1.Pod, reason string, err error) admission.Response {

@@ -71,3 +71,22 @@ func TestHandleAdmitsUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and
+// the sub-group label (removed when the pod has no sub-group). Patch makes the same change as a
+// JSON patch.
+func Label(pod *corev1.Pod, podGroup, subGroup string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[kaikeys.SkipPodGrouper] = "true"
+	pod.Annotations[kaikeys.PodGroupName] = podGroup
+	if subGroup == "" {
+		delete(pod.Labels, kaikeys.SubGroupName)
+		return
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[kaikeys.SubGroupName] = subGroup
+}

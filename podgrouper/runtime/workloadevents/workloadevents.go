@@ -13,7 +13,10 @@
 package workloadevents
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,7 +96,7 @@ func (a *Aggregator) Add(workload *unstructured.Unstructured, pod, detail string
 	var evicted *Episode
 	if !ok {
 		evicted = a.evictOldestLocked()
-		e = &Episode{Workload: identity(workload), Started: a.now(), Details: map[string]int{}}
+		e = &Episode{Workload: Identity(workload), Started: a.now(), Details: map[string]int{}}
 		a.open[uid] = e
 		e.stop = a.afterFunc(a.quiet(), func() { a.expire(uid, e) })
 	}
@@ -219,15 +222,8 @@ func (a *Aggregator) longest() time.Duration {
 // details phrased as what a pod did ("joined PodGroup a") read "7 joined PodGroup a, 3 moved
 // from PodGroup b to a"; ", and N more" counts the pods of the details not kept; "" when none.
 func (e *Episode) DetailList() string {
-	keys := make([]string, 0, len(e.Details))
-	for k := range e.Details {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if e.Details[keys[i]] != e.Details[keys[j]] {
-			return e.Details[keys[i]] > e.Details[keys[j]]
-		}
-		return keys[i] < keys[j]
+	keys := slices.SortedFunc(maps.Keys(e.Details), func(a, b string) int {
+		return cmp.Or(cmp.Compare(e.Details[b], e.Details[a]), strings.Compare(a, b))
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
@@ -249,9 +245,9 @@ func (e *Episode) SampleList() string {
 	return s
 }
 
-// identity is a new object with only u's apiVersion, kind, namespace, name and UID: what the
+// Identity is a new object with only u's apiVersion, kind, namespace, name and UID: what an
 // Event's involvedObject records.
-func identity(u *unstructured.Unstructured) *unstructured.Unstructured {
+func Identity(u *unstructured.Unstructured) *unstructured.Unstructured {
 	id := &unstructured.Unstructured{Object: make(map[string]any, 3)}
 	id.SetAPIVersion(u.GetAPIVersion())
 	id.SetKind(u.GetKind())

@@ -86,25 +86,21 @@ func (s *scrape) workload(e *entry) []*dto.LabelPair {
 	if e.topologyIssues > 0 {
 		s.add(descTopoBad, wl, float64(e.topologyIssues))
 	}
-	for _, st := range boundedStates(&e.pods, kept) {
+	for _, st := range boundedStates(e.pods, kept) {
 		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(st.n))
 	}
 	return wl
 }
 
 // boundedStates returns the workload's pod counts per (role, phase) with the roles outside kept
-// summed under OtherRoles (kept nil: every role keeps its own). It returns the counts' own list
-// when it can (to be read under the tracker's lock only).
-func boundedStates(c *podCounts, kept map[string]bool) []podCount {
-	if kept == nil && c.big == nil {
-		return c.list
-	}
-	out := make([]podCount, 0, c.len())
+// summed under OtherRoles (kept nil: every role keeps its own).
+func boundedStates(counts map[podState]int, kept map[string]bool) []podCount {
+	out := make([]podCount, 0, len(counts))
 	var at map[podState]int
-	c.each(func(s podState, n int) {
+	for s, n := range counts {
 		if kept == nil { // every state once
 			out = append(out, podCount{podState: s, n: n})
-			return
+			continue
 		}
 		if !kept[s.role] {
 			s.role = OtherRoles
@@ -114,11 +110,11 @@ func boundedStates(c *podCounts, kept map[string]bool) []podCount {
 		}
 		if i, ok := at[s]; ok {
 			out[i].n += n
-			return
+			continue
 		}
 		at[s] = len(out)
 		out = append(out, podCount{podState: s, n: n})
-	})
+	}
 	return out
 }
 

@@ -10,13 +10,14 @@
 package workloadmetrics
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/gang"
@@ -120,20 +121,26 @@ type Tracker struct {
 	// serial numbers the entries, so that a pod counted under a forgotten entry (its record stays
 	// in the Book until the pod goes) is never taken off a newer entry of the same UID.
 	serial uint64
-	// gone remembers recently deleted workloads, so that a late update (a pod reconciled from a
-	// stale cache) does not bring their series back.
-	gone goneSet
-	// shapes holds one copy of the kinds, status words and roles of alike workloads.
-	shapes   shapes
+	// gone remembers the last goneSize deleted workloads' UIDs, so that a late update (a pod
+	// reconciled from a stale cache) does not bring their series back.
+	gone     *lru.Cache
 	dropped  prometheus.Counter
 	droppedN int
 	once     sync.Once
 }
 
-// entry is one tracked workload: its Workload but the UID (the map's key), with the kind,
-// status words and roles shared with alike workloads (shapes), and its pods' counts. 176 bytes
-// (session 6: 192, and 112 more of kind, status and roles for each of the scale benchmark's
-// CustomJobs).
+// goneSize is how many forgotten workloads a Tracker remembers.
+const goneSize = 4096
+
+// podState is a pod's role and phase.
+type podState struct{ role, phase string }
+
+type podCount struct {
+	podState
+	n int
+}
+
+// entry is one tracked workload: its Workload but the UID (the map's key), and its pods' counts.
 type entry struct {
 	namespace, kind, name string
 	status                []string
@@ -142,19 +149,28 @@ type entry struct {
 	roles                 []Role
 	podGroups             []string
 	serial                uint64
-	// pods counts the workload's pods per role and phase.
-	pods podCounts
+	// pods counts the workload's pods per role and phase (nil: none); no count is 0.
+	pods map[podState]int
 }
 
 // set records w's values in the entry.
 func (t *Tracker) set(e *entry, w *Workload) {
-	e.namespace, e.kind, e.name = w.Namespace, t.shapes.kind(w.Kind), w.Name
-	e.status, e.roles = t.shapes.statusWords(w.Status), t.shapes.roleList(w.Roles)
+	e.namespace, e.kind, e.name, e.status, e.roles = w.Namespace, w.Kind, w.Name, w.Status, w.Roles
 	e.gpus, e.gangGPUs, e.podGroups, e.topologyIssues = w.GPUs, w.GangGPUs, w.PodGroups, w.TopologyIssues
 }
 
 // count adds n pods of the state (a count that reaches 0 is dropped).
-func (e *entry) count(s podState, n int) { e.pods.add(s, n) }
+func (e *entry) count(s podState, n int) {
+	if e.pods == nil {
+		if n <= 0 {
+			return
+		}
+		e.pods = map[podState]int{}
+	}
+	if e.pods[s] += n; e.pods[s] <= 0 {
+		delete(e.pods, s)
+	}
+}
 
 var _ prometheus.Collector = (*Tracker)(nil)
 
@@ -164,7 +180,7 @@ func (t *Tracker) init() {
 		if t.Pods == nil {
 			t.Pods = podbook.New()
 		}
-		t.gone.seed, t.shapes.seed = maphash.MakeSeed(), maphash.MakeSeed()
+		t.gone = lru.New(goneSize)
 		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "gangmap_workload_metrics_dropped_total",
 			Help: "Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them."})
 	})
@@ -172,7 +188,7 @@ func (t *Tracker) init() {
 
 // SetWorkload records (or replaces) w. It returns false, counting and logging the drop, when w is
 // not tracked yet and MaxWorkloads workloads already are. The Tracker keeps w's lists (Status,
-// Roles, PodGroups) and may share them with other workloads': they must not be changed after.
+// Roles, PodGroups): they must not be changed after.
 func (t *Tracker) SetWorkload(w Workload) bool {
 	t.init()
 	t.mu.Lock()
@@ -181,7 +197,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 		t.set(e, &w)
 		return true
 	}
-	if t.gone.has(w.UID) {
+	if _, gone := t.gone.Get(w.UID); gone {
 		return false
 	}
 	if len(t.workloads) >= t.MaxWorkloads {
@@ -242,6 +258,28 @@ func (t *Tracker) live(m podbook.Metric) *entry {
 	return nil
 }
 
+// TrackPod records a grouped pod and its workload: the workload's plan (nil: none), and the pod's
+// role in it and phase (Pending when it has none). A pod with no role ("": no component claims
+// it, or its instance is not in the plan) is not counted under any role, and one counted before
+// is forgotten. It reports whether the pod has a role. The pod controller and gangmap inside
+// KAI's pod-grouper both call it.
+func (t *Tracker) TrackPod(uid types.UID, groupKind string, plan *gang.Plan, pod types.NamespacedName, role string, phase corev1.PodPhase) bool {
+	if plan == nil || role == "" {
+		t.ForgetPod(pod)
+		if plan != nil {
+			t.SetWorkload(FromPlan(plan, uid, groupKind))
+		}
+		return false
+	}
+	if t.SetWorkload(FromPlan(plan, uid, groupKind)) {
+		if phase == "" {
+			phase = corev1.PodPending
+		}
+		t.SetPod(uid, pod, role, string(phase))
+	}
+	return true
+}
+
 // SetPod records a pod of a tracked workload with its role and phase; a pod of an untracked
 // workload is ignored.
 func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase string) {
@@ -287,7 +325,7 @@ func (t *Tracker) ForgetWorkload(uid types.UID) {
 	defer t.mu.Unlock()
 	// Its pods' records stay in the Book until the pods go; they no longer count (serial).
 	delete(t.workloads, uid)
-	t.gone.add(uid)
+	t.gone.Add(uid, nil)
 }
 
 var (

@@ -95,22 +95,6 @@ const (
 	NonPreemptible Preemptibility = "non-preemptible"
 )
 
-// ParsePreemptibility parses a preemptibility value, as KAI's podgroup_types.go
-// ParsePreemptibility does: "" is valid (priority-based default), anything but the two enum
-// values is an error. KAI's default grouper uses it on the kai.scheduler/preemptibility label.
-func ParsePreemptibility(value string) (Preemptibility, error) {
-	switch value {
-	case string(Preemptible):
-		return Preemptible, nil
-	case string(NonPreemptible):
-		return NonPreemptible, nil
-	case "":
-		return "", nil
-	default:
-		return "", fmt.Errorf("invalid preemptibility value: %s", value)
-	}
-}
-
 // SubGroup is a finer-grained subset of a PodGroup's pods with its own gang minimum: KAI
 // podgroup_types.go SubGroup.
 type SubGroup struct {

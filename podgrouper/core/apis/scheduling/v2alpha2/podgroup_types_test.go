@@ -98,13 +98,3 @@ status:
 	assert.Equal(t, "workers", *pg.Spec.SubGroups[2].Parent)
 	assert.Equal(t, "team-a", pg.Status.SchedulingConditions[0].Reasons[0].Details.QueueDetails.Name)
 }
-
-func TestParsePreemptibility(t *testing.T) {
-	for in, want := range map[string]v2alpha2.Preemptibility{"": "", "preemptible": v2alpha2.Preemptible, "non-preemptible": v2alpha2.NonPreemptible} {
-		got, err := v2alpha2.ParsePreemptibility(in)
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-	}
-	_, err := v2alpha2.ParsePreemptibility("Preemptible")
-	assert.Error(t, err)
-}
