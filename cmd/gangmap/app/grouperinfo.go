@@ -40,14 +40,20 @@ type grouperSettings struct {
 	ConfigMaps []string
 }
 
-// readGrouperSettings finds the grouper's Deployment (grouperSelector, every namespace) and reads
-// its settings: nil when there is none, and when there are several (a warning naming them: the
-// labels are not proof, any namespace's user may copy them). Errors: listing Deployments or
-// reading a ConfigMap failed (forbidden, unreachable): the caller warns and goes on without.
+// readGrouperSettings finds the grouper's Deployment (grouperSelector) in the grouper namespace
+// (--grouper-namespace) only, and reads its settings: nil when there is none, and when there are
+// several (a warning naming them). The labels are not proof: any user who may create a Deployment
+// in a namespace can copy them, so no other namespace is read (fresh's review: a team's copy chose
+// the definitions and native table an admin's get showed). Errors: listing Deployments or reading
+// a ConfigMap failed (forbidden, unreachable): the caller warns and goes on without.
 func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (*grouperSettings, error) {
-	list, err := c.kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: grouperSelector})
+	ns := c.grouperNamespace
+	if ns == "" {
+		ns = defaultGrouperNamespace
+	}
+	list, err := c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: grouperSelector})
 	if err != nil {
-		return nil, fmt.Errorf("listing the grouper's Deployment (%s): %w", grouperSelector, err)
+		return nil, fmt.Errorf("listing the grouper's Deployment (%s) in %s: %w", grouperSelector, ns, err)
 	}
 	if len(list.Items) == 0 {
 		return nil, nil
@@ -61,10 +67,8 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 		for _, d := range items {
 			names = append(names, d.Namespace+"/"+d.Name)
 		}
-		// The selector is labels anyone who may create a Deployment in any namespace can copy: the
-		// first by name would let such a user choose the definitions and native table an admin's
-		// describe shows. With several, none is adopted.
-		fmt.Fprintf(warn, "warning: %d Deployments in the cluster carry the grouper's labels (%s): none of their settings are used (pass --definitions and --native-kinds-* of the grouper you mean)\n", len(items), strings.Join(names, ", "))
+		// With several, none is adopted: the first by name would be a guess.
+		fmt.Fprintf(warn, "warning: %d Deployments in %s carry the grouper's labels (%s): none of their settings are used (pass --definitions and --native-kinds-* of the grouper you mean)\n", len(items), ns, strings.Join(names, ", "))
 		return nil, nil
 	}
 	d := &items[0]

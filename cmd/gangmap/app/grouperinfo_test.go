@@ -75,8 +75,8 @@ func TestDescribeAdoptsTheGroupersSettings(t *testing.T) {
 	c.adoptGrouper(context.Background(), reg, &warn)
 	assert.Empty(t, warn.String())
 
-	// A Deployment with the grouper's labels in another namespace (any user who may create one):
-	// neither is adopted, and the warning names both.
+	// A Deployment with the grouper's labels in another namespace (any user who may create one
+	// there can copy them) is never read: the grouper namespace's is adopted.
 	spoof, spoofCM := chartGrouper(t)
 	spoof.Namespace, spoofCM.Namespace = "aaa-team", "aaa-team"
 	spoof.Spec.Template.Spec.Containers[0].Args = append(spoof.Spec.Template.Spec.Containers[0].Args, "--native-kinds-remove=leaderworkerset.x-k8s.io/v1/LeaderWorkerSet")
@@ -86,7 +86,32 @@ func TestDescribeAdoptsTheGroupersSettings(t *testing.T) {
 	require.NoError(t, err)
 	warn.Reset()
 	c.adoptGrouper(context.Background(), reg, &warn)
+	require.NotNil(t, reg.Lookup(customJob), warn.String())
+	assert.Equal(t, "configmap:gangmap-system/gangmap-definitions/customjob.yaml#0", reg.Lookup(customJob).Loaded.Origin)
+	leaderWorkerSet := schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"}
+	assert.True(t, nativeInKAI(leaderWorkerSet), "the copy's --native-kinds-remove is not used")
+	assert.NotContains(t, warn.String(), "aaa-team")
+
+	// Only the copy, with --grouper-namespace naming its namespace: adopted, as asked.
+	c = &kubeClients{kube: fake.NewSimpleClientset(spoof, spoofCM), grouperNamespace: "aaa-team"}
+	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
+	reg, err = newOfflineRegistry(nil, definitions.DecodeOptions{})
+	require.NoError(t, err)
+	warn.Reset()
+	c.adoptGrouper(context.Background(), reg, &warn)
+	assert.False(t, nativeInKAI(leaderWorkerSet), warn.String())
+
+	// Two in the grouper namespace: neither is adopted, and the warning names both.
+	second, secondCM := chartGrouper(t)
+	second.Name = "gangmap-2"
+	secondCM.Name = "gangmap-definitions-2"
+	c = &kubeClients{kube: fake.NewSimpleClientset(d, cm, second, secondCM)}
+	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
+	reg, err = newOfflineRegistry(nil, definitions.DecodeOptions{})
+	require.NoError(t, err)
+	warn.Reset()
+	c.adoptGrouper(context.Background(), reg, &warn)
 	assert.Nil(t, reg.Lookup(customJob), "no definition of either is adopted")
 	assert.True(t, nativeInKAI(jobSet), "no native table of either is adopted")
-	assert.Contains(t, warn.String(), "2 Deployments in the cluster carry the grouper's labels (aaa-team/gangmap, gangmap-system/gangmap): none of their settings are used")
+	assert.Contains(t, warn.String(), "2 Deployments in gangmap-system carry the grouper's labels (gangmap-system/gangmap, gangmap-system/gangmap-2): none of their settings are used")
 }

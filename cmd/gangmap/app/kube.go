@@ -33,10 +33,14 @@ import (
 // kubeFlags are the cluster flags of the commands that read a cluster: --kubeconfig, --context
 // and (describe, get) -n/--namespace, as kubectl reads them.
 type kubeFlags struct {
-	kubeconfig string
-	context    string
-	namespace  string
+	kubeconfig       string
+	context          string
+	namespace        string
+	grouperNamespace string
 }
+
+// defaultGrouperNamespace is the namespace the README installs the chart in.
+const defaultGrouperNamespace = "gangmap-system"
 
 func (k *kubeFlags) addFlags(cmd *cobra.Command, namespace bool) {
 	f := cmd.Flags()
@@ -45,6 +49,7 @@ func (k *kubeFlags) addFlags(cmd *cobra.Command, namespace bool) {
 	if namespace {
 		f.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace, else default)")
 	}
+	f.StringVar(&k.grouperNamespace, "grouper-namespace", defaultGrouperNamespace, "namespace of the chart-installed grouper whose definitions ConfigMap and native table are adopted; a Deployment with the grouper's labels in any other namespace is ignored (any user who may create a Deployment there could copy them)")
 	_ = cmd.MarkFlagFilename("kubeconfig")
 }
 
@@ -53,11 +58,14 @@ func (k *kubeFlags) addFlags(cmd *cobra.Command, namespace bool) {
 type kubeClients struct {
 	config    *rest.Config
 	namespace string
-	dynamic   dynamic.Interface
-	metadata  metadata.Interface
-	kube      kubernetes.Interface
-	discovery discovery.CachedDiscoveryInterface
-	mapper    meta.RESTMapper
+	// grouperNamespace is where the grouper's Deployment is trusted (--grouper-namespace; "" is
+	// defaultGrouperNamespace).
+	grouperNamespace string
+	dynamic          dynamic.Interface
+	metadata         metadata.Interface
+	kube             kubernetes.Interface
+	discovery        discovery.CachedDiscoveryInterface
+	mapper           meta.RESTMapper
 	// owners caches owner lookups by UID for the whole command (hits and misses).
 	owners map[types.UID]*ownerEntry
 }
@@ -87,7 +95,7 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 			ns = metav1.NamespaceDefault
 		}
 	}
-	c := &kubeClients{config: cfg, namespace: ns, owners: map[types.UID]*ownerEntry{}}
+	c := &kubeClients{config: cfg, namespace: ns, grouperNamespace: k.grouperNamespace, owners: map[types.UID]*ownerEntry{}}
 	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, &configError{err}
 	}
