@@ -151,9 +151,26 @@ type Role struct {
 	// a map per plan: a Go map costs a plan about 250 bytes however few roles it has).
 	gang    string
 	grouped bool
+	// holdIsPerRole says StartupHold came from the definition's startup.holds, which names each
+	// role's own condition, not from its static first/firstInstances rule (one text for every
+	// later role, whatever it waits for): see ReleaseKey.
+	holdIsPerRole bool
 	// instance is the resolved instance (replica counts and pod template), read while the plan
 	// is built and nil afterwards (see dropTemplates).
 	instance *definitions.Instance
+}
+
+// ReleaseKey is what the role waits for when the start rule defers it: the reason startup.holds
+// gives it, which every role the operator creates on the same event shares (JobSet's dependsOn:
+// two replicated jobs that both wait for the initializer to be Complete are created in one
+// reconcile, jobset_controller.go createJobs), else the role's own name (a static first rule's
+// reason names no condition of the role's own). The grouper releases the deferred sub-groups of
+// one key together, on a pod of any of their roles.
+func (r *Role) ReleaseKey() string {
+	if r.holdIsPerRole && r.StartupHold != "" {
+		return r.StartupHold
+	}
+	return r.Name
 }
 
 // PodGroup is one planned KAI PodGroup.

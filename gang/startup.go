@@ -52,6 +52,7 @@ func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, v
 	firstNames := append(sets.List(sets.KeySet(st.First)), sets.List(firstInstances)...)
 	for _, r := range p.Roles {
 		h := holdOf(holds, r)
+		r.holdIsPerRole = h.reason != ""
 		if h.reason == "" && static && !startsFirst(r.component, st.First) && !(r.Instance != "" && firstInstances.Has(r.Instance)) {
 			h.reason = fmt.Sprintf("its pods are created only after those of %s start", strings.Join(firstNames, ", "))
 		}

@@ -50,11 +50,12 @@ type SubGroupMetadata struct {
 	PodsReferences []string
 	// TopologyConstraints is the subgroup's own topology constraint, or nil.
 	TopologyConstraints *TopologyConstraintMetadata
-	// Deferred, gangmap's addition, names the role whose start the subgroup waits for (a start
-	// rule holds it until the operator creates its pods); "" for a subgroup written now. Build
-	// leaves a deferred subgroup out; Applier.Apply writes it once released: by the Metadata of
-	// a pod of that role (the grouper clears Deferred then), or because the existing PodGroup
-	// has it already (kept until Metadata.DropDeferred). A written top-level subgroup counts
+	// Deferred, gangmap's addition, names the start the subgroup waits for (a start rule holds
+	// its role until the operator creates its pods): the hold's reason, shared by every role the
+	// operator creates on the same event; "" for a subgroup written now. Build leaves a deferred
+	// subgroup out; Applier.Apply writes it once released: by the Metadata of a pod of a role
+	// with that key (the grouper clears Deferred then), or because the existing PodGroup has a
+	// subgroup of that key already (kept until Metadata.DropDeferred). A written top-level subgroup counts
 	// in the PodGroup's minSubGroup, which counts those of MinSubGroup plus the released ones.
 	Deferred string
 }

@@ -46,3 +46,45 @@ func TestStartHeldAnnotation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "{}", md.Annotations[kaikeys.StartHeld])
 }
+
+// Two roles a start rule holds for the same reason are released together: JobSet's dependsOn
+// example with the worker depending, like the launcher, on the initializer being Complete. The
+// JobSet controller creates both in one reconcile (jobset_controller.go createJobs), and a
+// launcher pod may reach the grouper before the JobSet's status says the initializer completed:
+// the PodGroup must then require the worker too (written with its minimum, waiting for its pods,
+// which are being created), not be a launcher-only gang KAI would admit alone.
+func TestRolesHeldForOneReasonAreReleasedTogether(t *testing.T) {
+	g := newGrouper(t)
+	js := workload(t, "jobset-depends-on-initializer-launcher-worker.yaml", func(u *unstructured.Unstructured) {
+		rjs, _, err := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
+		require.NoError(t, err)
+		require.NoError(t, unstructured.SetNestedSlice(rjs[2].(map[string]any), []any{
+			map[string]any{"name": "initializer", "status": "Complete"}}, "dependsOn"))
+		require.NoError(t, unstructured.SetNestedSlice(u.Object, rjs, "spec", "replicatedJobs"))
+	})
+	p := pod("launcher-0", map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "launcher", "jobset.sigs.k8s.io/job-index": "0"})
+	md, err := g.GetPodGroupMetadata(context.Background(), js, p)
+	require.NoError(t, err)
+	written := map[string]int32{}
+	for _, sg := range md.SubGroups {
+		if sg != nil && sg.Deferred == "" {
+			written[sg.Name] = sg.MinAvailable
+		}
+	}
+	assert.Contains(t, written, "launcher", "the pod's own role is released")
+	assert.Contains(t, written, "worker", "the role held for the same reason is released with it")
+	require.NotNil(t, md.MinSubGroup)
+	assert.Equal(t, int32(3), *md.MinSubGroup, "initializer, launcher and worker all required")
+
+	// The original example: the worker waits for the launcher to be Ready, a reason of its own,
+	// so a launcher pod releases the launcher only.
+	js = workload(t, "jobset-depends-on-initializer-launcher-worker.yaml", func(u *unstructured.Unstructured) { u.SetUID("another-jobset") })
+	md, err = g.GetPodGroupMetadata(context.Background(), js, p)
+	require.NoError(t, err)
+	for _, sg := range md.SubGroups {
+		if sg != nil && sg.Name == "worker" {
+			assert.NotEmpty(t, sg.Deferred, "the worker stays deferred")
+		}
+	}
+	assert.Equal(t, int32(2), *md.MinSubGroup, "initializer and launcher")
+}

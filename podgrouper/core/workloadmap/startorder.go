@@ -9,7 +9,7 @@ import (
 )
 
 // deferredRoles maps the name of each Deferred role sub-group of pg (the role's own sub-group,
-// the parent of its per-replica leaves) to the role's name.
+// the parent of its per-replica leaves) to its release key (gang.Role.ReleaseKey).
 func deferredRoles(pg *gang.PodGroup) map[string]string {
 	var out map[string]string
 	for _, m := range pg.Members() {
@@ -17,7 +17,7 @@ func deferredRoles(pg *gang.PodGroup) map[string]string {
 			if out == nil {
 				out = map[string]string{}
 			}
-			out[m.SubGroup.Name] = m.Role.Name
+			out[m.SubGroup.Name] = m.Role.ReleaseKey()
 		}
 	}
 	return out
@@ -25,9 +25,10 @@ func deferredRoles(pg *gang.PodGroup) map[string]string {
 
 // releaseDeferred applies the start order to one pod's Metadata (see
 // podgroup.SubGroupMetadata.Deferred): a live pod of a deferred role shows that the operator
-// creates the role now, so its sub-groups are written, with their minimum, and counted in
-// minSubGroup; a pod of a role written now that has not started (pending or gated) shows the
-// workload starting (over), when no deferred role's pods can exist yet, so the deferred
+// creates the role now, so its sub-groups, and those of every role of the same release key
+// (gang.Role.ReleaseKey: held by startup.holds for the same reason), are written, with their
+// minimum, and counted in minSubGroup; a pod of a role written now that has not started (pending
+// or gated) shows the workload starting (over), when no deferred role's pods can exist yet, so the deferred
 // sub-groups the existing PodGroup has are dropped. Otherwise the existing PodGroup decides
 // (podgroup.Applier.Apply keeps the deferred sub-groups it has).
 //
@@ -48,9 +49,9 @@ func releaseDeferred(md *podgroup.Metadata, a *gang.Assignment, pod *corev1.Pod)
 	if state != kaiadmission.Pending && state != kaiadmission.Gated && state != kaiadmission.Bound {
 		return // a finished or deleted pod releases nothing
 	}
-	role := a.Role.Name
+	key := a.Role.ReleaseKey()
 	for i, sg := range md.SubGroups {
-		if sg == nil || sg.Deferred != role {
+		if sg == nil || sg.Deferred != key {
 			continue
 		}
 		released := *sg
