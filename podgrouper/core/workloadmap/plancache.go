@@ -11,13 +11,16 @@ import (
 
 // planCacheElements bounds the size of all cached plans together, in plan elements (PodGroups,
 // their sub-groups and the plan's roles; see planElements), besides the bound on
-// their number (Grouper.PlanCacheSize). One plan may hold up to gang.MaxPlanElements (50,000) of them, about 9 MB of the
-// grouper's heap with its per-PodGroup metadata (measured: four 10,000-group LeaderWorkerSets
-// took 36 MB), so a bound on the number alone let a user of one namespace fill the heap with a
-// few dozen such workloads and one pod each. 500,000 elements is about 90 MB; ordinary clusters
-// stay far below it (thousands of workloads of a few dozen elements each), and past it the least
-// recently used plans are dropped and rebuilt when their pods are next decided.
-const planCacheElements = 500000
+// their number (Grouper.PlanCacheSize). One plan may hold up to gang.MaxPlanElements (50,000) of
+// them, with its per-PodGroup metadata about 430 bytes each of the grouper's heap (measured: 16
+// cached 10,000-group LeaderWorkerSets, about 30,000 elements each, held 206 MB after GC; an
+// earlier measure of four gave 36 MB), so a bound on the number alone let a user of one namespace
+// fill the heap with a few dozen such workloads and one pod each. 250,000 elements is about
+// 110 MB, a fifth of the chart's 512 MiB limit (500,000, about 215 MB, left too little beside a
+// large pod cache); ordinary clusters stay far below it (thousands of workloads of a few dozen
+// elements each), and past it the least recently used plans are dropped and rebuilt when their
+// pods are next decided.
+const planCacheElements = 250000
 
 // planCache is the LRU of plans by workload, bounded by count (size, DefaultPlanCacheSize when 0)
 // and by their total elements (planCacheElements). Safe for concurrent use.
