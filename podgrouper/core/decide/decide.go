@@ -137,8 +137,8 @@ type Decision struct {
 type FullPodFunc func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
 
 // DecideError is an error of Decide with the step that failed, the reason label of
-// gangmap_grouping_errors_total (OwnerWalk, InvalidOwnerReference, RBACMissing, TopOwnerRead,
-// Plan).
+// gangmap_grouping_errors_total (OwnerWalk, OwnerChain, InvalidOwnerReference, RBACMissing,
+// TopOwnerRead, Plan).
 type DecideError struct {
 	Reason string
 	// Owner is the top owner when it was read before the failure, else nil.
@@ -154,7 +154,8 @@ func (e *DecideError) Unwrap() error { return e.Err }
 
 // Claimed reports whether the decision failed after the top owner's kind was found to be one
 // gangmap groups (a definition claimed the workload): the owner may not be read (RBACMissing),
-// its read failed (TopOwnerRead, PodRead), or its gang plan failed (Plan). Such a pod is
+// its read failed (TopOwnerRead, PodRead), its gang plan failed (Plan), or its owner chain, through
+// an owner of such a kind, is a cycle or too deep (OwnerChain). Such a pod is
 // gangmap's to group even though no PodGroup is known for it yet, and must not be left to KAI's
 // pod-grouper, which would give it a PodGroup of its own outside its gang. A failure before that
 // point (OwnerWalk, InvalidOwnerReference) says nothing about the kind.
@@ -163,7 +164,7 @@ func (e *DecideError) Claimed() bool { return ClaimedReason(e.Reason) }
 // ClaimedReason reports whether a DecideError of reason is Claimed (the reasons listed there).
 func ClaimedReason(reason string) bool {
 	switch reason {
-	case "RBACMissing", "TopOwnerRead", "PodRead", "Plan":
+	case "RBACMissing", "TopOwnerRead", "PodRead", "Plan", OwnerChain:
 		return true
 	}
 	return false
@@ -253,6 +254,17 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		// A reference to another namespace's object or to a replaced owner: the pod has no owner
 		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
 		return nil, &DecideError{Reason: InvalidOwnerReference, Err: err}
+	}
+	var ce *owners.ChainError
+	if errors.As(err, &ce) {
+		// A cycle or a chain too deep through an owner of a kind gangmap groups: the pod is
+		// gangmap's, held and reported (OwnerChain, Claimed), not left to KAI's pod-grouper, which
+		// would follow a cycle for as long as it runs or group the pod by another owner.
+		for _, r := range ce.Refs {
+			if gvk, ok := refGVK(r.APIVersion, r.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
+				return nil, &DecideError{Reason: OwnerChain, Err: err}
+			}
+		}
 	}
 	if err != nil {
 		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
@@ -469,3 +481,8 @@ func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {
 	}
 	return gv.WithKind(kind), true
 }
+
+// OwnerChain is the DecideError reason of a pod whose owner chain, through an owner of a kind
+// gangmap groups, is a cycle or deeper than owners.MaxDepth (owners.ChainError): Claimed, so the
+// pod is held from KAI's pod-grouper and reported until the chain is fixed.
+const OwnerChain = "OwnerChain"

@@ -70,6 +70,9 @@ func TestBadOwnerCycle(t *testing.T) {
 		}
 		_, err := w.Walk(context.Background(), "ns", []metav1.OwnerReference{a})
 		assert.EqualError(t, err, "owner references form a cycle at ReplicaSet a")
+		var ce *owners.ChainError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, []string{"a", "b"}, []string{ce.Refs[0].Name, ce.Refs[1].Name}, "the references followed, the pod's own first")
 		_, err = w.Walk(context.Background(), "ns", []metav1.OwnerReference{a})
 		assert.EqualError(t, err, "owner references form a cycle at ReplicaSet a", "again, from the cache")
 	}

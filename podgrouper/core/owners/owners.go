@@ -177,15 +177,17 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 	w.init()
 	chain := &Chain{}
 	seen := map[types.UID]bool{}
+	var followed []metav1.OwnerReference
 	ref := Pick(refs)
 	for depth := 0; ; depth++ {
 		if depth >= MaxDepth {
-			return nil, fmt.Errorf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name)
+			return nil, &ChainError{Msg: fmt.Sprintf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name), Refs: append(followed, ref)}
 		}
 		if seen[ref.UID] {
-			return nil, fmt.Errorf("owner references form a cycle at %s %s", ref.Kind, ref.Name)
+			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: followed}
 		}
 		seen[ref.UID] = true
+		followed = append(followed, ref)
 		obj, err := w.get(ctx, namespace, ref)
 		if err != nil && apierrors.IsForbidden(err) { // IsForbidden allocates, even for nil
 			if len(chain.Owners) == 0 {
@@ -213,6 +215,19 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 		ref = Pick(obj.OwnerReferences)
 	}
 }
+
+// ChainError is an owner chain Walk cannot follow to a top owner: a cycle, or a chain deeper than
+// MaxDepth. KAI's own walk (podgrouper.go getResourceOwners) has no such bound: it follows a
+// cycle for as long as it runs.
+type ChainError struct {
+	// Msg says where the walk stopped ("owner references form a cycle at CustomJob a").
+	Msg string
+	// Refs are the references the walk followed, in order, the pod's own first.
+	Refs []metav1.OwnerReference
+}
+
+// Error returns Msg.
+func (e *ChainError) Error() string { return e.Msg }
 
 // Pick returns the reference an owner walk follows: the controller reference, else the first
 // one. refs must not be empty.
