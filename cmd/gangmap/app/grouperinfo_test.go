@@ -81,11 +81,7 @@ func TestDescribeAdoptsTheGroupersSettings(t *testing.T) {
 	spoof.Namespace, spoofCM.Namespace = "aaa-team", "aaa-team"
 	spoof.Spec.Template.Spec.Containers[0].Args = append(spoof.Spec.Template.Spec.Containers[0].Args, "--native-kinds-remove=leaderworkerset.x-k8s.io/v1/LeaderWorkerSet")
 	c = &kubeClients{kube: fake.NewSimpleClientset(d, cm, spoof, spoofCM)}
-	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
-	reg, err = newOfflineRegistry(nil, definitions.DecodeOptions{})
-	require.NoError(t, err)
-	warn.Reset()
-	c.adoptGrouper(context.Background(), reg, &warn)
+	reg, warn = adoptFresh(t, c)
 	require.NotNil(t, reg.Lookup(customJob), warn.String())
 	assert.Equal(t, "configmap:gangmap-system/gangmap-definitions/customjob.yaml#0", reg.Lookup(customJob).Loaded.Origin)
 	leaderWorkerSet := schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"}
@@ -94,11 +90,7 @@ func TestDescribeAdoptsTheGroupersSettings(t *testing.T) {
 
 	// Only the copy, with --grouper-namespace naming its namespace: adopted, as asked.
 	c = &kubeClients{kube: fake.NewSimpleClientset(spoof, spoofCM), grouperNamespace: "aaa-team"}
-	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
-	reg, err = newOfflineRegistry(nil, definitions.DecodeOptions{})
-	require.NoError(t, err)
-	warn.Reset()
-	c.adoptGrouper(context.Background(), reg, &warn)
+	reg, warn = adoptFresh(t, c)
 	assert.False(t, nativeInKAI(leaderWorkerSet), warn.String())
 
 	// Two in the grouper namespace: neither is adopted, and the warning names both.
@@ -106,12 +98,20 @@ func TestDescribeAdoptsTheGroupersSettings(t *testing.T) {
 	second.Name = "gangmap-2"
 	secondCM.Name = "gangmap-definitions-2"
 	c = &kubeClients{kube: fake.NewSimpleClientset(d, cm, second, secondCM)}
-	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
-	reg, err = newOfflineRegistry(nil, definitions.DecodeOptions{})
-	require.NoError(t, err)
-	warn.Reset()
-	c.adoptGrouper(context.Background(), reg, &warn)
+	reg, warn = adoptFresh(t, c)
 	assert.Nil(t, reg.Lookup(customJob), "no definition of either is adopted")
 	assert.True(t, nativeInKAI(jobSet), "no native table of either is adopted")
 	assert.Contains(t, warn.String(), "2 Deployments in gangmap-system carry the grouper's labels (gangmap-system/gangmap, gangmap-system/gangmap-2): none of their settings are used")
+}
+
+// adoptFresh runs c.adoptGrouper on a fresh offline registry with the default native table and
+// no native flags given, and returns the registry and what it said.
+func adoptFresh(t *testing.T, c *kubeClients) (*definitions.Registry, bytes.Buffer) {
+	t.Helper()
+	kaiNativeTable, nativeFlagsGiven = native.DefaultTable(), false
+	reg, err := newOfflineRegistry(nil, definitions.DecodeOptions{})
+	require.NoError(t, err)
+	var warn bytes.Buffer
+	c.adoptGrouper(context.Background(), reg, &warn)
+	return reg, warn
 }
