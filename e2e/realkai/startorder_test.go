@@ -5,6 +5,7 @@ package realkai_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -256,7 +257,8 @@ func TestLeaderWorkerSetLeaderReady(t *testing.T) {
 // allocate skips it (job_info.go IsReadyForScheduling). Once the worker's pods and the status
 // exist, KAI binds the launcher and the 4 workers all or none (allocation_info.go
 // collectTasksFromSubGroupSet takes every required child's tasks in one attempt): none while
-// only the one node is there (6 GPUs needed), all 5 once a second 4-GPU node is added.
+// only the one node is there (6 GPUs needed), all 5 once a second 4-GPU node is added, their
+// bind requests all made in one scheduling session.
 //
 // Both dependsOn statuses are run. Complete: the initializer's pod has finished and, the status
 // being stale, its sub-group still asks for its pod, which KAI never counts (pod_status.go
@@ -357,4 +359,24 @@ func twoDependentsReleasedTogether(t *testing.T, dep, initName string) {
 	gang, err := labels.Parse(fmt.Sprintf("%s=%s,%s in (launcher,worker)", framework.LabelJobSetName, name, framework.LabelReplicatedJobName))
 	require.NoError(t, err)
 	admitAllOrNothing(t, b, gang, 5, 4)
+
+	// In one go: the scheduler created the 5 pods' BindRequests in one session (allocate.go
+	// commits a job's statement once its allocation attempt met the gang; cache.go logs each bind
+	// request with the session's id).
+	sessions := map[string][]string{}
+	for _, pr := range kai.Processes() {
+		if pr.Name != "scheduler" {
+			continue
+		}
+		for _, line := range pr.Grep(100, "Creating bind request for task <"+b.ns+"/") {
+			if m := bindRequestLine.FindStringSubmatch(line); m != nil && !strings.HasPrefix(m[2], name+"-"+initName) {
+				sessions[m[1]] = append(sessions[m[1]], m[2])
+			}
+		}
+	}
+	assert.Len(t, sessions, 1, "the launcher's and the workers' bind requests, by scheduling session: %v", sessions)
 }
+
+// bindRequestLine is KAI's scheduler log line for one bind request (cache/cache.go): the session
+// id and the pod's name.
+var bindRequestLine = regexp.MustCompile(`\[(\w+)\] \[allocate\] Creating bind request for task <[^/]+/([^>]+)>`)
