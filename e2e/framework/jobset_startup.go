@@ -185,3 +185,24 @@ func (cp *ControlPlane) SetPodPhase(ctx context.Context, pod *corev1.Pod, phase 
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
 	return cp.Client.Status().Update(ctx, p)
 }
+
+// CreateReplicatedJob creates the Jobs and pods of the replicated job rj of the JobSet
+// namespace/name (re-read from the API server) and writes no status: the pods of a replicated
+// job the JobSet controller creates in a reconcile (jobset_controller.go createJobs) may exist
+// before the JobSet's status.replicatedJobsStatus says why it was created, which StepJobSet
+// never shows (it writes the status first).
+func (cp *ControlPlane) CreateReplicatedJob(ctx context.Context, namespace, name, rj string) ([]*corev1.Pod, error) {
+	js := &unstructured.Unstructured{}
+	js.SetAPIVersion("jobset.x-k8s.io/v1alpha2")
+	js.SetKind("JobSet")
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, js); err != nil {
+		return nil, err
+	}
+	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	for _, item := range rjs {
+		if m, _ := item.(map[string]any); m["name"] == rj {
+			return cp.runReplicatedJob(ctx, js, m)
+		}
+	}
+	return nil, fmt.Errorf("JobSet %s/%s has no replicated job %q", namespace, name, rj)
+}

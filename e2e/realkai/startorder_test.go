@@ -5,6 +5,8 @@ package realkai_test
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/e2e/framework"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiadmission"
+	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 )
 
 // Start order on the real KAI scheduler (issue 27): the operator creates a role's pods only when
@@ -234,3 +240,143 @@ func TestLeaderWorkerSetLeaderReady(t *testing.T) {
 		require.NoError(t, err, "KAI admits group %d's 2 workers together once the leader is Ready", g)
 	}
 }
+
+// TestJobSetTwoDependentsReleasedTogether: the race of two replicated jobs created on one event.
+// JobSet's dependsOn example (e2e/testdata) with the worker depending, like the launcher, on the
+// initializer (1 pod, 1 GPU); launcher 1 pod of 2 GPUs, workers 4 pods of 1 GPU; one 4-GPU node.
+// The JobSet controller creates the launcher's and the worker's Jobs in one reconcile
+// (jobset_controller.go createJobs) and writes the JobSet's status after it, so the launcher's
+// pods can exist while status.replicatedJobsStatus still says the initializer has not reached
+// its status and the worker's pods do not exist yet.
+//
+// KAI must then bind no launcher pod: room for the launcher alone is there (2 of 3 or 4 GPUs
+// free), so only the gang keeps it pending: the PodGroup has the worker sub-group (minMember 4, no
+// pod) among the minSubGroup it requires, a sub-group with fewer alive pods than its minimum is
+// not ready for scheduling (subgroup_info/podset.go IsReadyForScheduling), so neither is the
+// PodGroup (subgroupset.go IsReadyForScheduling: fewer ready children than minSubGroup) and
+// allocate skips it (job_info.go IsReadyForScheduling). Once the worker's pods and the status
+// exist, KAI binds the launcher and the 4 workers all or none (allocation_info.go
+// collectTasksFromSubGroupSet takes every required child's tasks in one attempt): none while
+// only the one node is there (6 GPUs needed), all 5 once a second 4-GPU node is added, their
+// bind requests all made in one scheduling session.
+//
+// Both dependsOn statuses are run. Complete: the initializer's pod has finished and, the status
+// being stale, its sub-group still asks for its pod, which KAI never counts (pod_status.go
+// aliveStatuses), so the PodGroup would not be ready even without the worker's sub-group (the
+// model check below says so). Ready: the initializer's pod runs and meets its sub-group, so a
+// PodGroup of the initializer and the launcher alone would be admitted, launcher alone (the model
+// check says so, and gangmap before a35a8f4 did it on this KAI: see the commit adding this test).
+// The initializer is named to sort before ("aa-init") and after ("zz-init") its dependents.
+func TestJobSetTwoDependentsReleasedTogether(t *testing.T) {
+	for _, dep := range []string{"Complete", "Ready"} {
+		for _, initName := range []string{"aa-init", "zz-init"} {
+			t.Run(dep+"/initializer="+initName, func(t *testing.T) {
+				twoDependentsReleasedTogether(t, dep, initName)
+			})
+		}
+	}
+}
+
+func twoDependentsReleasedTogether(t *testing.T, dep, initName string) {
+	ctx := context.Background()
+	b := newBed(t, "two-dependents-"+strings.ToLower(dep)+"-"+initName, 1, 4)
+	js := b.readWorkload(t, "../testdata/jobset-depends-on-initializer-launcher-worker.yaml")
+	name := js.GetName()
+	rjs, _, err := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	require.NoError(t, err)
+	gpus := map[string]int64{"initializer": 1, "launcher": 2, "worker": 1}
+	for _, item := range rjs {
+		rj := item.(map[string]any)
+		containers, _, err := unstructured.NestedSlice(rj, "template", "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		require.NoError(t, unstructured.SetNestedField(containers[0].(map[string]any), gpus[rj["name"].(string)], "resources", "limits", "nvidia.com/gpu"))
+		require.NoError(t, unstructured.SetNestedSlice(rj, containers, "template", "spec", "template", "spec", "containers"))
+		if rj["name"] == "initializer" {
+			rj["name"] = initName
+		} else {
+			rj["dependsOn"] = []any{map[string]any{"name": initName, "status": dep}}
+		}
+	}
+	require.NoError(t, unstructured.SetNestedSlice(js.Object, rjs, "spec", "replicatedJobs"))
+	require.NoError(t, kai.Client.Create(ctx, js))
+
+	// Phase 1: the JobSet controller creates the initializer alone; KAI admits it; with
+	// dependsOn Complete its container exits 0.
+	_, err = kai.StepJobSet(ctx, b.ns, name)
+	require.NoError(t, err)
+	p, err := kai.WaitAllBound(ctx, b.ns, rjSelector(name, initName), 1, admitTimeout)
+	require.NoError(t, err, "KAI admits the initializer, created alone")
+	if dep == "Complete" {
+		require.NoError(t, kai.FinishPod(ctx, b.ns, p.Bound[0].Name))
+	}
+
+	// Phase 2, the race: the launcher's pods exist, the status still says nothing of the
+	// initializer, the worker's pods are not created yet.
+	launcher, err := kai.CreateReplicatedJob(ctx, b.ns, name, "launcher")
+	require.NoError(t, err)
+	pgs := waitGrouped(t, ctx, launcher)
+	_, err = kai.AssertNoneBound(ctx, b.ns, rjSelector(name, "launcher"), holdPeriod)
+	require.NoError(t, err, "the worker's sub-group has no pod yet: KAI binds no launcher pod")
+	pg := &v2alpha2.PodGroup{}
+	for _, g := range pgs {
+		require.NoError(t, kai.Client.Get(ctx, client.ObjectKeyFromObject(g), pg))
+	}
+	t.Logf("PodGroup %s during the race: %s", pg.Name, describe(pg))
+
+	// The model on the PodGroup without the worker's sub-group (what gangmap wrote before
+	// a35a8f4, releasing the launcher alone), with the pods that exist now.
+	alone := pg.DeepCopy()
+	alone.Spec.SubGroups = nil
+	for _, sg := range pg.Spec.SubGroups {
+		if sg.Name != "worker" && ptr.Deref(sg.Parent, "") != "worker" {
+			alone.Spec.SubGroups = append(alone.Spec.SubGroups, sg)
+		}
+	}
+	require.Less(t, len(alone.Spec.SubGroups), len(pg.Spec.SubGroups), "the PodGroup has the worker's sub-group")
+	require.NotNil(t, alone.Spec.MinSubGroup)
+	alone.Spec.MinSubGroup = ptr.To(*alone.Spec.MinSubGroup - 1)
+	pods, err := kai.Pods(ctx, b.ns)
+	require.NoError(t, err)
+	var members []kaiadmission.Pod
+	for i := range pods {
+		if pods[i].Annotations[kaikeys.PodGroupName] == pg.Name {
+			members = append(members, kaiadmission.PodFor(&pods[i]))
+		}
+	}
+	v := kaiadmission.Evaluate(alone, members, nil)
+	t.Logf("model, launcher released alone (%s): admitted %v, binds %v, not ready %v (finished %q): %s", describe(alone), v.Admitted, v.Bound(), v.NotReady, v.Finished, v.Reason)
+	if dep == "Ready" {
+		assert.True(t, v.Admitted, "without the worker's sub-group KAI would admit the launcher alone")
+		assert.Equal(t, []string{launcher[0].Name}, v.Bound())
+	} else {
+		assert.True(t, v.NotReady, "the initializer's finished pod, asked for by its sub-group, keeps KAI off it anyway")
+		assert.Equal(t, initName, v.Finished)
+	}
+
+	// Phase 3: the JobSet's status and the worker's pods.
+	_, err = kai.StepJobSet(ctx, b.ns, name)
+	require.NoError(t, err)
+	gang, err := labels.Parse(fmt.Sprintf("%s=%s,%s in (launcher,worker)", framework.LabelJobSetName, name, framework.LabelReplicatedJobName))
+	require.NoError(t, err)
+	admitAllOrNothing(t, b, gang, 5, 4)
+
+	// In one go: the scheduler created the 5 pods' BindRequests in one session (allocate.go
+	// commits a job's statement once its allocation attempt met the gang; cache.go logs each bind
+	// request with the session's id).
+	sessions := map[string][]string{}
+	for _, pr := range kai.Processes() {
+		if pr.Name != "scheduler" {
+			continue
+		}
+		for _, line := range pr.Grep(100, "Creating bind request for task <"+b.ns+"/") {
+			if m := bindRequestLine.FindStringSubmatch(line); m != nil && !strings.HasPrefix(m[2], name+"-"+initName) {
+				sessions[m[1]] = append(sessions[m[1]], m[2])
+			}
+		}
+	}
+	assert.Len(t, sessions, 1, "the launcher's and the workers' bind requests, by scheduling session: %v", sessions)
+}
+
+// bindRequestLine is KAI's scheduler log line for one bind request (cache/cache.go): the session
+// id and the pod's name.
+var bindRequestLine = regexp.MustCompile(`\[(\w+)\] \[allocate\] Creating bind request for task <[^/]+/([^>]+)>`)
