@@ -162,10 +162,12 @@ type Role struct {
 
 // ReleaseKey is what the role waits for when the start rule defers it: the reason startup.holds
 // gives it, which every role the operator creates on the same event shares (JobSet's dependsOn:
-// two replicated jobs that both wait for the initializer to be Complete are created in one
-// reconcile, jobset_controller.go createJobs), else the role's own name (a static first rule's
-// reason names no condition of the role's own). The grouper releases the deferred sub-groups of
-// one key together, on a pod of any of their roles.
+// two replicated jobs that both wait for the initializer to be Ready, or Complete, are created in
+// one reconcile, jobset_controller.go createJobs), else the role's own name (a static first
+// rule's reason names no condition of the role's own). The grouper releases the deferred
+// sub-groups of one key together, on a pod of any of their roles: released one at a time, a
+// launcher whose pod came before the JobSet's status was bound alone by the real KAI scheduler
+// (e2e/realkai TestJobSetTwoDependentsReleasedTogether, dependsOn Ready, before a35a8f4).
 func (r *Role) ReleaseKey() string {
 	if r.holdIsPerRole && r.StartupHold != "" {
 		return r.StartupHold
