@@ -464,11 +464,11 @@ type UnknownCountError struct {
 
 // Error names the field, its expression and the fix.
 func (e *UnknownCountError) Error() string {
-	fix := "give its default in the expression: '... // 1'"
+	example := "'... // N'"
 	if simplePath.MatchString(e.Expression) {
-		fix = fmt.Sprintf("give its default in the expression: '%s // 1'", e.Expression)
+		example = fmt.Sprintf("'%s // N'", e.Expression)
 	}
-	return fmt.Sprintf("%s (%s) resolved to nothing on this workload: expected a whole number of pods; the role's count, and so its gang, is unknown (a misspelt path, or a field the workload leaves out: %s)", e.Path, e.Expression, fix)
+	return fmt.Sprintf("%s (%s) resolved to nothing on this workload: expected a whole number of pods; the role's count, and so its gang, is unknown (a misspelt path, or a field the workload leaves out: set it on the workload; only if its operator always defaults it to one number N, write that default into the expression, %s)", e.Path, e.Expression, example)
 }
 
 // simplePath is a plain jq field path (.spec.worker.replicas), to which a default can be added as

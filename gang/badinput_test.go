@@ -325,7 +325,7 @@ func TestUnknownCountFailsThePlan(t *testing.T) {
 	require.ErrorAs(t, err, &unknown)
 	assert.Equal(t, badReplicasPath, unknown.Path)
 	assert.Equal(t, ".spec.worker.replicas", unknown.Expression)
-	assert.Contains(t, err.Error(), "'.spec.worker.replicas // 1'")
+	assert.Contains(t, err.Error(), "set it on the workload; only if its operator always defaults it to one number N, write that default into the expression, '.spec.worker.replicas // N'")
 
 	misspelt := badCompiled(t, strings.Replace(badDef, "replicasPath: .spec.worker.replicas}", "replicasPath: .spec.worker.replica}", 1))
 	_, err = gang.Build(context.Background(), misspelt, badWorkload("bj", "uid-1", int64(4)))
@@ -343,4 +343,24 @@ func TestUnknownCountFailsThePlan(t *testing.T) {
 	_, err = gang.Build(context.Background(), perReplica, badWorkload("bj", "uid-1", int64(2)))
 	require.ErrorAs(t, err, &unknown)
 	assert.Equal(t, "spec.gangmap.components[worker].podsPerReplicaPath", unknown.Path)
+}
+
+// TestReleaseKeys: roles startup.holds gives one reason text share a release key (released
+// together, gang.Role.ReleaseKey); a hold given as true names no condition, so each such role
+// keeps its own.
+func TestReleaseKeys(t *testing.T) {
+	withHolds := func(holds string) map[string]string {
+		def := strings.Replace(badDef, "  optimizationInstructions:", "  gangmap:\n    gang:\n      startup:\n        holds: '"+holds+"'\n  optimizationInstructions:", 1)
+		p, err := gang.Build(context.Background(), badCompiled(t, def), badWorkload("bj", "uid-1", int64(2)))
+		require.NoError(t, err)
+		keys := map[string]string{}
+		for _, r := range p.Roles {
+			keys[r.Name] = r.ReleaseKey()
+		}
+		return keys
+	}
+	shared := withHolds(`{"coordinator": "waits for the dataset", "worker": "waits for the dataset"}`)
+	assert.Equal(t, map[string]string{"coordinator": "waits for the dataset", "worker": "waits for the dataset"}, shared)
+	generic := withHolds(`{"coordinator": true, "worker": true}`)
+	assert.Equal(t, map[string]string{"coordinator": "coordinator", "worker": "worker"}, generic)
 }

@@ -52,7 +52,7 @@ func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, v
 	firstNames := append(sets.List(sets.KeySet(st.First)), sets.List(firstInstances)...)
 	for _, r := range p.Roles {
 		h := holdOf(holds, r)
-		r.holdIsPerRole = h.reason != ""
+		r.holdIsPerRole = h.reason != "" && !h.generic
 		if h.reason == "" && static && !startsFirst(r.component, st.First) && !(r.Instance != "" && firstInstances.Has(r.Instance)) {
 			h.reason = fmt.Sprintf("its pods are created only after those of %s start", strings.Join(firstNames, ", "))
 		}
@@ -74,6 +74,9 @@ func (p *Plan) applyStartup(ctx context.Context, c *definitions.Compiled, obj, v
 type hold struct {
 	reason   string
 	finished bool
+	// generic says the reason is gangmap's text for a hold given as true, which names no
+	// condition: it is no release key (Role.ReleaseKey).
+	generic bool
 }
 
 // evalHolds evaluates startup.holds: an object mapping a role key (instance id or component
@@ -138,7 +141,7 @@ func addHold(out map[string]hold, role string, reason any) error {
 		}
 	case bool:
 		if t {
-			out[role] = hold{reason: "held by the definition's start rule"}
+			out[role] = hold{reason: "held by the definition's start rule", generic: true}
 		}
 	case map[string]any:
 		finished, ok := t["finished"].(bool)

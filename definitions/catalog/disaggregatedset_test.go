@@ -161,3 +161,28 @@ func TestDisaggregatedSetPodLabels(t *testing.T) {
 	_, err := assignPod(t, three, map[string]string{"leaderworkerset.sigs.k8s.io/worker-index": "0"})
 	assert.Error(t, err, "a pod without the role label matches no role")
 }
+
+// Two LeaderReady roles wait each for its own leaders: their worker roles get release keys of
+// their own (gang.Role.ReleaseKey, the holds reason names the role), so a prefill worker pod
+// never releases decode's workers, which its operator creates only once decode's leaders are
+// Ready.
+func TestDisaggregatedSetLeaderReadyRolesReleaseApart(t *testing.T) {
+	p := disaggregatedSetPlan(t, func(obj *unstructured.Unstructured) {
+		roles, _, _ := unstructured.NestedSlice(obj.Object, "spec", "roles")
+		for _, i := range []int{0, 1} {
+			role := roles[i].(map[string]any)
+			require.NoError(t, unstructured.SetNestedField(role, "LeaderReady", "spec", "startupPolicy"))
+			require.NoError(t, unstructured.SetNestedField(role, int64(3), "spec", "leaderWorkerTemplate", "size"))
+		}
+		require.NoError(t, unstructured.SetNestedSlice(obj.Object, roles, "spec", "roles"))
+	})
+	keys := map[string]string{}
+	for _, r := range p.Roles {
+		if r.StartupHold != "" {
+			keys[r.Name] = r.ReleaseKey()
+		}
+	}
+	require.Len(t, keys, 2, "prefill-worker and decode-worker are held: %v", keys)
+	assert.NotEqual(t, keys["prefill-worker"], keys["decode-worker"])
+	assert.Contains(t, keys["prefill-worker"], "role prefill's workers")
+}

@@ -155,7 +155,7 @@ func (e *DecideError) Unwrap() error { return e.Err }
 // Claimed reports whether the decision failed after the top owner's kind was found to be one
 // gangmap groups (a definition claimed the workload): the owner may not be read (RBACMissing),
 // its read failed (TopOwnerRead, PodRead), its gang plan failed (Plan), or its owner chain, through
-// an owner of such a kind, is a cycle or too deep (OwnerChain). Such a pod is
+// an owner of such a kind, is a cycle (OwnerChain). Such a pod is
 // gangmap's to group even though no PodGroup is known for it yet, and must not be left to KAI's
 // pod-grouper, which would give it a PodGroup of its own outside its gang. A failure before that
 // point (OwnerWalk, InvalidOwnerReference) says nothing about the kind.
@@ -256,10 +256,11 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		return nil, &DecideError{Reason: InvalidOwnerReference, Err: err}
 	}
 	var ce *owners.ChainError
-	if errors.As(err, &ce) {
-		// A cycle or a chain too deep through an owner of a kind gangmap groups: the pod is
-		// gangmap's, held and reported (OwnerChain, Claimed), not left to KAI's pod-grouper, which
-		// would follow a cycle for as long as it runs or group the pod by another owner.
+	if errors.As(err, &ce) && ce.Cycle {
+		// A cycle through an owner of a kind gangmap groups: the pod is gangmap's, held and
+		// reported (OwnerChain, Claimed), not left to KAI's pod-grouper, whose owner walk would
+		// follow the cycle for as long as it runs. A chain only too deep is left to KAI, which
+		// follows it to its top owner (possibly of a kind KAI groups).
 		for _, r := range ce.Refs {
 			if gvk, ok := refGVK(r.APIVersion, r.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
 				return nil, &DecideError{Reason: OwnerChain, Err: err}
@@ -483,6 +484,7 @@ func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {
 }
 
 // OwnerChain is the DecideError reason of a pod whose owner chain, through an owner of a kind
-// gangmap groups, is a cycle or deeper than owners.MaxDepth (owners.ChainError): Claimed, so the
-// pod is held from KAI's pod-grouper and reported until the chain is fixed.
+// gangmap groups, is a cycle (owners.ChainError): Claimed, so the pod is held from KAI's
+// pod-grouper and reported until the chain is fixed (or the kind is no longer gangmap's: the pod
+// controller then hands it back).
 const OwnerChain = "OwnerChain"

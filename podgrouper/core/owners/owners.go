@@ -177,17 +177,15 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 	w.init()
 	chain := &Chain{}
 	seen := map[types.UID]bool{}
-	var followed []metav1.OwnerReference
 	ref := Pick(refs)
 	for depth := 0; ; depth++ {
 		if depth >= MaxDepth {
-			return nil, &ChainError{Msg: fmt.Sprintf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name), Refs: append(followed, ref)}
+			return nil, &ChainError{Msg: fmt.Sprintf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name)}
 		}
 		if seen[ref.UID] {
-			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: followed}
+			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: followedRefs(refs, chain.Owners), Cycle: true}
 		}
 		seen[ref.UID] = true
-		followed = append(followed, ref)
 		obj, err := w.get(ctx, namespace, ref)
 		if err != nil && apierrors.IsForbidden(err) { // IsForbidden allocates, even for nil
 			if len(chain.Owners) == 0 {
@@ -222,12 +220,25 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 type ChainError struct {
 	// Msg says where the walk stopped ("owner references form a cycle at CustomJob a").
 	Msg string
-	// Refs are the references the walk followed, in order, the pod's own first.
+	// Refs are the references the walk followed, in order, the pod's own first; set for a
+	// cycle only.
 	Refs []metav1.OwnerReference
+	// Cycle says the chain loops (else it is deeper than MaxDepth).
+	Cycle bool
 }
 
 // Error returns Msg.
 func (e *ChainError) Error() string { return e.Msg }
+
+// followedRefs are the references a walk from refs followed to read owners, in order: only for
+// an error (ChainError), so that a walk that succeeds keeps no list of them.
+func followedRefs(refs []metav1.OwnerReference, owners []*metav1.PartialObjectMetadata) []metav1.OwnerReference {
+	out := []metav1.OwnerReference{Pick(refs)}
+	for _, o := range owners[:max(len(owners)-1, 0)] {
+		out = append(out, Pick(o.OwnerReferences))
+	}
+	return out
+}
 
 // Pick returns the reference an owner walk follows: the controller reference, else the first
 // one. refs must not be empty.

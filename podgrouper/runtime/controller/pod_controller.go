@@ -24,6 +24,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
+	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
@@ -140,6 +141,15 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 			return ctrl.Result{}, nil
 		}
 		if errors.As(err, &de) {
+			var ce *owners.ChainError
+			if !de.Claimed() && errors.As(err, &ce) {
+				// A cycle no longer through a kind gangmap groups (its definition deleted): a pod
+				// held for it (decide.OwnerChain) is handed back, as a pod of a kind no longer
+				// gangmap's is. A transient walk error releases nothing.
+				if rerr := r.releaseHeld(ctx, pod); rerr != nil {
+					return ctrl.Result{}, rerr
+				}
+			}
 			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
 		}
 		return r.fail(ctx, pod, nil, "Decide", err)
