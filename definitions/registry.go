@@ -331,6 +331,37 @@ func RefusalKey(l *Loaded) string { return cacheKey(l) }
 // false, else it recomputes the winners, runs the OnChange listeners and returns true.
 func (r *Registry) Refuse(refused map[string]string) bool {
 	r.mu.Lock()
+	return r.setRefusedLocked(refused)
+}
+
+// RefuseLinted is Refuse for a lint of some definitions only: every key of linted takes the
+// verdict refused gives it (refused or not), every other key keeps the one it had (a definition
+// SetSource's Vetter refused while the lint read CRDs, or one whose CRD the lint could not read),
+// and refusals of definitions no cluster or file source holds any more are dropped. It returns
+// whether the set changed, as Refuse does.
+func (r *Registry) RefuseLinted(refused map[string]string, linted map[string]bool) bool {
+	r.mu.Lock()
+	held := map[string]bool{}
+	for _, src := range []Source{SourceCluster, SourceFile} {
+		for _, l := range r.sources[src] {
+			held[cacheKey(l)] = true
+		}
+	}
+	merged := make(map[string]string, len(refused))
+	for k, v := range r.refused {
+		if !linted[k] && held[k] {
+			merged[k] = v
+		}
+	}
+	for k, v := range refused {
+		merged[k] = v
+	}
+	return r.setRefusedLocked(merged)
+}
+
+// setRefusedLocked makes refused the refused set (r.mu held; it unlocks it) and reports whether
+// it changed, recomputing the winners and running the listeners when it did.
+func (r *Registry) setRefusedLocked(refused map[string]string) bool {
 	if len(refused) == len(r.refused) {
 		same := true
 		for k, v := range refused {

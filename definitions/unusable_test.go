@@ -67,3 +67,33 @@ func TestRegistryUnusableKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestRefuseLintedKeepsWhatItDidNotLint: a lint of some definitions (the CRD linter's LintAll)
+// sets the verdict of those only: a definition the Vetter refused on load while the lint was
+// reading CRDs (not in its snapshot), or one whose CRD it could not read, stays refused, instead
+// of being used until the next lint (the review of the Vetter); a linted key's refusal is lifted
+// when the lint finds nothing, and a refusal of a definition no source holds any more is dropped.
+func TestRefuseLintedKeepsWhatItDidNotLint(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "e2e.example.com", Version: "v1", Kind: "CustomJob"}
+	l, err := decodeOne(t, customJob, true)
+	require.NoError(t, err)
+	l.Source, l.Origin = definitions.SourceCluster, "cluster:customjob"
+	key := definitions.RefusalKey(l)
+	r := definitions.NewRegistry(compiler(t))
+	r.SetVetter(func([]*definitions.Loaded) map[string]string { return map[string]string{key: "spec.worker: the CRD schema has no field"} })
+	r.SetSource(definitions.SourceCluster, []*definitions.Loaded{l})
+	require.Nil(t, r.Lookup(gvk), "refused on load")
+
+	assert.False(t, r.RefuseLinted(map[string]string{}, map[string]bool{"another-key": true}), "a lint that did not see it changes nothing")
+	assert.Nil(t, r.Lookup(gvk), "still refused")
+
+	assert.True(t, r.RefuseLinted(map[string]string{}, map[string]bool{key: true}), "linted and found right: lifted")
+	assert.NotNil(t, r.Lookup(gvk))
+
+	require.True(t, r.Refuse(map[string]string{key: "spec.worker: the CRD schema has no field"}))
+	r.SetSource(definitions.SourceCluster, nil)
+	r.RefuseLinted(map[string]string{}, map[string]bool{})
+	r.SetVetter(nil)
+	r.SetSource(definitions.SourceCluster, []*definitions.Loaded{l})
+	assert.NotNil(t, r.Lookup(gvk), "the refusal of a definition gone was dropped")
+}

@@ -54,8 +54,6 @@ type Linter struct {
 	changed  chan struct{}
 	once     sync.Once
 	reported map[string]bool
-	// refused is the last set given to Registry.Refuse (kept for a CRD that cannot be read).
-	refused map[string]string
 }
 
 var _ manager.Runnable = (*Linter)(nil)
@@ -126,7 +124,7 @@ func (l *Linter) Start(ctx context.Context) error {
 func (l *Linter) LintAll(ctx context.Context) {
 	l.init()
 	log := ctrl.LoggerFrom(ctx).WithName("crdlint")
-	refused := map[string]string{}
+	refused, linted := map[string]string{}, map[string]bool{}
 	var lds []*definitions.Loaded
 	for _, src := range []definitions.Source{definitions.SourceCluster, definitions.SourceFile} {
 		lds = append(lds, l.Registry.Source(src)...)
@@ -145,13 +143,14 @@ func (l *Linter) LintAll(ctx context.Context) {
 		crd, err := l.crd(ctx, root.GVK())
 		if err != nil {
 			if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+				// Not linted: the registry keeps the definition's previous verdict.
 				log.V(1).Info("Cannot read the workload CRD to lint the definition", "definition", ld.Name(), "kind", root.String(), "error", err.Error())
-				if msg, ok := l.refused[key]; ok {
-					refused[key] = msg
-				}
+				continue
 			}
+			linted[key] = true
 			continue // no CRD (yet), or a built-in kind: nothing to lint against
 		}
+		linted[key] = true
 		fs, err := schemalint.Lint(ld.Karta, crd)
 		if err != nil {
 			log.V(1).Info("Cannot lint the definition against its CRD", "definition", ld.Name(), "crd", crd.Name, "error", err.Error())
@@ -168,8 +167,7 @@ func (l *Linter) LintAll(ctx context.Context) {
 			refused[key] = refusal(crd, msgs)
 		}
 	}
-	l.refused = refused
-	l.Registry.Refuse(refused)
+	l.Registry.RefuseLinted(refused, linted)
 }
 
 // vetTimeout bounds the CRD reads of one Vet call.
