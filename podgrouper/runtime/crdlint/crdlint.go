@@ -218,7 +218,7 @@ func message(crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding
 
 // refusal is the Problem message of a definition refused for msgs.
 func refusal(crd *apiextensionsv1.CustomResourceDefinition, msgs []string) string {
-	return fmt.Sprintf("refused: %d path(s) can never resolve on CRD %s (gangmap validate --crd says the same): %s", len(msgs), crd.Name, strings.Join(msgs, "; "))
+	return fmt.Sprintf("refused: %d path(s) can never resolve on CRD %s (gangmap validate --crd says the same): %s; the definition is refused until it is fixed", len(msgs), crd.Name, strings.Join(msgs, "; "))
 }
 
 // crd reads the CRD of gvk (named <plural>.<group>).
