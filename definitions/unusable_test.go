@@ -80,7 +80,9 @@ func TestRefuseLintedKeepsWhatItDidNotLint(t *testing.T) {
 	l.Source, l.Origin = definitions.SourceCluster, "cluster:customjob"
 	key := definitions.RefusalKey(l)
 	r := definitions.NewRegistry(compiler(t))
-	r.SetVetter(func([]*definitions.Loaded) map[string]string { return map[string]string{key: "spec.worker: the CRD schema has no field"} })
+	r.SetVetter(func([]*definitions.Loaded) map[string]string {
+		return map[string]string{key: "spec.worker: the CRD schema has no field"}
+	})
 	r.SetSource(definitions.SourceCluster, []*definitions.Loaded{l})
 	require.Nil(t, r.Lookup(gvk), "refused on load")
 
