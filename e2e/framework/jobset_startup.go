@@ -26,13 +26,10 @@ import (
 // It returns the pods it created. The Job controller is not running, so pods are created here and
 // their phase is set by the test (SetPodPhase).
 func (cp *ControlPlane) StepJobSet(ctx context.Context, namespace, name string) ([]*corev1.Pod, error) {
-	js := &unstructured.Unstructured{}
-	js.SetAPIVersion("jobset.x-k8s.io/v1alpha2")
-	js.SetKind("JobSet")
-	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, js); err != nil {
+	js, rjs, err := cp.readJobSet(ctx, namespace, name)
+	if err != nil {
 		return nil, err
 	}
-	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
 	var pods corev1.PodList
 	if err := cp.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{LabelJobSetName: name}); err != nil {
 		return nil, err
@@ -192,17 +189,27 @@ func (cp *ControlPlane) SetPodPhase(ctx context.Context, pod *corev1.Pod, phase 
 // before the JobSet's status.replicatedJobsStatus says why it was created, which StepJobSet
 // never shows (it writes the status first).
 func (cp *ControlPlane) CreateReplicatedJob(ctx context.Context, namespace, name, rj string) ([]*corev1.Pod, error) {
-	js := &unstructured.Unstructured{}
-	js.SetAPIVersion("jobset.x-k8s.io/v1alpha2")
-	js.SetKind("JobSet")
-	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, js); err != nil {
+	js, rjs, err := cp.readJobSet(ctx, namespace, name)
+	if err != nil {
 		return nil, err
 	}
-	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
 	for _, item := range rjs {
 		if m, _ := item.(map[string]any); m["name"] == rj {
 			return cp.runReplicatedJob(ctx, js, m)
 		}
 	}
 	return nil, fmt.Errorf("JobSet %s/%s has no replicated job %q", namespace, name, rj)
+}
+
+// readJobSet reads the JobSet namespace/name from the API server and returns it with its
+// spec.replicatedJobs.
+func (cp *ControlPlane) readJobSet(ctx context.Context, namespace, name string) (*unstructured.Unstructured, []any, error) {
+	js := &unstructured.Unstructured{}
+	js.SetAPIVersion("jobset.x-k8s.io/v1alpha2")
+	js.SetKind("JobSet")
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, js); err != nil {
+		return nil, nil, err
+	}
+	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+	return js, rjs, nil
 }
