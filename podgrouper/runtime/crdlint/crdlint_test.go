@@ -67,12 +67,7 @@ func TestMisspeltPathRefusesTheDefinition(t *testing.T) {
 
 	l.LintAll(context.Background())
 	assert.Nil(t, reg.Lookup(customJob), "the definition with a path the CRD cannot hold is still used")
-	var problems []definitions.Problem
-	for _, p := range reg.Problems() {
-		if p.Reason == definitions.ReasonPathCannotResolve {
-			problems = append(problems, p)
-		}
-	}
+	problems := pathProblems(reg)
 	require.Len(t, problems, 1)
 	assert.Equal(t, "example-com-v1-customjob", problems[0].Definition)
 	assert.Contains(t, problems[0].Message, "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.workr")
@@ -129,12 +124,7 @@ func TestVetRefusesBeforeUse(t *testing.T) {
 
 	setFile(t, reg, typo)
 	assert.Nil(t, reg.Lookup(customJob), "a definition its CRD refuses is used until the next lint")
-	var problems []definitions.Problem
-	for _, p := range reg.Problems() {
-		if p.Reason == definitions.ReasonPathCannotResolve {
-			problems = append(problems, p)
-		}
-	}
+	problems := pathProblems(reg)
 	require.Len(t, problems, 1)
 	assert.Contains(t, problems[0].Message, "spec.structureDefinition.childComponents[1].scaleDefinition.replicasPath: .spec.worker.replica")
 	assert.Contains(t, reg.Unusable(customJob), "PathCannotResolve")
@@ -144,4 +134,15 @@ func TestVetRefusesBeforeUse(t *testing.T) {
 
 	setFile(t, reg, good)
 	assert.NotNil(t, reg.Lookup(customJob), "the fixed definition is used as it loads")
+}
+
+// pathProblems are reg's problems of reason ReasonPathCannotResolve (refused by the CRD lint).
+func pathProblems(reg *definitions.Registry) []definitions.Problem {
+	var out []definitions.Problem
+	for _, p := range reg.Problems() {
+		if p.Reason == definitions.ReasonPathCannotResolve {
+			out = append(out, p)
+		}
+	}
+	return out
 }
