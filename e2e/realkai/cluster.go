@@ -72,7 +72,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	if c.Kwok, err = c.startKwok(ctx); err != nil {
+	if c.Kwok, err = c.StartKwok(ctx); err != nil {
 		return nil, err
 	}
 	if c.Binder, err = c.startBinder(ctx); err != nil {
@@ -115,9 +115,11 @@ func (c *Cluster) process(name, bin string, args []string, readyPath string, add
 	return p
 }
 
-// startKwok runs kwok on the nodes annotated kwok.x-k8s.io/node=fake with kwokStages as its pod
-// stages (its default node stages make such a node Ready and keep it so).
-func (c *Cluster) startKwok(ctx context.Context) (*Process, error) {
+// StartKwok runs kwok on the nodes annotated kwok.x-k8s.io/node=fake with kwokStages as its pod
+// stages (its default node stages make such a node Ready and keep it so): a bound pod becomes
+// Running and Ready and stays so until FinishPod or ExitPod. It needs only c.ControlPlane,
+// c.Config.Assets and c.LogDir, so a Cluster without KAI (hack/statuscluster) can use it.
+func (c *Cluster) StartKwok(ctx context.Context) (*Process, error) {
 	stages := filepath.Join(c.LogDir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, []byte(kwokStages), 0o644); err != nil {
 		return nil, err

@@ -1,0 +1,69 @@
+# hack/record-status/lib.sh: shell functions for the status-corpus recording scripts
+# (hack/record-status/<operator>.sh). Source it; it needs KUBEBUILDER_ASSETS (kubectl), jq and yq.
+#
+#   start_cluster DIR [--crds PATH]...   run hack/statuscluster in the background, wait for READY,
+#                                        export KUBECONFIG=DIR/kubeconfig; stop_cluster stops it
+#   pod_succeed NS NAME                  set a bound pod's status as the kubelet does when every
+#                                        container exited 0 (phase Succeeded, Completed)
+#   pod_fail NS NAME [CODE]              ... exited CODE (default 1): phase Failed, reason Error
+#   pods NS SELECTOR                     names of the pods matching a label selector
+#   wait_for 'SHELL CONDITION' SECONDS   poll every second until the condition holds, or fail
+#   snapshot RESOURCE NAME NS            the object as YAML, without managedFields, resourceVersion,
+#                                        uid and kubectl's last-applied annotation
+set -euo pipefail
+
+: "${KUBEBUILDER_ASSETS:?set KUBEBUILDER_ASSETS=\$(bash hack/control-plane.sh)}"
+kubectl() { "$KUBEBUILDER_ASSETS/kubectl" "$@"; }
+
+start_cluster() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  go build -o "$dir/statuscluster" ./hack/statuscluster
+  "$dir/statuscluster" --log-dir "$dir" "$@" >"$dir/statuscluster.out" 2>"$dir/statuscluster.log" &
+  STATUSCLUSTER_PID=$!
+  trap stop_cluster EXIT
+  wait_for "grep -q READY '$dir/statuscluster.out' || ! kill -0 $STATUSCLUSTER_PID" 300
+  grep -q READY "$dir/statuscluster.out" || { tail -30 "$dir/statuscluster.log" >&2; return 1; }
+  export KUBECONFIG=$dir/kubeconfig
+}
+
+stop_cluster() {
+  [[ -n ${STATUSCLUSTER_PID:-} ]] || return 0
+  kill "$STATUSCLUSTER_PID" 2>/dev/null || true
+  wait "$STATUSCLUSTER_PID" 2>/dev/null || true
+  STATUSCLUSTER_PID=
+}
+
+# pod_exit NS NAME CODE: every container terminated with CODE; the pod Succeeded (0) or Failed.
+pod_exit() {
+  local ns=$1 name=$2 code=$3
+  kubectl get pod -n "$ns" "$name" -o json | jq --argjson code "$code" '
+    (now | strftime("%Y-%m-%dT%H:%M:%SZ")) as $now
+    | .status.phase = (if $code == 0 then "Succeeded" else "Failed" end)
+    | .status.conditions |= map(if .type == "Ready" or .type == "ContainersReady"
+        then .status = "False" | .reason = "PodCompleted" | .lastTransitionTime = $now else . end)
+    | .status.containerStatuses |= map(.ready = false | .started = false
+        | .state = {terminated: {exitCode: $code, reason: (if $code == 0 then "Completed" else "Error" end),
+                    startedAt: (.state.running.startedAt // $now), finishedAt: $now}})' |
+    kubectl replace --subresource=status -f - >/dev/null
+}
+pod_succeed() { pod_exit "$1" "$2" 0; }
+pod_fail() { pod_exit "$1" "$2" "${3:-1}"; }
+
+pods() { kubectl get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'; }
+
+wait_for() {
+  local cond=$1 timeout=$2 i
+  for ((i = 0; i < timeout; i++)); do
+    if eval "$cond" >/dev/null 2>&1; then return 0; fi
+    sleep 1
+  done
+  echo "wait_for: timed out after ${timeout}s: $cond" >&2
+  return 1
+}
+
+snapshot() {
+  kubectl get "$1" "$2" -n "$3" -o json | jq 'del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
+      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
+    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' | yq -y .
+}
