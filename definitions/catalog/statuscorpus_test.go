@@ -160,19 +160,12 @@ var noRecording = map[string]map[definitions.Status]string{
 		definitions.StatusFailed:    trainJobNoRecording,
 		definitions.StatusSuspended: trainJobNoRecording,
 	},
-	"workload-codeflare-dev-appwrapper-v1beta2": {
-		definitions.StatusRunning:   appWrapperNoRecording,
-		definitions.StatusCompleted: appWrapperNoRecording,
-		definitions.StatusFailed:    appWrapperNoRecording,
-		definitions.StatusSuspended: appWrapperNoRecording,
-	},
 }
 
 const (
 	paddleJobNoRecording  = "the only public PaddleJob status found is the Kubeflow docs' completed one, and the upstream recordings run PyTorchJob and MPIJob v2beta1 only; the operator's envtests build these in Go (pkg/controller.v1/paddlepaddle/paddlepaddle_controller_test.go)"
 	dgdV1beta1NoRecording = "the upstream recordings drive the v1alpha1 DynamoGraphDeployment only (Dynamo 1.4.x is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and no v1beta1 object was found in docs or issue threads"
 	trainJobNoRecording   = "the upstream recordings stop at the training-operator v1.9 line (the v2 TrainJob is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and the trainer's docs and issue threads print no TrainJob status; its e2e test checks these statuses in Go (test/e2e/e2e_test.go)"
-	appWrapperNoRecording = "the upstream recordings do not run the AppWrapper controller; its docs print only `kubectl get appwrappers` rows (the phase column, not the object) and issue threads no object; its envtests build these in Go (internal/controller/appwrapper/appwrapper_controller_test.go)"
 )
 
 // mpiJobV1NoRecording: kubeflow.org/v1 MPIJob is served only by the training-operator v1.x.
