@@ -125,12 +125,6 @@ var noRecording = map[string]map[definitions.Status]string{
 	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {
 		definitions.StatusRunning: "no recording, doc output or issue thread holds a DisaggregatedSet status (kubernetes-sigs/lws, new); its unit test builds the conditions in Go (pkg/controllers/disaggregatedset/status_test.go)",
 	},
-	"kubeflow-org-mpijob-v1": mpiJobV1NoRecording,
-	"kubeflow-org-paddlejob-v1": {
-		definitions.StatusRunning:   paddleJobNoRecording,
-		definitions.StatusFailed:    paddleJobNoRecording,
-		definitions.StatusSuspended: paddleJobNoRecording,
-	},
 	"milvus-io-milvus-v1beta1": {
 		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of milvus-operator 1.3.x hold initializing and running only, and no doc or issue thread prints a Stopped Milvus; its unit test asserts Stopped in Go (pkg/controllers/status_cluster_test.go)",
 	},
@@ -163,16 +157,9 @@ var noRecording = map[string]map[definitions.Status]string{
 }
 
 const (
-	paddleJobNoRecording  = "the only public PaddleJob status found is the Kubeflow docs' completed one, and the upstream recordings run PyTorchJob and MPIJob v2beta1 only; the operator's envtests build these in Go (pkg/controller.v1/paddlepaddle/paddlepaddle_controller_test.go)"
 	dgdV1beta1NoRecording = "the upstream recordings drive the v1alpha1 DynamoGraphDeployment only (Dynamo 1.4.x is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and no v1beta1 object was found in docs or issue threads"
 	trainJobNoRecording   = "the upstream recordings stop at the training-operator v1.9 line (the v2 TrainJob is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and the trainer's docs and issue threads print no TrainJob status; its e2e test checks these statuses in Go (test/e2e/e2e_test.go)"
 )
-
-// mpiJobV1NoRecording: kubeflow.org/v1 MPIJob is served only by the training-operator v1.x.
-var mpiJobV1NoRecording = func() map[definitions.Status]string {
-	why := "kubeflow.org/v1 MPIJob is served only by the training-operator v1.x, which the upstream recordings do not run for MPIJob (they record mpi-operator's v2beta1); the MPIJob outputs in docs are v1alpha2 objects (mpi-operator v0.2) and the one v1 object in an issue thread (katib#1750) is cut before its status; the operator's envtests build these in Go (pkg/controller.v1/mpi/mpijob_controller_test.go)"
-	return map[definitions.Status]string{definitions.StatusRunning: why, definitions.StatusCompleted: why, definitions.StatusFailed: why, definitions.StatusSuspended: why}
-}()
 
 // statusSnapshot is one corpus case: the definition it names, the expected words and what the
 // catalog gives.
