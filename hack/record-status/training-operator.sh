@@ -30,9 +30,7 @@ start_cluster "$work" --crds "$OPERATOR_SRC/manifests/base/crds/kubeflow.org_mpi
   --crds "$OPERATOR_SRC/manifests/base/crds/kubeflow.org_paddlejobs.yaml"
 
 # The MPIJob launcher's kubectl-delivery init container requests ephemeral-storage (mpijob_controller.go
-# newLauncher), which every kubelet reports and the fake node lacks: give node-0 1Ti of it.
-kubectl patch node node-0 --subresource=status --type merge \
-  -p '{"status":{"capacity":{"ephemeral-storage":"1Ti"},"allocatable":{"ephemeral-storage":"1Ti"}}}' >/dev/null
+# newLauncher): hack/statuscluster gives node-0 1Ti of it, as a kubelet reports.
 
 # The operator, in its own mount namespace where $work/certs is /tmp/k8s-webhook-server.
 kubectl create namespace kubeflow >/dev/null

@@ -27,6 +27,11 @@ import (
 	"strings"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/e2e/realkai"
 )
@@ -94,6 +99,9 @@ func run(ctx context.Context, logDir string, gpus int, crds []string) error {
 	if err := c.CreateGPUNodes(ctx, realkai.NodeSpec{Names: []string{"node-0"}, GPUs: gpus}); err != nil {
 		return err
 	}
+	if err := addEphemeralStorage(ctx, c, "node-0"); err != nil {
+		return err
+	}
 	if err := applyCRDs(ctx, filepath.Join(assets, "kubectl"), kubeconfig, crds); err != nil {
 		return err
 	}
@@ -144,6 +152,21 @@ func applyCRDs(ctx context.Context, kubectl, kubeconfig string, paths []string) 
 		}
 	}
 	return nil
+}
+
+// addEphemeralStorage gives the node 1 TiB of ephemeral-storage capacity and allocatable, which
+// every kubelet reports and kwok's node stage does not: operators' pods that request it (the
+// training-operator's MPIJob launcher, mpijob_controller.go newLauncher) must schedule.
+func addEphemeralStorage(ctx context.Context, c *realkai.Cluster, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+			return err
+		}
+		n.Status.Capacity[corev1.ResourceEphemeralStorage] = resource.MustParse("1Ti")
+		n.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("1Ti")
+		return c.Client.Status().Update(ctx, n)
+	})
 }
 
 func copyFile(from, to string) error {
