@@ -148,17 +148,10 @@ var noRecording = map[string]map[definitions.Status]string{
 	"sparkoperator-k8s-io-sparkconnect-v1alpha1": {
 		definitions.StatusRunning: "SparkConnect is alpha: the stored threads print a NotReady row (spark-operator#2592) and the status of an unmerged variant (#2591), no Ready object, and the upstream recordings do not run it",
 	},
-	"trainer-kubeflow-org-trainjob-v1alpha1": {
-		definitions.StatusRunning:   trainJobNoRecording,
-		definitions.StatusCompleted: trainJobNoRecording,
-		definitions.StatusFailed:    trainJobNoRecording,
-		definitions.StatusSuspended: trainJobNoRecording,
-	},
 }
 
 const (
 	dgdV1beta1NoRecording = "the upstream recordings drive the v1alpha1 DynamoGraphDeployment only (Dynamo 1.4.x is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and no v1beta1 object was found in docs or issue threads"
-	trainJobNoRecording   = "the upstream recordings stop at the training-operator v1.9 line (the v2 TrainJob is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and the trainer's docs and issue threads print no TrainJob status; its e2e test checks these statuses in Go (test/e2e/e2e_test.go)"
 )
 
 // statusSnapshot is one corpus case: the definition it names, the expected words and what the

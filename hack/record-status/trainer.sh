@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# hack/record-status/trainer.sh: records the TrainJob (trainer.kubeflow.org/v1alpha1) status corpus
+# (definitions/catalog/tests/status/trainer-kubeflow-org-trainjob-v1alpha1) from Kubeflow Trainer's
+# own controller and the JobSet controller it builds on, both running against hack/statuscluster.
+#
+#   TRAINER_BIN=/work/ops/trainer/bin/trainer-controller-manager TRAINER_SRC=/work/ops/trainer/src \
+#   JOBSET_BIN=/work/ops/jobset/bin/jobset-manager JOBSET_SRC=/work/ops/jobset/src \
+#   KUBEBUILDER_ASSETS=$(bash hack/control-plane.sh) bash hack/record-status/trainer.sh [WORKDIR]
+#
+# Built from the releases' sources (kubeflow/trainer v2.3.0: cmd/trainer-controller-manager;
+# kubernetes-sigs/jobset v0.12.0, the version trainer's go.mod requires: main.go). Both serve their
+# admission webhooks as an install does (JobSet's defaulting webhook sets the JobSet fields its
+# controller dereferences, e.g. spec.network), with the operators' own webhook manifests pointed at
+# 127.0.0.1 and a self-signed certificate instead of their in-cluster cert rotation.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source hack/record-status/lib.sh
+: "${TRAINER_BIN:?}" "${TRAINER_SRC:?}" "${JOBSET_BIN:?}" "${JOBSET_SRC:?}"
+W=$(realpath -m "${1:-$(mktemp -d)}")
+OUT=definitions/catalog/tests/status/trainer-kubeflow-org-trainjob-v1alpha1
+NS=default
+TRAINER_TAG=$(git -C "$TRAINER_SRC" describe --tags) TRAINER_SHA=$(git -C "$TRAINER_SRC" rev-parse HEAD)
+JOBSET_TAG=$(git -C "$JOBSET_SRC" describe --tags) JOBSET_SHA=$(git -C "$JOBSET_SRC" rev-parse HEAD)
+
+start_cluster "$W" --crds "$JOBSET_SRC/config/components/crd/bases" \
+  $(printf -- '--crds %s ' "$TRAINER_SRC"/manifests/base/crds/trainer.kubeflow.org_*.yaml)
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# One serving certificate for both webhook servers (127.0.0.1); trainer reads it from
+# $TMPDIR/k8s-webhook-server/serving-certs (controller-runtime's default), jobset from its config.
+CERTS=$W/tmp/k8s-webhook-server/serving-certs
+mkdir -p "$CERTS"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$CERTS/tls.key" -out "$CERTS/tls.crt" 2>/dev/null
+CA=$(base64 -w0 "$CERTS/tls.crt")
+
+JS_HOOK=$(free_port) JS_HEALTH=$(free_port) TR_HOOK=$(free_port) TR_HEALTH=$(free_port)
+cat >"$W/jobset-config.yaml" <<EOF
+apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+webhook: {port: $JS_HOOK, host: 127.0.0.1, certDir: $CERTS}
+metrics: {bindAddress: "0"}
+health: {healthProbeBindAddress: "127.0.0.1:$JS_HEALTH"}
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+EOF
+cat >"$W/trainer-config.yaml" <<EOF
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+webhook: {port: $TR_HOOK, host: 127.0.0.1}
+metrics: {bindAddress: "0"}
+health: {healthProbeBindAddress: "127.0.0.1:$TR_HEALTH", readinessEndpointName: readyz, livenessEndpointName: healthz}
+leaderElection: {leaderElect: false}
+certManagement: {enable: false}
+EOF
+"$JOBSET_BIN" --config="$W/jobset-config.yaml" --kubeconfig="$KUBECONFIG" >"$W/jobset.log" 2>&1 &
+JOBSET_PID=$!
+TMPDIR=$W/tmp "$TRAINER_BIN" --config="$W/trainer-config.yaml" --kubeconfig="$KUBECONFIG" --zap-log-level=2 >"$W/trainer.log" 2>&1 &
+TRAINER_PID=$!
+trap 'kubectl get trainjobs,jobsets,jobs,pods -A -o yaml >"$W/objects.yaml" 2>&1; kill $TRAINER_PID $JOBSET_PID 2>/dev/null
+  wait $TRAINER_PID $JOBSET_PID 2>/dev/null; stop_cluster' EXIT
+wait_for "curl -sf http://127.0.0.1:$JS_HEALTH/readyz" 120
+wait_for "curl -sf http://127.0.0.1:$TR_HEALTH/readyz" 120
+
+# The operators' webhook configurations, their Service replaced by the local URL.
+webhooks() { # FILE PORT PREFIX
+  sed -e "s|^    service:\$|    caBundle: $CA|" -e '/^      name: webhook-service$/d' -e '/^      namespace: system$/d' \
+    -e "s|^      path: \(.*\)|    url: https://127.0.0.1:$2\1|" -e "s|^  name: \(.*-webhook-configuration\)\$|  name: $3-\1|" "$1"
+}
+{ webhooks "$JOBSET_SRC/config/components/webhook/manifests.yaml" "$JS_HOOK" jobset
+  webhooks "$TRAINER_SRC/manifests/base/webhook/manifests.yaml" "$TR_HOOK" trainer; } >"$W/webhooks.yaml"
+kubectl apply -f "$W/webhooks.yaml" >/dev/null
+# The cluster admin installs the torch-distributed runtime (validated by trainer's webhook).
+wait_for "kubectl apply -f '$TRAINER_SRC/manifests/base/runtimes/torch_distributed.yaml'" 60
+
+trainjob() { # NAME [SUSPEND]: a TrainJob on the torch-distributed runtime, as trainer's e2e tests make it
+  kubectl create -f - >/dev/null <<EOF
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: $1, namespace: $NS}
+spec:
+  runtimeRef: {apiGroup: trainer.kubeflow.org, kind: ClusterTrainingRuntime, name: torch-distributed}
+${2:+  suspend: $2}
+EOF
+}
+tj() { kubectl get trainjob -n "$NS" "$1" -o json | jq -e "$2"; }
+cond() { printf '(.status.conditions // [] | any(.type == "%s" and .status == "%s"))' "$1" "$2"; }
+node_pod() { pods "$NS" "jobset.sigs.k8s.io/jobset-name=$1,jobset.sigs.k8s.io/replicatedjob-name=node" | head -1; }
+
+# pod_crashloop NS NAME RESTARTS [CODE]: what the kubelet reports for a restartPolicy OnFailure
+# container (JobSet's default) that exited CODE RESTARTS times: the pod stays Running, the
+# container waits in CrashLoopBackOff; the Job controller counts the restarts against backoffLimit.
+pod_crashloop() {
+  kubectl get pod -n "$1" "$2" -o json | jq --argjson n "$3" --argjson code "${4:-1}" --arg pod "$2" '
+    (now | strftime("%Y-%m-%dT%H:%M:%SZ")) as $now
+    | .status.conditions |= map(if .type == "Ready" or .type == "ContainersReady"
+        then .status = "False" | .reason = "ContainersNotReady" | .lastTransitionTime = $now else . end)
+    | .status.containerStatuses |= map(.ready = false | .started = false | .restartCount = $n
+        | .lastState = {terminated: {exitCode: $code, reason: "Error", startedAt: $now, finishedAt: $now}}
+        | .state = {waiting: {reason: "CrashLoopBackOff", message: "back-off 5m0s restarting failed container=\(.name) pod=\($pod)"}})' |
+    kubectl replace --subresource=status -f - >/dev/null
+}
+
+record() { # STATE NAME HOW
+  local f=$OUT/$1/manifest.yaml
+  mkdir -p "$OUT/$1"
+  { echo "Source: recorded $(date -u +%F) by hack/record-status/trainer.sh: the object Kubeflow Trainer $TRAINER_TAG (kubeflow/trainer commit ${TRAINER_SHA:0:9}) wrote, JobSet $JOBSET_TAG (kubernetes-sigs/jobset commit ${JOBSET_SHA:0:9}) running its JobSet, both controllers running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod states as containers exiting would), both serving their admission webhooks as installed." | fold -s -w 98
+    echo "$3" | fold -s -w 98; } | sed 's/ *$//; s/^/# /' >"$f"
+  snapshot trainjob "$2" "$NS" >>"$f"
+  echo "recorded $f" >&2
+}
+
+# No room on the node: the training node's pod stays Pending (its Job active, not ready).
+kubectl cordon node-0 >/dev/null
+trainjob torch
+trainjob torch-fail
+wait_for "tj torch '.status.jobsStatus // [] | any(.name == \"node\" and .active == 1)'" 120
+record initializing-active torch "Reached by: node-0 cordoned, TrainJob torch created; its node Job's pod is Pending (unschedulable): the JobSet reports the Job active, not ready."
+
+trainjob torch-suspend true
+wait_for "tj torch-suspend '$(cond Suspended True) and (.status.jobsStatus // [] | any(.suspended == 1))'" 120
+record suspended torch-suspend "Reached by: TrainJob created with spec.suspend true; the controller wrote Suspended True and JobSet suspended its Job."
+kubectl patch trainjob -n "$NS" torch-suspend --type=merge -p '{"spec":{"suspend":false}}' >/dev/null
+wait_for "tj torch-suspend '$(cond Suspended False) and (.status.jobsStatus // [] | any(.active == 1))'" 120
+record resuming torch-suspend "Reached by: the suspended TrainJob's spec.suspend set false while node-0 is cordoned; the controller wrote Suspended False (Resumed) and the resumed Job's pod is Pending."
+
+kubectl uncordon node-0 >/dev/null
+wait_for "tj torch '.status.jobsStatus // [] | any(.name == \"node\" and .ready == 1)'" 120
+record running torch "Reached by: node-0 uncordoned; the node pod was bound and kwok made it Running and Ready; the JobSet reports the Job ready."
+wait_for "tj torch-suspend '.status.jobsStatus // [] | any(.name == \"node\" and .ready == 1)'" 120
+record running-resumed torch-suspend "Reached by: the TrainJob of resuming/, once node-0 was uncordoned: its node pod Running and Ready, the JobSet reports the Job ready; Suspended False (Resumed) stays."
+
+pod_succeed "$NS" "$(node_pod torch)"
+wait_for "tj torch '$(cond Complete True)'" 120
+record completed torch "Reached by: the running TrainJob's node pod exited 0 (pod_succeed); the Job completed, then the JobSet, whose Completed condition trainer copied."
+
+wait_for "tj torch-fail '.status.jobsStatus // [] | any(.name == \"node\" and .ready == 1)'" 120
+restarts=$(kubectl get jobs -n "$NS" -l jobset.sigs.k8s.io/jobset-name=torch-fail -o jsonpath='{.items[0].spec.backoffLimit}')
+pod_crashloop "$NS" "$(node_pod torch-fail)" "$restarts"
+wait_for "tj torch-fail '$(cond Failed True)'" 120
+record failed torch-fail "Reached by: the running TrainJob's node container (restartPolicy OnFailure, JobSet's default) exited 1 and was restarted $restarts times, its Job's backoffLimit (pod_crashloop in this script, as the kubelet reports it); the Job failed (BackoffLimitExceeded), then the JobSet, whose Failed condition trainer copied."
