@@ -24,22 +24,28 @@ for job in ok bad; do
   kubectl create job "$job" --image=busybox -- true >/dev/null
   kubectl patch job "$job" --type=merge -p '{"spec":{"backoffLimit":0}}' >/dev/null
 done
-for job in ok bad; do
+kubectl create job loop --image=busybox --dry-run=client -o json -- true |
+  jq '.spec.backoffLimit = 2 | .spec.template.spec.restartPolicy = "OnFailure"' | kubectl create -f - >/dev/null
+for job in ok bad loop; do
   wait_for "[[ \$(kubectl get pods -l job-name=$job -o jsonpath='{.items[0].status.phase}') == Running ]]" 120
 done
 pod_succeed default "$(pods default job-name=ok)"
 pod_fail default "$(pods default job-name=bad)" 3
+pod_crashloop default "$(pods default job-name=loop)" 2
 wait_for "kubectl get job ok -o jsonpath='{.status.completionTime}' | grep -q ." 120
-wait_for "kubectl get job bad -o jsonpath='{.status.failed}' | grep -q 1" 120
-wait_for "kubectl get job bad -o jsonpath='{.status.conditions[?(@.type==\"Failed\")].status}' | grep -q True" 120
+for job in bad loop; do
+  wait_for "kubectl get job $job -o jsonpath='{.status.conditions[?(@.type==\"Failed\")].status}' | grep -q True" 120
+  snapshot jobs $job default > "$DIR/$job.yaml"
+done
 snapshot jobs ok default > "$DIR/ok.yaml"
-snapshot jobs bad default > "$DIR/bad.yaml"
 `
 
 // TestJobControllerReadsScriptedPodExits: the Job whose pod pod_succeed finished is Complete
 // (reason CompletionsReached, kube's job controller, pkg/controller/job/job_controller.go
 // syncJob), the one whose pod pod_fail failed is Failed with reason BackoffLimitExceeded
-// (backoffLimit 0: one failed pod exceeds it).
+// (backoffLimit 0: one failed pod exceeds it), and the restartPolicy OnFailure one whose
+// container pod_crashloop restarted twice is Failed with BackoffLimitExceeded too (backoffLimit 2:
+// the controller counts container restarts of a Running pod, pastBackoffLimitOnFailure).
 func TestJobControllerReadsScriptedPodExits(t *testing.T) {
 	require.NotEmpty(t, os.Getenv("KUBEBUILDER_ASSETS"), "KUBEBUILDER_ASSETS: the control plane of hack/control-plane.sh")
 	dir := t.TempDir()
@@ -53,6 +59,8 @@ func TestJobControllerReadsScriptedPodExits(t *testing.T) {
 	require.Equal(t, "CompletionsReached", condition(ok, batchv1.JobComplete).Reason)
 	require.Equal(t, int32(1), bad.Status.Failed)
 	require.Equal(t, "BackoffLimitExceeded", condition(bad, batchv1.JobFailed).Reason)
+	loop := readJob(t, filepath.Join(dir, "loop.yaml"))
+	require.Equal(t, "BackoffLimitExceeded", condition(loop, batchv1.JobFailed).Reason)
 }
 
 func readJob(t *testing.T, path string) *batchv1.Job {

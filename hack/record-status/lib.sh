@@ -6,6 +6,9 @@
 #   pod_succeed NS NAME                  set a bound pod's status as the kubelet does when every
 #                                        container exited 0 (phase Succeeded, Completed)
 #   pod_fail NS NAME [CODE]              ... exited CODE (default 1): phase Failed, reason Error
+#                                        (a restartPolicy Never pod: the kubelet restarts others)
+#   pod_crashloop NS NAME RESTARTS [CODE] a restartPolicy OnFailure/Always pod whose container
+#                                        exited CODE RESTARTS times: Running, CrashLoopBackOff
 #   pods NS SELECTOR                     names of the pods matching a label selector
 #   wait_for 'SHELL CONDITION' SECONDS   poll every second until the condition holds, or fail
 #   snapshot RESOURCE NAME NS            the object as YAML, without managedFields, resourceVersion,
@@ -47,6 +50,20 @@ pod_exit() {
                     startedAt: (.state.running.startedAt // $now), finishedAt: $now}})' |
     kubectl replace --subresource=status -f - >/dev/null
 }
+# pod_crashloop NS NAME RESTARTS [CODE]: what the kubelet reports for a restartPolicy OnFailure
+# container (JobSet's default) that exited CODE RESTARTS times: the pod stays Running, the
+# container waits in CrashLoopBackOff; the Job controller counts the restarts against backoffLimit.
+pod_crashloop() {
+  kubectl get pod -n "$1" "$2" -o json | jq --argjson n "$3" --argjson code "${4:-1}" --arg pod "$2" '
+    (now | strftime("%Y-%m-%dT%H:%M:%SZ")) as $now
+    | .status.conditions |= map(if .type == "Ready" or .type == "ContainersReady"
+        then .status = "False" | .reason = "ContainersNotReady" | .lastTransitionTime = $now else . end)
+    | .status.containerStatuses |= map(.ready = false | .started = false | .restartCount = $n
+        | .lastState = {terminated: {exitCode: $code, reason: "Error", startedAt: $now, finishedAt: $now}}
+        | .state = {waiting: {reason: "CrashLoopBackOff", message: "back-off 5m0s restarting failed container=\(.name) pod=\($pod)"}})' |
+    kubectl replace --subresource=status -f - >/dev/null
+}
+
 pod_succeed() { pod_exit "$1" "$2" 0; }
 pod_fail() { pod_exit "$1" "$2" "${3:-1}"; }
 

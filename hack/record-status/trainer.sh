@@ -88,20 +88,6 @@ tj() { kubectl get trainjob -n "$NS" "$1" -o json | jq -e "$2"; }
 cond() { printf '(.status.conditions // [] | any(.type == "%s" and .status == "%s"))' "$1" "$2"; }
 node_pod() { pods "$NS" "jobset.sigs.k8s.io/jobset-name=$1,jobset.sigs.k8s.io/replicatedjob-name=node" | head -1; }
 
-# pod_crashloop NS NAME RESTARTS [CODE]: what the kubelet reports for a restartPolicy OnFailure
-# container (JobSet's default) that exited CODE RESTARTS times: the pod stays Running, the
-# container waits in CrashLoopBackOff; the Job controller counts the restarts against backoffLimit.
-pod_crashloop() {
-  kubectl get pod -n "$1" "$2" -o json | jq --argjson n "$3" --argjson code "${4:-1}" --arg pod "$2" '
-    (now | strftime("%Y-%m-%dT%H:%M:%SZ")) as $now
-    | .status.conditions |= map(if .type == "Ready" or .type == "ContainersReady"
-        then .status = "False" | .reason = "ContainersNotReady" | .lastTransitionTime = $now else . end)
-    | .status.containerStatuses |= map(.ready = false | .started = false | .restartCount = $n
-        | .lastState = {terminated: {exitCode: $code, reason: "Error", startedAt: $now, finishedAt: $now}}
-        | .state = {waiting: {reason: "CrashLoopBackOff", message: "back-off 5m0s restarting failed container=\(.name) pod=\($pod)"}})' |
-    kubectl replace --subresource=status -f - >/dev/null
-}
-
 record() { # STATE NAME HOW
   local f=$OUT/$1/manifest.yaml
   mkdir -p "$OUT/$1"
