@@ -125,4 +125,4 @@ wait_for "tj torch-fail '.status.jobsStatus // [] | any(.name == \"node\" and .r
 restarts=$(kubectl get jobs -n "$NS" -l jobset.sigs.k8s.io/jobset-name=torch-fail -o jsonpath='{.items[0].spec.backoffLimit}')
 pod_crashloop "$NS" "$(node_pod torch-fail)" "$restarts"
 wait_for "tj torch-fail '$(cond Failed True)'" 120
-record failed torch-fail "Reached by: the running TrainJob's node container (restartPolicy OnFailure, JobSet's default) exited 1 and was restarted $restarts times, its Job's backoffLimit (pod_crashloop in this script, as the kubelet reports it); the Job failed (BackoffLimitExceeded), then the JobSet, whose Failed condition trainer copied."
+record failed torch-fail "Reached by: the running TrainJob's node container (restartPolicy OnFailure, JobSet's default) exited 1 and was restarted $restarts times, its Job's backoffLimit (pod_crashloop of lib.sh, as the kubelet reports it); the Job failed (BackoffLimitExceeded), then the JobSet, whose Failed condition trainer copied."
