@@ -135,10 +135,6 @@ var noRecording = map[string]map[definitions.Status]string{
 		definitions.StatusRunning: dgdV1beta1NoRecording,
 		definitions.StatusFailed:  dgdV1beta1NoRecording,
 	},
-	"ray-io-rayservice-v1": {
-		definitions.StatusFailed:    "the upstream recordings run RayCluster and RayJob only, KubeRay's docs print ready RayServices only; ValidationFailed and InitializingTimeout are reached by its e2e test in Go (ray-operator/test/e2erayservice/rayservice_initializing_timeout_test.go), which prints no object",
-		definitions.StatusSuspended: "the upstream recordings run RayCluster and RayJob only, and no doc or issue thread prints a suspended RayService; its e2e test drives spec.suspend in Go (ray-operator/test/e2erayservice/rayservice_suspend_test.go)",
-	},
 	"serving-kserve-io-inferenceservice-v1beta1": {
 		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of KServe v0.13 to v0.20 hold running and failed InferenceServices only (the stopped flow is recorded for LLMInferenceService), and the stop pull requests (kserve#4337, #4455) hold no stopped object in the stored threads; its envtest asserts Stopped True in Go (pkg/controller/v1beta1/inferenceservice/controller_test.go)",
 	},
