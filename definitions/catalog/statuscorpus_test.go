@@ -119,9 +119,6 @@ var noRecording = map[string]map[definitions.Status]string{
 	"apps-nvidia-com-nimservice-v1alpha1": {
 		definitions.StatusFailed: "the upstream Workload Map and Karta recordings of NIM v3.0.2 to v3.1.2 hold initializing and running only, issue threads show NotReady objects, not Failed; the operator's unit tests build Failed in Go (internal/controller/platform/standalone/nimservice_test.go)",
 	},
-	"batch-volcano-sh-job-v1alpha1": {
-		definitions.StatusSuspended: "Volcano's tutorials (volcano-sh/website) print Running and Completed jobs, its CLI docs show `vcctl job suspend` without the object, issue threads (volcano#3067, #3604, #4736) describe Aborted jobs without their YAML; its e2e test waits for Aborted in Go (test/e2e/vcctl/command.go)",
-	},
 	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {
 		definitions.StatusRunning: "no recording, doc output or issue thread holds a DisaggregatedSet status (kubernetes-sigs/lws, new); its unit test builds the conditions in Go (pkg/controllers/disaggregatedset/status_test.go)",
 	},

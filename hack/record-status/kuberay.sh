@@ -28,7 +28,7 @@ start_cluster "$work" --crds "$OPERATOR_SRC/ray-operator/config/crd/bases"
 "$OPERATOR_BIN" --enable-leader-election=false --metrics-addr=0 --health-probe-bind-address=0 \
   --log-stdout-encoder=console >"$work/kuberay.log" 2>&1 &
 operator=$!
-trap 'kill $operator 2>/dev/null; wait $operator 2>/dev/null; stop_cluster' EXIT
+trap 'kill $operator 2>/dev/null || true; wait $operator 2>/dev/null || true; stop_cluster' EXIT
 
 # record STATE HOW: write the object YAML on stdin into the corpus case STATE, under its header.
 record() {
@@ -104,7 +104,7 @@ rayservice rayservice-sample "" "" | kubectl apply -f -
 wait_for 'cond rayservice-sample Ready False Initializing' 120
 wait_for '[[ $(kubectl get pods -l ray.io/node-type=head -o jsonpath="{.items[0].status.conditions[?(@.type==\"Ready\")].status}") == True ]]' 60
 snapshot rayservice rayservice-sample default | record initializing "$sample. The controller created the RayCluster and, its head pod not Ready yet, wrote Ready False Initializing; kwok then ran the head and worker pods, but with no Ray dashboard to report Serve applications the controller stays at Initializing."
-kubectl get rayservice rayservice-sample -w -o json >"$work/watch.json" 2>/dev/null &
+"$KUBEBUILDER_ASSETS/kubectl" get rayservice rayservice-sample -w -o json >"$work/watch.json" 2>/dev/null &
 watch=$!
 kubectl patch rayservice rayservice-sample --type=merge -p '{"spec":{"suspend":true}}'
 wait_for 'cond rayservice-sample Suspended True SuspendComplete' 120

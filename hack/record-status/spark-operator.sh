@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# hack/record-status/spark-operator.sh: record the SparkApplication (sparkoperator.k8s.io/v1beta2)
+# and SparkConnect (v1alpha1) states the Kubeflow Spark operator's own controller writes, on
+# gangmap's test control plane (hack/statuscluster), into the status corpus.
+#
+#   KUBEBUILDER_ASSETS=$(bash hack/control-plane.sh) \
+#   OPERATOR_BIN=/work/ops/spark/bin/spark-operator OPERATOR_SRC=/work/ops/spark/src \
+#     bash hack/record-status/spark-operator.sh
+#
+# OPERATOR_BIN: cmd/operator of a spark-operator checkout built with `go build`, run as
+# `controller start` (its webhook is the separate `webhook start`, not run); OPERATOR_SRC: that
+# checkout (its CRDs are applied). Submitting a SparkApplication runs spark-submit (a JVM and a
+# Spark distribution), which this machine has not: only states reached without it are recorded.
+# A SparkApplication created with spec.suspend: true is never submitted (Reconcile goes from the
+# new state to Suspending); a SparkConnect's server pod the controller creates itself.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source hack/record-status/lib.sh
+: "${OPERATOR_BIN:?path of the built spark-operator}" "${OPERATOR_SRC:?path of its checkout}"
+status=definitions/catalog/tests/status
+work=$(mktemp -d /tmp/record-spark.XXXX)
+rel=$(git -C "$OPERATOR_SRC" describe --tags --exact-match 2>/dev/null || git -C "$OPERATOR_SRC" describe --tags)
+sha=$(git -C "$OPERATOR_SRC" rev-parse --short=9 HEAD)
+
+start_cluster "$work" --crds "$OPERATOR_SRC/config/crd/bases"
+"$OPERATOR_BIN" controller start --leader-election=false --metrics-bind-address=0 \
+  --health-probe-bind-address=0 >"$work/spark-operator.log" 2>&1 &
+operator=$!
+trap 'kill $operator 2>/dev/null || true; wait $operator 2>/dev/null || true; stop_cluster' EXIT
+# The service account the examples' driver and server pods run as (the Helm chart creates it).
+kubectl create serviceaccount spark-operator-spark
+
+# record DEFINITION/STATE HOW: write the object YAML on stdin into that corpus case.
+record() {
+  mkdir -p "$status/$1"
+  {
+    echo "# Source: recorded $(date -u +%F) by hack/record-status/spark-operator.sh: the object the Kubeflow Spark operator $rel (github.com/kubeflow/spark-operator commit $sha) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set no pod phase: kwok ran the pods)."
+    fmt -w 98 <<<"$2" | sed 's/^/# /'
+    cat
+  } >"$status/$1/manifest.yaml"
+  echo "recorded $status/$1"
+}
+# watched FILE FILTER: the first version in a `kubectl get -w -o json` stream matching the jq
+# FILTER, cleaned as snapshot cleans (a state the controller leaves within a second).
+watched() {
+  jq -s 'map(select('"$2"'))[0] | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
+      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
+    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' "$1" | yq -y .
+}
+
+# SparkApplication: examples/spark-pi.yaml with spec.suspend: true, as a queueing system (Kueue)
+# creates one it has not admitted yet.
+app=sparkoperator-k8s-io-sparkapplication-v1beta2
+yq -y '.spec.suspend = true' "$OPERATOR_SRC/examples/spark-pi.yaml" >"$work/spark-pi.yaml"
+"$KUBEBUILDER_ASSETS/kubectl" get sparkapplications -w -o json >"$work/app-watch.json" 2>/dev/null &
+watch=$!
+kubectl apply -f "$work/spark-pi.yaml"
+wait_for '[[ $(kubectl get sparkapplication spark-pi -o jsonpath="{.status.applicationState.state}") == SUSPENDED ]]' 60
+kill $watch
+snapshot sparkapplication spark-pi default | record $app/suspended "Created as examples/spark-pi.yaml with spec.suspend: true: the controller never submitted it (no spark-submit), wrote SUSPENDING (Reconcile, transitionToSuspending) and, with no driver or executor to delete, SUSPENDED (reconcileSuspendingSparkApplication)."
+watched "$work/app-watch.json" '.status.applicationState.state == "SUSPENDING"' |
+  record $app/suspending "Created as examples/spark-pi.yaml with spec.suspend: true. This is the version of the object (from a watch) in which the controller had written SUSPENDING (Reconcile, transitionToSuspending), before reconcileSuspendingSparkApplication deleted its (absent) driver and wrote SUSPENDED."
+
+# SparkConnect: examples/sparkconnect/spark-connect.yaml. The controller creates the server pod
+# and writes NotReady; kwok runs the pod, it becomes Ready, and the controller writes Ready.
+conn=sparkoperator-k8s-io-sparkconnect-v1alpha1
+"$KUBEBUILDER_ASSETS/kubectl" get sparkconnects -w -o json >"$work/conn-watch.json" 2>/dev/null &
+watch=$!
+kubectl apply -f "$OPERATOR_SRC/examples/sparkconnect/spark-connect.yaml"
+wait_for '[[ $(kubectl get sparkconnect spark-connect -o jsonpath="{.status.state}") == Ready ]]' 60
+kill $watch
+snapshot sparkconnect spark-connect default | record $conn/running "Created as examples/sparkconnect/spark-connect.yaml: the controller created the server pod; kube-scheduler bound it, kwok ran it and made it Ready, and the controller wrote ServerPodReady True, state Ready (createOrUpdateServerPod)."
+watched "$work/conn-watch.json" '.status.state == "NotReady"' |
+  record $conn/initializing-not-ready "Created as examples/sparkconnect/spark-connect.yaml. This is the first version of the object (from a watch) the controller wrote: it had just created the server pod, not bound or ready yet, so ServerPodReady False, state NotReady (createOrUpdateServerPod)."
