@@ -135,12 +135,6 @@ var noRecording = map[string]map[definitions.Status]string{
 	"serving-kserve-io-inferenceservice-v1beta1": {
 		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of KServe v0.13 to v0.20 hold running and failed InferenceServices only (the stopped flow is recorded for LLMInferenceService), and the stop pull requests (kserve#4337, #4455) hold no stopped object in the stored threads; its envtest asserts Stopped True in Go (pkg/controller/v1beta1/inferenceservice/controller_test.go)",
 	},
-	"sparkoperator-k8s-io-sparkapplication-v1beta2": {
-		definitions.StatusSuspended: "spec.suspend is recent (spark-operator#2387): the suspend threads and issues print no suspended object, and the upstream recordings do not run the Spark operator; its e2e test drives suspend in Go (test/e2e/sparkapplication_test.go)",
-	},
-	"sparkoperator-k8s-io-sparkconnect-v1alpha1": {
-		definitions.StatusRunning: "SparkConnect is alpha: the stored threads print a NotReady row (spark-operator#2592) and the status of an unmerged variant (#2591), no Ready object, and the upstream recordings do not run it",
-	},
 }
 
 const (

@@ -23,6 +23,11 @@ rel=$(git -C "$OPERATOR_SRC" describe --tags --exact-match 2>/dev/null || git -C
 sha=$(git -C "$OPERATOR_SRC" rev-parse --short=9 HEAD)
 
 start_cluster "$work" --crds "$OPERATOR_SRC/config/crd/bases"
+# In a pod the kubelet sets KUBERNETES_SERVICE_HOST and _PORT (the default/kubernetes Service); the
+# SparkConnect controller builds the server's --master from them (pkg/util GetMasterURL).
+wait_for 'kubectl get service kubernetes' 60
+KUBERNETES_SERVICE_HOST=$(kubectl get service kubernetes -o jsonpath='{.spec.clusterIP}') \
+KUBERNETES_SERVICE_PORT=$(kubectl get service kubernetes -o jsonpath='{.spec.ports[?(@.name=="https")].port}') \
 "$OPERATOR_BIN" controller start --leader-election=false --metrics-bind-address=0 \
   --health-probe-bind-address=0 >"$work/spark-operator.log" 2>&1 &
 operator=$!
