@@ -51,16 +51,10 @@ phase() { kubectl get appwrapper -n $NS "$1" -o jsonpath='{.status.phase}'; }
 cond() { kubectl get appwrapper -n $NS "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}"; }
 # from_watch NAME PHASE: the last version of NAME the watch saw in PHASE, cleaned as snapshot does.
 from_watch() {
-  jq -s --arg n "$1" --arg p "$2" '[.[] | select(.metadata.name == $n and .status.phase == $p)] | last
-    | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid)' "$DIR/watch.json" | yq -y .
+  jq -s --arg n "$1" --arg p "$2" '[.[] | select(.metadata.name == $n and .status.phase == $p)] | last' "$DIR/watch.json" | clean
 }
 record() { # record STATE HOW < object YAML
-  { echo "# Source: recorded $(date -u +%F) by hack/record-status/appwrapper.sh: the object AppWrapper v1.2.1"
-    echo "# (project-codeflare/appwrapper commit b47a99e) wrote, its controller running on gangmap's test"
-    echo "# control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the"
-    echo "# script set pod phases as containers exiting would), standalone with webhooks off (see the script)."
-    echo "$2" | fold -s -w 98 | sed 's/ *$//; s/^/# /'
-    cat; } >"$OUT/$1/manifest.yaml"
+  record_to "$OUT/$1" "recorded $(date -u +%F) by hack/record-status/appwrapper.sh: the object AppWrapper v1.2.1 (project-codeflare/appwrapper commit b47a99e) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod phases as containers exiting would), standalone with webhooks off (see the script)." "$2"
 }
 
 # running, suspending, suspended, resuming, completed: one AppWrapper through its lifecycle.

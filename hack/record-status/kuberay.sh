@@ -31,22 +31,7 @@ operator=$!
 trap 'kill $operator 2>/dev/null || true; wait $operator 2>/dev/null || true; stop_cluster' EXIT
 
 # record STATE HOW: write the object YAML on stdin into the corpus case STATE, under its header.
-record() {
-  mkdir -p "$corpus/$1"
-  {
-    echo "# Source: recorded $(date -u +%F) by hack/record-status/kuberay.sh: the object KubeRay $rel (github.com/ray-project/kuberay commit $sha) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set no pod phase: kwok ran the pods)."
-    fmt -w 98 <<<"$2" | sed 's/^/# /'
-    cat
-  } >"$corpus/$1/manifest.yaml"
-  echo "recorded $corpus/$1"
-}
-# watched FILE FILTER: the first version in a `kubectl get -w -o json` stream matching the jq
-# FILTER, cleaned as snapshot cleans (a state the controller leaves within a second).
-watched() {
-  jq -s 'map(select('"$2"'))[0] | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
-      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
-    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' "$1" | yq -y .
-}
+record() { record_to "$corpus/$1" "recorded $(date -u +%F) by hack/record-status/kuberay.sh: the object KubeRay $rel (github.com/ray-project/kuberay commit $sha) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set no pod phase: kwok ran the pods)." "$2"; }
 cond() { # cond NAME TYPE STATUS [REASON]: the RayService has that condition
   kubectl get rayservice "$1" -o json | jq -e --arg t "$2" --arg s "$3" --arg r "${4:-}" \
     'any(.status.conditions[]?; .type == $t and .status == $s and ($r == "" or .reason == $r))'

@@ -13,6 +13,9 @@
 #   wait_for 'SHELL CONDITION' SECONDS   poll every second until the condition holds, or fail
 #   snapshot RESOURCE NAME NS            the object as YAML, without managedFields, resourceVersion,
 #                                        uid and kubectl's last-applied annotation
+#   watched FILE FILTER                  the first version a `kubectl get -w -o json` stream saw
+#                                        matching a jq filter, cleaned as snapshot
+#   record_to DIR SOURCE HOW             DIR/manifest.yaml: "# Source: SOURCE", HOW, then stdin
 set -euo pipefail
 
 : "${KUBEBUILDER_ASSETS:?set KUBEBUILDER_ASSETS=\$(bash hack/control-plane.sh)}"
@@ -79,8 +82,26 @@ wait_for() {
   return 1
 }
 
-snapshot() {
-  kubectl get "$1" "$2" -n "$3" -o json | jq 'del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
+# clean: an object (JSON on stdin) without managedFields, resourceVersion, uid and kubectl's
+# last-applied annotation, as YAML.
+clean() {
+  jq 'del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
       .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
     | if .metadata.annotations == {} then del(.metadata.annotations) else . end' | yq -y .
+}
+
+snapshot() { kubectl get "$1" "$2" -n "$3" -o json | clean; }
+
+# watched FILE FILTER: the first version in a `kubectl get -w -o json` stream (FILE) matching the
+# jq FILTER, cleaned as snapshot cleans (a state the controller leaves within a second).
+watched() { jq -s 'map(select('"$2"'))[0]' "$1" | clean; }
+
+# record_to DIR SOURCE HOW: write DIR/manifest.yaml, the object YAML on stdin under a header
+# "# Source: SOURCE" and HOW (how the state was reached), both wrapped at 98 columns.
+record_to() {
+  mkdir -p "$1"
+  { fmt -w 96 <<<"Source: $2" | sed 's/^/# /'
+    fmt -w 96 <<<"$3" | sed 's/^/# /'
+    cat; } >"$1/manifest.yaml"
+  echo "recorded $1" >&2
 }

@@ -36,22 +36,7 @@ trap 'kill $operator 2>/dev/null || true; wait $operator 2>/dev/null || true; st
 kubectl create serviceaccount spark-operator-spark
 
 # record DEFINITION/STATE HOW: write the object YAML on stdin into that corpus case.
-record() {
-  mkdir -p "$status/$1"
-  {
-    echo "# Source: recorded $(date -u +%F) by hack/record-status/spark-operator.sh: the object the Kubeflow Spark operator $rel (github.com/kubeflow/spark-operator commit $sha) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set no pod phase: kwok ran the pods)."
-    fmt -w 98 <<<"$2" | sed 's/^/# /'
-    cat
-  } >"$status/$1/manifest.yaml"
-  echo "recorded $status/$1"
-}
-# watched FILE FILTER: the first version in a `kubectl get -w -o json` stream matching the jq
-# FILTER, cleaned as snapshot cleans (a state the controller leaves within a second).
-watched() {
-  jq -s 'map(select('"$2"'))[0] | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
-      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
-    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' "$1" | yq -y .
-}
+record() { record_to "$status/$1" "recorded $(date -u +%F) by hack/record-status/spark-operator.sh: the object the Kubeflow Spark operator $rel (github.com/kubeflow/spark-operator commit $sha) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set no pod phase: kwok ran the pods)." "$2"; }
 
 # SparkApplication: examples/spark-pi.yaml with spec.suspend: true, as a queueing system (Kueue)
 # creates one it has not admitted yet.

@@ -89,12 +89,7 @@ cond() { printf '(.status.conditions // [] | any(.type == "%s" and .status == "%
 node_pod() { pods "$NS" "jobset.sigs.k8s.io/jobset-name=$1,jobset.sigs.k8s.io/replicatedjob-name=node" | head -1; }
 
 record() { # STATE NAME HOW
-  local f=$OUT/$1/manifest.yaml
-  mkdir -p "$OUT/$1"
-  { echo "Source: recorded $(date -u +%F) by hack/record-status/trainer.sh: the object Kubeflow Trainer $TRAINER_TAG (kubeflow/trainer commit ${TRAINER_SHA:0:9}) wrote, JobSet $JOBSET_TAG (kubernetes-sigs/jobset commit ${JOBSET_SHA:0:9}) running its JobSet, both controllers running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod states as containers exiting would), both serving their admission webhooks as installed." | fold -s -w 98
-    echo "$3" | fold -s -w 98; } | sed 's/ *$//; s/^/# /' >"$f"
-  snapshot trainjob "$2" "$NS" >>"$f"
-  echo "recorded $f" >&2
+  snapshot trainjob "$2" "$NS" | record_to "$OUT/$1" "recorded $(date -u +%F) by hack/record-status/trainer.sh: the object Kubeflow Trainer $TRAINER_TAG (kubeflow/trainer commit ${TRAINER_SHA:0:9}) wrote, JobSet $JOBSET_TAG (kubernetes-sigs/jobset commit ${JOBSET_SHA:0:9}) running its JobSet, both controllers running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod states as containers exiting would), both serving their admission webhooks as installed." "$3"
 }
 
 # No room on the node: the training node's pod stays Pending (its Job active, not ready).

@@ -63,15 +63,8 @@ fresh() { # fresh KIND NS NAME: delete the job and wait until its pods are gone
 }
 
 # record DEF STATE KIND NS NAME HOW: write the job as the operator left it as DEF/STATE's manifest.
-record() {
-  local def=$1 state=$2 kind=$3 ns=$4 name=$5 how=$6 dir=$corpus/$1/$2
-  mkdir -p "$dir"
-  {
-    echo "# Source: recorded $(date -u +%F) by hack/record-status/training-operator.sh: the object the Kubeflow training-operator $release (github.com/kubeflow/trainer commit $commit, cmd/training-operator.v1 with --enable-scheme=mpijob --enable-scheme=paddlejob, no gang scheduler) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod phases as containers exiting would)."
-    echo "# $how"
-    snapshot "$kind" "$name" "$ns"
-  } >"$dir/manifest.yaml"
-  echo "recorded $def/$state" >&2
+record() { # DEFINITION STATE RESOURCE NS NAME HOW
+  snapshot "$3" "$5" "$4" | record_to "$corpus/$1/$2" "recorded $(date -u +%F) by hack/record-status/training-operator.sh: the object the Kubeflow training-operator $release (github.com/kubeflow/trainer commit $commit, cmd/training-operator.v1 with --enable-scheme=mpijob --enable-scheme=paddlejob, no gang scheduler) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod phases as containers exiting would)." "$6"
 }
 
 mpijob() { # mpijob RESTART_POLICY: examples/mpi/tensorflow-mnist.yaml, as the corpus had it

@@ -34,22 +34,7 @@ controller=$!
 trap 'kill $controller $scheduler 2>/dev/null || true; wait $controller $scheduler 2>/dev/null || true; stop_cluster' EXIT
 
 # record STATE HOW: write the object YAML on stdin into the corpus case STATE, under its header.
-record() {
-  mkdir -p "$corpus/$1"
-  {
-    echo "# Source: recorded $(date -u +%F) by hack/record-status/volcano.sh: the object Volcano $rel (github.com/volcano-sh/volcano commit $sha) wrote, its job controller and scheduler running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod phases as containers exiting would)."
-    fmt -w 98 <<<"$2" | sed 's/^/# /'
-    cat
-  } >"$corpus/$1/manifest.yaml"
-  echo "recorded $corpus/$1"
-}
-# watched FILE FILTER: the first version in a `kubectl get -w -o json` stream matching the jq
-# FILTER, cleaned as snapshot cleans (a state the controller leaves within a second).
-watched() {
-  jq -s 'map(select('"$2"'))[0] | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
-      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
-    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' "$1" | yq -y .
-}
+record() { record_to "$corpus/$1" "recorded $(date -u +%F) by hack/record-status/volcano.sh: the object Volcano $rel (github.com/volcano-sh/volcano commit $sha) wrote, its job controller and scheduler running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod phases as containers exiting would)." "$2"; }
 phase() { [[ $(kubectl get vcjob "$1" -o jsonpath='{.status.state.phase}') == "$2" ]]; }
 running_pods() { [[ $(kubectl get pods -l volcano.sh/job-name="$1" --field-selector=status.phase=Running -o name | wc -l) == "$2" ]]; }
 
