@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -61,6 +62,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx = untilOrphaned(ctx)
 	if err := run(ctx, *logDir, *gpus, crds); err != nil {
 		fmt.Fprintln(os.Stderr, "statuscluster:", err)
 		os.Exit(1)
@@ -152,6 +154,20 @@ func applyCRDs(ctx context.Context, kubectl, kubeconfig string, paths []string) 
 		}
 	}
 	return nil
+}
+
+// untilOrphaned is ctx, cancelled too when the process that started this one exits (it is
+// reparented): a recording script killed without running its trap leaves no cluster behind.
+func untilOrphaned(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	parent := os.Getppid()
+	go func() {
+		defer cancel()
+		for ctx.Err() == nil && os.Getppid() == parent {
+			time.Sleep(time.Second)
+		}
+	}()
+	return ctx
 }
 
 // addEphemeralStorage gives the node 1 TiB of ephemeral-storage capacity and allocatable, which
