@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
 // The segment example of KAI's docs/topology/segments.md on the seed JobSet's workers: 4 workers
@@ -25,7 +26,7 @@ var segmented = struct{ workload, template map[string]string }{
 // reason (gang/topology.go workloadTopology: levels without kai.scheduler/topology), and it clears
 // when the workload's next plan has no such request.
 func TestTopologyUnresolved(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlanWith(t, 2, map[string]string{"kai.scheduler/topology-required-placement": "rack"}, nil)
 	require.Len(t, p.TopologyIssues, 1)
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -55,7 +56,7 @@ func TestTopologyNotFound(t *testing.T) {
 	require.Empty(t, p.TopologyIssues)
 	pg := p.PodGroups[0].Name
 	evalWith := func(l kaitopology.Lookup) []Finding {
-		tr := NewTracker()
+		tr := NewTrackerIn(podbook.New())
 		tr.Topologies = l
 		tr.SetPlan(p, Definition{Name: "d"}, t0)
 		return evaluate(t, tr, t0, cfg)
@@ -84,7 +85,7 @@ func TestTopologyNotFound(t *testing.T) {
 func TestTopologyNotFoundPodGroupLevels(t *testing.T) {
 	p := seedPlanWith(t, 2, map[string]string{"kai.scheduler/topology": "cluster-topology", "kai.scheduler/topology-required-placement": "zone", "kai.scheduler/topology-preferred-placement": "host"},
 		map[string]string{"kai.scheduler/topology-required-placement": "rack"})
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.Topologies = kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "rack"}}}}
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
 	fs := evaluate(t, tr, t0, cfg)
@@ -109,7 +110,7 @@ func (s *topologySwitch) Served() bool { return true }
 // and counts it in gangmap_gang_findings, and when the Topology is created (the Watcher's next
 // snapshot) clears it with a GangFindingCleared Event that says so.
 func TestReporterSendsAndClearsTopologyNotFound(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	sw := &topologySwitch{}
 	tr.Topologies = sw
 	tr.SetPlan(seedPlanWith(t, 4, segmented.workload, segmented.template), Definition{Name: "topology-test", Source: "cluster", KartaUID: "k-uid"}, t0)
