@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -322,30 +320,16 @@ func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *def
 	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Strict: o.StrictDefinitions})
 }
 
-// registeredTracker is the workload-metrics collector registered with controller-runtime's
-// registry, one per process: a second grouper built in the same process (tests) shares it, since
-// the registry can serve one set of gangmap_workload_* series only.
-var (
-	registeredMu      sync.Mutex
-	registeredTracker *workloadmetrics.Tracker
-)
-
 // workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the
-// registry the manager's metrics endpoint serves (see registeredTracker); nil when
-// --max-workload-metrics is 0. The tracker keeps its pods in book (the first grouper's, when the
-// process builds several). Its scrapes find a workload's PodGroups through owners (the first
-// grouper's too).
+// registry the manager's metrics endpoint serves (workloadmetrics.Registered: the first grouper's
+// when the process builds several); nil when --max-workload-metrics is 0. The tracker keeps its
+// pods in book and finds a workload's PodGroups through owners.
 func workloadMetrics(mgr manager.Manager, o *Options, book *podbook.Book, owners podgroup.OwnerLister) *workloadmetrics.Tracker {
 	if o.MaxWorkloadMetrics == 0 {
 		return nil
 	}
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registeredTracker == nil {
-		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: owners, Log: ctrl.Log.WithName("workload-metrics"), Pods: book}
-		crmetrics.Registry.MustRegister(registeredTracker)
-	}
-	return registeredTracker
+	return workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: owners,
+		Log: ctrl.Log.WithName("workload-metrics"), Pods: book})
 }
 
 // addSelfSigned issues the webhook certificate now (the webhook server reads it at start) and

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -202,7 +200,7 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 	obs := &Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book, Informers: mgr.GetCache(),
 		Log: mgr.GetLogger().WithName("gangmap-observer")}
 	if o.MaxWorkloadMetrics > 0 {
-		obs.Metrics = registerWorkloadMetrics(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
+		obs.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
 			Log: mgr.GetLogger().WithName("workload-metrics"), Pods: book})
 	}
 	if err := mgr.Add(obs); err != nil {
@@ -220,24 +218,6 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 		return nil, err
 	}
 	return obs, nil
-}
-
-// registered is the workload-metrics Tracker registered with controller-runtime's registry (the
-// one KAI's metrics endpoint serves), one per process: a second Setup in the same process (tests)
-// gets the first one's, since the registry can serve one set of gangmap_workload_* series.
-var (
-	registeredMu sync.Mutex
-	registered   *workloadmetrics.Tracker
-)
-
-func registerWorkloadMetrics(t *workloadmetrics.Tracker) *workloadmetrics.Tracker {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registered == nil {
-		registered = t
-		metrics.Registry.MustRegister(t)
-	}
-	return registered
 }
 
 // addSources adds the file and cluster definition sources to the manager and to the hub's
