@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -106,7 +104,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err := mgr.Add(linter); err != nil {
 		return nil, nil, err
 	}
-	if err := addSources(mgr, o, cfg, registry); err != nil {
+	if err := addSources(mgr, o, registry); err != nil {
 		return nil, nil, err
 	}
 	decider := newDecider(mgr, o, registry, table, release)
@@ -293,7 +291,9 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 	return nil
 }
 
-func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *definitions.Registry) error {
+// addSources adds the definition sources of the options to mgr (sources.AddToManager), after
+// checking that each --definitions path exists.
+func addSources(mgr manager.Manager, o *Options, registry *definitions.Registry) error {
 	for _, p := range o.DefinitionPaths {
 		// A path that does not exist at start is a mistake to refuse, not to log every poll
 		// (a mounted ConfigMap directory exists even when empty).
@@ -301,23 +301,8 @@ func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *def
 			return fmt.Errorf("--definitions: %w", err)
 		}
 	}
-	if len(o.DefinitionPaths) > 0 {
-		if err := mgr.Add(&sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}); err != nil {
-			return err
-		}
-	}
-	if !o.ClusterDefinitions {
-		return nil
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Strict: o.StrictDefinitions})
+	_, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
+	return err
 }
 
 // workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the

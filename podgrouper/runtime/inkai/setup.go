@@ -15,8 +15,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -167,8 +165,12 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.Nativ
 	}
 	registry.OnChange(func() { controller.SetDefinitionMetrics(registry, isNative) })
 	controller.SetDefinitionMetrics(registry, isNative)
-	if err := addSources(mgr, o, registry, hub); err != nil {
+	srcs, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
+	if err != nil {
 		return nil, nil, err
+	}
+	for _, s := range srcs {
+		hub.Sources = append(hub.Sources, s)
 	}
 	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: kai.QueueLabelKey, NodePoolLabelKey: kai.NodePoolLabelKey}
@@ -218,34 +220,4 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 		return nil, err
 	}
 	return obs, nil
-}
-
-// addSources adds the file and cluster definition sources to the manager and to the hub's
-// Sources.
-func addSources(mgr manager.Manager, o Options, registry *definitions.Registry, hub *kaiplugin.Hub) error {
-	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
-	if len(o.DefinitionPaths) > 0 {
-		files := &sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}
-		if err := mgr.Add(files); err != nil {
-			return err
-		}
-		hub.Sources = append(hub.Sources, files)
-	}
-	if !o.ClusterDefinitions {
-		return nil
-	}
-	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	cluster := &sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: recorder, Strict: o.StrictDefinitions}
-	if err := mgr.Add(cluster); err != nil {
-		return err
-	}
-	hub.Sources = append(hub.Sources, cluster)
-	return nil
 }
