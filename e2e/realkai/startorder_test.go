@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -344,10 +345,10 @@ func twoDependentsReleasedTogether(t *testing.T, dep, initName string) {
 		}
 	}
 	v := kaiadmission.Evaluate(alone, members, nil)
-	t.Logf("model, launcher released alone (%s): admitted %v, binds %v, not ready %v (finished %q): %s", describe(alone), v.Admitted, v.Bound(), v.NotReady, v.Finished, v.Reason)
+	t.Logf("model, launcher released alone (%s): admitted %v, binds %v, not ready %v (finished %q): %s", describe(alone), v.Admitted, slices.Concat(v.Steps...), v.NotReady, v.Finished, v.Reason)
 	if dep == "Ready" {
 		assert.True(t, v.Admitted, "without the worker's sub-group KAI would admit the launcher alone")
-		assert.Equal(t, []string{launcher[0].Name}, v.Bound())
+		assert.Equal(t, []string{launcher[0].Name}, slices.Concat(v.Steps...))
 	} else {
 		assert.True(t, v.NotReady, "the initializer's finished pod, asked for by its sub-group, keeps KAI off it anyway")
 		assert.Equal(t, initName, v.Finished)

@@ -5,6 +5,7 @@ package realkai_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -670,7 +671,7 @@ func modelBinds(ctx context.Context, ns string, pending map[string]bool) (phase,
 		if v.Partial {
 			return phase{}, fmt.Errorf("the model says KAI binds part of PodGroup %s (%s): %v", name, describe(pg), v.Steps)
 		}
-		for _, b := range v.Bound() {
+		for _, b := range slices.Concat(v.Steps...) {
 			want[b] = true
 		}
 		if !v.Admitted {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -26,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -108,7 +104,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err := mgr.Add(linter); err != nil {
 		return nil, nil, err
 	}
-	if err := addSources(mgr, o, cfg, registry); err != nil {
+	if err := addSources(mgr, o, registry); err != nil {
 		return nil, nil, err
 	}
 	decider := newDecider(mgr, o, registry, table, release)
@@ -295,7 +291,9 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 	return nil
 }
 
-func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *definitions.Registry) error {
+// addSources adds the definition sources of the options to mgr (sources.AddToManager), after
+// checking that each --definitions path exists.
+func addSources(mgr manager.Manager, o *Options, registry *definitions.Registry) error {
 	for _, p := range o.DefinitionPaths {
 		// A path that does not exist at start is a mistake to refuse, not to log every poll
 		// (a mounted ConfigMap directory exists even when empty).
@@ -303,49 +301,20 @@ func addSources(mgr manager.Manager, o *Options, cfg *rest.Config, registry *def
 			return fmt.Errorf("--definitions: %w", err)
 		}
 	}
-	if len(o.DefinitionPaths) > 0 {
-		if err := mgr.Add(&sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}); err != nil {
-			return err
-		}
-	}
-	if !o.ClusterDefinitions {
-		return nil
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	return mgr.Add(&sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"), Strict: o.StrictDefinitions})
+	_, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
+	return err
 }
 
-// registeredTracker is the workload-metrics collector registered with controller-runtime's
-// registry, one per process: a second grouper built in the same process (tests) shares it, since
-// the registry can serve one set of gangmap_workload_* series only.
-var (
-	registeredMu      sync.Mutex
-	registeredTracker *workloadmetrics.Tracker
-)
-
 // workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the
-// registry the manager's metrics endpoint serves (see registeredTracker); nil when
-// --max-workload-metrics is 0. The tracker keeps its pods in book (the first grouper's, when the
-// process builds several). Its scrapes find a workload's PodGroups through owners (the first
-// grouper's too).
+// registry the manager's metrics endpoint serves (workloadmetrics.Registered: the first grouper's
+// when the process builds several); nil when --max-workload-metrics is 0. The tracker keeps its
+// pods in book and finds a workload's PodGroups through owners.
 func workloadMetrics(mgr manager.Manager, o *Options, book *podbook.Book, owners podgroup.OwnerLister) *workloadmetrics.Tracker {
 	if o.MaxWorkloadMetrics == 0 {
 		return nil
 	}
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registeredTracker == nil {
-		registeredTracker = &workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: owners, Log: ctrl.Log.WithName("workload-metrics"), Pods: book}
-		crmetrics.Registry.MustRegister(registeredTracker)
-	}
-	return registeredTracker
+	return workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: owners,
+		Log: ctrl.Log.WithName("workload-metrics"), Pods: book})
 }
 
 // addSelfSigned issues the webhook certificate now (the webhook server reads it at start) and

@@ -28,54 +28,47 @@ func (o *Options) RestConfig() (*rest.Config, error) {
 // inClusterConfig is rest.InClusterConfig; tests replace it.
 var inClusterConfig = rest.InClusterConfig
 
+// loadRestConfig is RestConfig's lookup: client-go's loading rules on the files it settles on
+// (--kubeconfig's; else $KUBECONFIG's; else, when not in a cluster, ~/.kube/config's), and an
+// error that names what it tried.
 func (o *Options) loadRestConfig() (*rest.Config, error) {
-	if o.Kubeconfig != "" {
-		cfg, err := kubeconfigFiles(&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig})
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", o.Kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+	rules, where := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}, "--kubeconfig "+o.Kubeconfig
+	env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	var inClusterErr error
+	switch {
+	case o.Kubeconfig != "":
+	case env != "":
 		// As config.GetConfig: with $KUBECONFIG set, the in-cluster config is not tried.
-		cfg, err := kubeconfigFiles(&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)})
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, fmt.Errorf("$KUBECONFIG (%s): no configuration there (missing or empty files)", env)
+		rules.Precedence, where = filepath.SplitList(env), "$KUBECONFIG ("+env+")"
+	default:
+		cfg, err := inClusterConfig()
+		if err == nil {
+			return cfg, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("$KUBECONFIG (%s): %w", env, err)
+		home, herr := homeKubeconfig()
+		if herr != nil {
+			return nil, herr
 		}
-		return cfg, nil
+		rules.Precedence, where, inClusterErr = []string{home}, home, err
 	}
-	cfg, inClusterErr := inClusterConfig()
-	if inClusterErr == nil {
-		return cfg, nil
-	}
-	home, err := homeKubeconfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err = kubeconfigFiles(&clientcmd.ClientConfigLoadingRules{Precedence: []string{home}})
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	switch {
 	case err == nil:
 		return cfg, nil
-	case !clientcmd.IsEmptyConfig(err):
-		return nil, fmt.Errorf("%s: %w", home, err)
+	case !clientcmd.IsEmptyConfig(err) || o.Kubeconfig != "":
+		return nil, fmt.Errorf("%s: %w", where, err)
+	case inClusterErr == nil: // $KUBECONFIG's files
+		return nil, fmt.Errorf("%s: no configuration there (missing or empty files)", where)
 	case !errors.Is(inClusterErr, rest.ErrNotInCluster):
 		// In a pod, but its service account credentials are unusable: say so rather than
 		// blame the missing ~/.kube/config.
 		return nil, fmt.Errorf("in-cluster config: %w", inClusterErr)
 	}
 	state := "does not exist"
-	if fileExists(home) {
+	if _, err := os.Stat(where); err == nil {
 		state = "holds no configuration"
 	}
-	return nil, fmt.Errorf("no Kubernetes configuration: not running in a cluster, and neither --kubeconfig nor $KUBECONFIG is set and %s %s", home, state)
-}
-
-// kubeconfigFiles loads a client configuration from kubeconfig files, without prompting.
-func kubeconfigFiles(rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	return nil, fmt.Errorf("no Kubernetes configuration: not running in a cluster, and neither --kubeconfig nor $KUBECONFIG is set and %s %s", where, state)
 }
 
 // homeKubeconfig is ~/.kube/config, with $HOME read now (client-go reads it once at start) and,
@@ -90,9 +83,4 @@ func homeKubeconfig() (string, error) {
 		home = u.HomeDir
 	}
 	return filepath.Join(home, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName), nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

@@ -75,7 +75,7 @@ func TestDescribeShowsThePlacementTree(t *testing.T) {
 
 // fakeTopologies is a topologyReader of fixed Topologies and nodes, counting reads.
 type fakeTopologies struct {
-	topologies         kaitopology.Static
+	topologies         map[string]kaitopology.Topology
 	nodes              map[string]map[string]string
 	topoReads, nodeGet int
 }
@@ -109,7 +109,7 @@ func TestDescribeNodeTopology(t *testing.T) {
 	v := placed()
 	rack := "cloud.provider.com/topology-rack"
 	f := &fakeTopologies{
-		topologies: kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "topology.kubernetes.io/zone"}, {NodeLabel: rack}}}},
+		topologies: map[string]kaitopology.Topology{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "topology.kubernetes.io/zone"}, {NodeLabel: rack}}}},
 		nodes: map[string]map[string]string{
 			"node-0": {"topology.kubernetes.io/zone": "z1", rack: "r1", "kubernetes.io/os": "linux"},
 			"node-5": {"topology.kubernetes.io/zone": "z1", rack: "r2"},
@@ -125,11 +125,11 @@ func TestDescribeNodeTopology(t *testing.T) {
 	assert.Equal(t, []string{`topology: reading node node-15: nodes "node-15" not found`}, v.Notes)
 
 	v = placed()
-	v.addNodeTopology(context.Background(), &fakeTopologies{topologies: kaitopology.Static{}})
+	v.addNodeTopology(context.Background(), &fakeTopologies{topologies: map[string]kaitopology.Topology{}})
 	assert.Equal(t, []string{`topology: sub-group worker-0 (and 3 more with the same constraint) names KAI Topology "cluster-topology", which does not exist: KAI leaves it unscheduled`}, v.Notes)
 
 	v = placed()
-	v.addNodeTopology(context.Background(), &fakeTopologies{topologies: kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "zone", Alias: "z"}}}}})
+	v.addNodeTopology(context.Background(), &fakeTopologies{topologies: map[string]kaitopology.Topology{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "zone", Alias: "z"}}}}})
 	require.NotEmpty(t, v.Notes)
 	assert.Equal(t, `topology: sub-group worker-0 (and 3 more with the same constraint) asks for level "cloud.provider.com/topology-rack", not a level of Topology "cluster-topology" (zone (alias z))`, v.Notes[0])
 	assert.Len(t, v.Notes, 4, "the level once, and the 3 nodes this reader has not")

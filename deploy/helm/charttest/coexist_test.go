@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -87,10 +87,10 @@ func strayVerbs(t *testing.T) []string {
 		stray := &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg-train-uid-1",
 			Annotations:     map[string]string{kaikeys.TopOwnerMetadata: "name: train"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "e2e.example.com/v1", Kind: "CustomJob", Name: "train", UID: "uid-1"}}}}
-		rec := newRecorder(stray, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{kaikeys.PodGroupName: "pg-uid-1-customjob"}}})
+		rec := newRecorder(stray)
 		idx := strays.NewOwnerIndex()
 		idx.OnAdd(stray.DeepCopy(), true)
-		c := &strays.Collector{Client: rec, Grace: time.Nanosecond, Owned: idx.Owned}
+		c := &strays.Collector{Client: rec, Grace: time.Nanosecond, Owned: idx.Owned, Pods: podNames{{Namespace: "ns", Name: "pg-uid-1-customjob"}}}
 		ctx := context.Background()
 		w := strays.Workload{Owner: owner, Keep: []string{"pg-uid-1-customjob"}}
 		for i := 0; i < 2; i++ { // the first look starts the grace period
@@ -106,6 +106,11 @@ func strayVerbs(t *testing.T) []string {
 	})
 	return strayCalls
 }
+
+// podNames stands for the pod cache (strays.PodGroupNames): the pod-group names its pods carry.
+type podNames []types.NamespacedName
+
+func (p podNames) AnnotationValues(string, string) []types.NamespacedName { return p }
 
 // verbsOn returns the verbs rec recorded on group/resource, leaving out the reads the grouper
 // makes through its cache anyway (and the test's own reads, read).

@@ -39,15 +39,6 @@ type Verdict struct {
 	pending int
 }
 
-// Bound lists every pod the commits bind, in commit order.
-func (v *Verdict) Bound() []string {
-	var out []string
-	for _, s := range v.Steps {
-		out = append(out, s...)
-	}
-	return out
-}
-
 // Evaluate runs KAI's allocate action on pg and pods as the release rel does (nil: the latest),
 // with room for every pod: see the package doc. pods are not modified.
 func Evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release) *Verdict {

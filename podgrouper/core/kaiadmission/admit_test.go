@@ -2,6 +2,7 @@ package kaiadmission
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -212,7 +213,7 @@ func TestStrandedPods(t *testing.T) {
 	pg := tree(nil, leaf("work", 1))
 	v := Evaluate(pg, []Pod{{Name: "x", SubGroup: "typo", State: Pending}, {Name: "y", State: Pending}, {Name: "w", SubGroup: "work", State: Pending}}, nil)
 	assert.Equal(t, []string{"x", "y"}, v.Stranded)
-	assert.Equal(t, []string{"w"}, v.Bound())
+	assert.Equal(t, []string{"w"}, slices.Concat(v.Steps...))
 }
 
 // KAI rejects a tree with a missing parent or a duplicate name (FromPodGroup) and keeps no

@@ -135,7 +135,7 @@ func (a *Applier) create(ctx context.Context, desired *v2alpha2.PodGroup) (Resul
 		if podGroupsEqual(fl.created, desired) {
 			return Unchanged, nil
 		}
-		return "", apierrors.NewAlreadyExists(v2alpha2.SchemeGroupVersion.WithResource("podgroups").GroupResource(), desired.Name)
+		return "", apierrors.NewAlreadyExists(v2alpha2.GroupResource(v2alpha2.Resource), desired.Name)
 	}
 }
 

@@ -13,20 +13,19 @@ import (
 var _ findings.WorkloadPods = (*PodReconciler)(nil)
 
 // PodsOf implements findings.WorkloadPods: the pods grouped under the top owner uid (the Book)
-// in namespace that carry a pod-group-name annotation, read from the pod cache (getPod: no API
-// call), each with its sub-group label and the state KAI's scheduler gives it
+// in namespace that carry a pod-group-name annotation, read from the pod cache (no API call), each with its sub-group label and the state KAI's scheduler gives it
 // (kaiadmission.PodFor). The pod cache keeps no scheduling gates (podview), so a gated pod reads
 // as pending: the model may then call a PodGroup admitted that KAI holds as not ready, never the
 // other way round.
-func (r *PodReconciler) PodsOf(ctx context.Context, namespace string, uid types.UID) []findings.AdmissionPod {
+func (r *PodReconciler) PodsOf(_ context.Context, namespace string, uid types.UID) []findings.AdmissionPod {
 	keys := r.book().Grouped(uid)
 	out := make([]findings.AdmissionPod, 0, len(keys))
 	for _, key := range keys {
 		if key.Namespace != namespace {
 			continue
 		}
-		pod, err := r.getPod(ctx, key)
-		if err != nil {
+		pod, ok := r.Pods.Get(key)
+		if !ok {
 			continue // deleted meanwhile
 		}
 		pg := pod.Annotations[kaikeys.PodGroupName]

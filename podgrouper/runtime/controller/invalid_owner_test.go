@@ -28,6 +28,8 @@ import (
 // and Events show) or a replaced owner is not grouped, is told once with a Warning Event, and is
 // not retried (no error, so no backoff loop with an error log per retry).
 
+// invalidOwnerReconciler returns a reconciler on a fake API server holding objs, its pods also in
+// its pod cache, and the recorder of its Events.
 func invalidOwnerReconciler(t *testing.T, objs ...client.Object) (*PodReconciler, *record.FakeRecorder) {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -37,8 +39,16 @@ func invalidOwnerReconciler(t *testing.T, objs ...client.Object) (*PodReconciler
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), meta.RESTScopeNamespace)
 	rec := record.NewFakeRecorder(10)
+	pods := newBenchPodCache(t)
+	t.Cleanup(pods.close)
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods.add(t, p.DeepCopy())
+		}
+	}
 	return &PodReconciler{
 		Client:   c,
+		Pods:     pods.cache,
 		Decider:  &decide.Decider{Client: c, APIReader: c, Walker: &owners.Walker{Reader: c, Mapper: m, CacheTTL: 1 << 40}, SchedulerName: "kai-scheduler"},
 		Recorder: rec,
 	}, rec

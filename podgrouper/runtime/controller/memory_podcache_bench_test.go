@@ -16,7 +16,8 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 )
 
-// benchPodCache is the grouper's pod cache (podcache.Cache) for BenchmarkGrouperMemory, fed
+// benchPodCache is the grouper's pod cache (podcache.Cache) for BenchmarkGrouperMemory and the
+// reconciler's tests, fed
 // through its own informer: an empty list, then a watch on which each pod arrives, as from the
 // API server.
 type benchPodCache struct {

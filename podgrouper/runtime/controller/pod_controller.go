@@ -48,9 +48,8 @@ const (
 	ReasonInvalidOwner = "GangmapInvalidOwnerReference"
 )
 
-// PodReconciler groups pods. Client is the manager's client; Pods, when set, is the pod cache
-// (podcache: each pod's podview.Record), else pods are read through Client (a cache of typed
-// pods filtered by scheduler name); Decider decides each pod's PodGroup (shared with the
+// PodReconciler groups pods. Client is the manager's client; Pods is the pod cache (podcache:
+// each pod's podview.Record; required); Decider decides each pod's PodGroup (shared with the
 // admission webhook).
 type PodReconciler struct {
 	Client   client.Client
@@ -108,18 +107,18 @@ type PodReconciler struct {
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
 
-// Reconcile fetches the pod and groups it; see reconcile for the steps.
+// Reconcile reads the pod from the pod cache (its podview.Record as a Pod) and groups it; see
+// reconcile for the steps. A pod the cache lacks is gone (the cache holds every pod of the
+// scheduler once synced, which the controller waits for): what is kept of it is forgotten.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pod, err := r.getPod(ctx, req.NamespacedName)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forgetFinding(req.NamespacedName)
-			if r.Metrics != nil {
-				r.Metrics.ForgetPod(req.NamespacedName)
-			}
-			r.book().Forget(req.NamespacedName)
+	pod, ok := r.Pods.Get(req.NamespacedName)
+	if !ok {
+		r.forgetFinding(req.NamespacedName)
+		if r.Metrics != nil {
+			r.Metrics.ForgetPod(req.NamespacedName)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		r.book().Forget(req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KObj(pod))
 	return r.reconcile(ctrl.LoggerInto(ctx, log), pod)

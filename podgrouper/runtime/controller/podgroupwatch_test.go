@@ -41,3 +41,9 @@ func TestPodGroupEventRegroupsOnlyItsNamespace(t *testing.T) {
 	assert.Empty(t, r.podsOfPodGroup(ctx, pg("intruder")), "a forged PodGroup in another namespace regroups nothing")
 	assert.Len(t, r.requests(owner), 3, "the book still holds every pod of the workload")
 }
+
+// TestSetupNeedsPodCache: the controller reads pods from its pod cache only; without one it is
+// not set up.
+func TestSetupNeedsPodCache(t *testing.T) {
+	assert.ErrorContains(t, (&PodReconciler{}).SetupWithManager(nil, 1, nil), "needs the pod cache (PodReconciler.Pods)")
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,6 +32,9 @@ const Name = "gangmap-pod-grouper"
 // must be looked at again (a definition changed); the controller then enqueues every cached pod.
 // Workload kinds are watched as they are first grouped (see workloadWatcher).
 func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, regroup <-chan struct{}) error {
+	if r.Pods == nil {
+		return errors.New("the pod controller needs the pod cache (PodReconciler.Pods)")
+	}
 	events := make(chan event.TypedGenericEvent[*corev1.Pod])
 	if regroup != nil {
 		prune := func(ctx context.Context) {
@@ -38,7 +42,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 				r.workloads.prune(ctx, func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped })
 			}
 		}
-		if err := mgr.Add(&regrouper{client: mgr.GetClient(), pods: r.Pods, in: regroup, out: events, prune: prune}); err != nil {
+		if err := mgr.Add(&regrouper{pods: r.Pods, in: regroup, out: events, prune: prune}); err != nil {
 			return err
 		}
 	}
@@ -50,18 +54,9 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	})); err != nil {
 		return err
 	}
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		p, ok := o.(*corev1.Pod)
-		return ok && p.Spec.SchedulerName == r.Decider.SchedulerName
-	})
-	b := ctrl.NewControllerManagedBy(mgr).Named(Name)
-	if r.Pods != nil {
-		// Every pod of the cache is of our scheduler (its field selector).
-		b = b.WatchesRawSource(r.Pods.Source())
-	} else {
-		b = b.For(&corev1.Pod{}, builder.WithPredicates(ours))
-	}
-	c, err := b.
+	// Every pod of the cache is of our scheduler (its field selector).
+	c, err := ctrl.NewControllerManagedBy(mgr).Named(Name).
+		WatchesRawSource(r.Pods.Source()).
 		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
 		Watches(&v2alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(r.podsOfPodGroup), builder.WithPredicates(gangChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
@@ -132,8 +127,7 @@ func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []rec
 // regrouper turns "definitions changed" signals into one generic event per cached pod, after
 // stopping the watches of kinds gangmap no longer groups.
 type regrouper struct {
-	client client.Client
-	// pods, when set, is the pod cache to list instead of client's.
+	// pods is the pod cache.
 	pods  *podcache.Cache
 	in    <-chan struct{}
 	out   chan<- event.TypedGenericEvent[*corev1.Pod]
@@ -150,12 +144,7 @@ func (g *regrouper) Start(ctx context.Context) error {
 			if g.prune != nil {
 				g.prune(ctx)
 			}
-			pods, err := g.list(ctx)
-			if err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Listing pods to regroup after a definition change")
-				continue
-			}
-			for _, p := range pods {
+			for _, p := range g.list() {
 				select {
 				case g.out <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
 				case <-ctx.Done():
@@ -167,24 +156,13 @@ func (g *regrouper) Start(ctx context.Context) error {
 }
 
 // list returns every cached pod, as much of it as the event needs (its key).
-func (g *regrouper) list(ctx context.Context) ([]*corev1.Pod, error) {
-	if g.pods != nil {
-		keys := g.pods.Keys()
-		out := make([]*corev1.Pod, len(keys))
-		for i, k := range keys {
-			out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
-		}
-		return out, nil
+func (g *regrouper) list() []*corev1.Pod {
+	keys := g.pods.Keys()
+	out := make([]*corev1.Pod, len(keys))
+	for i, k := range keys {
+		out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
 	}
-	pods := &corev1.PodList{}
-	if err := g.client.List(ctx, pods); err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		out[i] = &pods.Items[i]
-	}
-	return out, nil
+	return out
 }
 
 // startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows

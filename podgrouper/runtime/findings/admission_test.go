@@ -17,6 +17,7 @@ import (
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiadmission"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
 // seedPodGroupClient is a client holding the seed JobSet's PodGroup as gangmap writes it:
@@ -50,7 +51,7 @@ func (f *fakePods) PodsOf(context.Context, string, types.UID) []AdmissionPod {
 // and sub-group leader, once the verdict held NotAdmittableGrace; it clears once the pods agree
 // (a new leader pod pending), and an unchanged workload is not checked again.
 func TestReporterRunsTheAdmissionModel(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	require.Len(t, p.PodGroups, 1)
 	name := p.PodGroups[0].Name
@@ -96,7 +97,7 @@ func TestReporterRunsTheAdmissionModel(t *testing.T) {
 // A gang waiting for pods the operator has not created yet (1 of 2 workers) is not
 // GangNotAdmittable: GangUnsatisfiable reports that after its own grace.
 func TestAdmissionCheckLeavesAWaitingGang(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	name := p.PodGroups[0].Name
 	tr.SetPlan(p, Definition{Name: "reporter-test"}, t0)

@@ -24,13 +24,14 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/manifest"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
 // In dry-run (no client) the Reporter still reports: a Warning Event on the workload and the
 // Karta, the gauge and counter; when the finding goes, a Normal GangFindingCleared Event on both.
 // An unchanged finding is not sent again before ResendInterval.
 func TestReporterDryRunReportsAndClears(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	tr.SetPlan(p, Definition{Name: "reporter-test", Source: "cluster", KartaUID: "k-uid"}, t0)
 	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
@@ -62,7 +63,7 @@ func TestReporterDryRunReportsAndClears(t *testing.T) {
 // the new message; an unchanged one is still not re-sent.
 func TestReporterResendsAChangedFinding(t *testing.T) {
 	ctx := context.Background()
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	require.Len(t, p.PodGroups, 1)
 	tr.SetPlan(p, Definition{Name: "reporter-test"}, t0)
@@ -106,7 +107,7 @@ func TestReporterResendsAChangedFinding(t *testing.T) {
 // the placeholder name, found nothing, and retried on every tick for good.
 func TestHealthOnPlaceholderNamedPodGroup(t *testing.T) {
 	ctx := context.Background()
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	require.Len(t, p.PodGroups, 1)
 	p.PodGroups[0].Name = gang.KAIAlphaName(uid, `{.metadata.labels["e2e.example.com/job-name"]}`)
@@ -150,7 +151,7 @@ func TestHealthOnPlaceholderNamedPodGroup(t *testing.T) {
 // A healthy workload leaves no state in the Reporter, and one whose findings cleared (in dry-run:
 // no annotation to write) drops its state; a finding that comes back is sent again at once.
 func TestReporterKeepsNoStateOfHealthyWorkloads(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "state-test"}, t0)
 	rec := record.NewFakeRecorder(10)
 	now := t0
@@ -230,7 +231,7 @@ func manyRolesPlan(t *testing.T, n int) *gang.Plan {
 func TestReporterBoundsAWorkloadsFindings(t *testing.T) {
 	ctx := context.Background()
 	const n = 900
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := manyRolesPlan(t, n)
 	require.Len(t, p.PodGroups, 1)
 	tr.SetPlan(p, Definition{Name: "many-roles"}, t0)
@@ -288,7 +289,7 @@ func TestReporterBoundsAWorkloadsFindings(t *testing.T) {
 // takes it off only when the last of them clears.
 func TestGaugeCountsWorkloadsNotRoles(t *testing.T) {
 	ctx := context.Background()
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := manyRolesPlan(t, 3)
 	tr.SetPlan(p, Definition{Name: "gauge-per-workload"}, t0)
 	tr.Observe(pod("first"), Observation{Owner: uid, Role: p.Roles[0].Name}, t0)

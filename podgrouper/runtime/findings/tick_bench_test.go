@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
 // BenchmarkReporterTick is one tick of the Reporter (dry-run) over 10,000 healthy workloads (the
@@ -15,7 +17,7 @@ import (
 func BenchmarkReporterTick(b *testing.B) {
 	const n = 10_000
 	p := seedPlan(b, 2)
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	now := time.Unix(1764590000, 0)
 	for w := range n {
 		pw := *p

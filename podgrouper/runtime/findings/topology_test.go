@@ -11,7 +11,18 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
+
+// staticTopologies is a fixed kaitopology.Lookup: the API is served, every Topology given exists.
+type staticTopologies map[string]kaitopology.Topology
+
+func (s staticTopologies) Topology(name string) (kaitopology.Topology, bool, bool) {
+	t, ok := s[name]
+	return t, ok, true
+}
+
+func (s staticTopologies) Served() bool { return true }
 
 // The segment example of KAI's docs/topology/segments.md on the seed JobSet's workers: 4 workers
 // (JobSet completion indexes), segments of 2 with a required rack, the Topology named on the
@@ -25,7 +36,7 @@ var segmented = struct{ workload, template map[string]string }{
 // reason (gang/topology.go workloadTopology: levels without kai.scheduler/topology), and it clears
 // when the workload's next plan has no such request.
 func TestTopologyUnresolved(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlanWith(t, 2, map[string]string{"kai.scheduler/topology-required-placement": "rack"}, nil)
 	require.Len(t, p.TopologyIssues, 1)
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -55,7 +66,7 @@ func TestTopologyNotFound(t *testing.T) {
 	require.Empty(t, p.TopologyIssues)
 	pg := p.PodGroups[0].Name
 	evalWith := func(l kaitopology.Lookup) []Finding {
-		tr := NewTracker()
+		tr := NewTrackerIn(podbook.New())
 		tr.Topologies = l
 		tr.SetPlan(p, Definition{Name: "d"}, t0)
 		return evaluate(t, tr, t0, cfg)
@@ -63,18 +74,18 @@ func TestTopologyNotFound(t *testing.T) {
 	require.Empty(t, evalWith(nil))
 	require.Empty(t, evalWith(&kaitopology.Watcher{}), "not synced: unknown")
 
-	fs := evalWith(kaitopology.Static{})
+	fs := evalWith(staticTopologies{})
 	require.Equal(t, []string{"TopologyNotFound(workers-0)"}, reasons(fs))
 	require.Equal(t, "PodGroup "+pg+` spec.subGroups[workers-0].topologyConstraint (and 1 more sub-group(s) with the same constraint).topology names Topology "cluster-topology", but no KAI Topology of that name exists: KAI leaves the sub-group unscheduled ("Requested topology cluster-topology does not exist"); create the Topology or fix kai.scheduler/topology`, fs[0].Message)
 
-	zoneOnly := kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "topology.kubernetes.io/zone"}, {NodeLabel: "kubernetes.io/hostname", Alias: "host"}}}}
+	zoneOnly := staticTopologies{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "topology.kubernetes.io/zone"}, {NodeLabel: "kubernetes.io/hostname", Alias: "host"}}}}
 	fs = evalWith(zoneOnly)
 	require.Equal(t, []string{"TopologyNotFound(workers-0)"}, reasons(fs))
 	require.Contains(t, fs[0].Message, `spec.subGroups[workers-0].topologyConstraint (and 1 more sub-group(s) with the same constraint).requiredTopologyLevel "rack" is not a level of Topology "cluster-topology", whose levels are topology.kubernetes.io/zone, kubernetes.io/hostname (alias host)`)
 
-	byLabel := kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "zone"}, {NodeLabel: "rack"}}}}
+	byLabel := staticTopologies{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "zone"}, {NodeLabel: "rack"}}}}
 	require.Empty(t, evalWith(byLabel))
-	byAlias := kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "example.com/rack", Alias: "rack"}}}}
+	byAlias := staticTopologies{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "example.com/rack", Alias: "rack"}}}}
 	require.Empty(t, evalWith(byAlias))
 }
 
@@ -84,8 +95,8 @@ func TestTopologyNotFound(t *testing.T) {
 func TestTopologyNotFoundPodGroupLevels(t *testing.T) {
 	p := seedPlanWith(t, 2, map[string]string{"kai.scheduler/topology": "cluster-topology", "kai.scheduler/topology-required-placement": "zone", "kai.scheduler/topology-preferred-placement": "host"},
 		map[string]string{"kai.scheduler/topology-required-placement": "rack"})
-	tr := NewTracker()
-	tr.Topologies = kaitopology.Static{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "rack"}}}}
+	tr := NewTrackerIn(podbook.New())
+	tr.Topologies = staticTopologies{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "rack"}}}}
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
 	fs := evaluate(t, tr, t0, cfg)
 	require.Equal(t, []string{"TopologyNotFound"}, reasons(fs))
@@ -109,7 +120,7 @@ func (s *topologySwitch) Served() bool { return true }
 // and counts it in gangmap_gang_findings, and when the Topology is created (the Watcher's next
 // snapshot) clears it with a GangFindingCleared Event that says so.
 func TestReporterSendsAndClearsTopologyNotFound(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	sw := &topologySwitch{}
 	tr.Topologies = sw
 	tr.SetPlan(seedPlanWith(t, 4, segmented.workload, segmented.template), Definition{Name: "topology-test", Source: "cluster", KartaUID: "k-uid"}, t0)

@@ -103,9 +103,6 @@ type roleState struct {
 	planned, over, short  bool
 }
 
-// NewTracker returns an empty Tracker with a Book of its own.
-func NewTracker() *Tracker { return NewTrackerIn(podbook.New()) }
-
 // NewTrackerIn returns an empty Tracker that keeps each pod's observation in pods (the Book the
 // pod controller shares with the workload metrics).
 func NewTrackerIn(pods *podbook.Book) *Tracker {

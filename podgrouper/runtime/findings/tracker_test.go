@@ -19,6 +19,7 @@ import (
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/manifest"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
 const uid = "11111111-2222-3333-4444-555555555555"
@@ -84,7 +85,7 @@ var cfg = Config{MoreThanPlannedGrace: time.Minute, GangUnsatisfiableGrace: 5 * 
 
 // A plan whose pods all came, once each: no finding; counting the same pod twice changes nothing.
 func TestNoFindingWhenPodsMatch(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	require.Equal(t, []string{"leader", "workers"}, []string{p.Roles[0].Name, p.Roles[1].Name})
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -97,7 +98,7 @@ func TestNoFindingWhenPodsMatch(t *testing.T) {
 
 // Unclaimed pods are reported at once, and clear when they go.
 func TestUnclaimedPods(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
 	fs := evaluate(t, tr, t0, cfg)
@@ -112,7 +113,7 @@ func TestUnclaimedPods(t *testing.T) {
 // Four live worker pods for a plan of two: MoreThanPlanned only after the grace period; a
 // finished pod does not count as live.
 func TestMoreThanPlannedAfterGrace(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
 	for i := range 4 {
@@ -136,7 +137,7 @@ func TestMoreThanPlannedAfterGrace(t *testing.T) {
 // Workers never come while the leader runs: GangUnsatisfiable after the grace period, the clock
 // restarting when a worker pod comes; fixed by a plan that no longer requires them.
 func TestGangUnsatisfiable(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
 	require.Empty(t, evaluate(t, tr, t0.Add(4*time.Minute), cfg))
@@ -152,7 +153,7 @@ func TestGangUnsatisfiable(t *testing.T) {
 
 // No pod of the workload at all (suspended): nothing is unsatisfiable.
 func TestNoPodsNoFinding(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
 	tr.Forget(pod("l"), t0.Add(time.Second))
@@ -161,7 +162,7 @@ func TestNoPodsNoFinding(t *testing.T) {
 
 // Scaling up: the plan asks for 4 workers before they come; they come within the grace period.
 func TestScalingNoFalseAlarm(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
 	for i := range 2 {
@@ -181,7 +182,7 @@ func TestScalingNoFalseAlarm(t *testing.T) {
 
 // Drift: the plan's path misses are a finding at once.
 func TestDrift(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	p.Misses = []definitions.PathMiss{{Path: "spec.x", Expression: ".spec.x"}}
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -194,7 +195,7 @@ func TestDrift(t *testing.T) {
 // (the same cached plan: a pointer compare) and the pod observed (a map update and counters).
 // Goal: well under the 20µs per-pod decision budget, with no allocation for a pod seen before.
 func BenchmarkObserve(b *testing.B) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(b, 999)
 	keys := make([]types.NamespacedName, 1000)
 	for i := range keys {
@@ -210,7 +211,7 @@ func BenchmarkObserve(b *testing.B) {
 
 // BenchmarkEvaluate measures one evaluation of 1000 workloads (the reporter's tick).
 func BenchmarkEvaluate(b *testing.B) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	for w := range 1000 {
 		p := seedPlan(b, 2)
 		p.Workload.UID = fmt.Sprint("uid-", w)
@@ -230,7 +231,7 @@ func BenchmarkEvaluate(b *testing.B) {
 // yet the same plan set again is still recognised, and the findings, PodGroup names included,
 // outlive the plan.
 func TestTrackerDoesNotKeepThePlan(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	names := []string{p.PodGroups[0].Name}
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -249,7 +250,7 @@ func TestTrackerDoesNotKeepThePlan(t *testing.T) {
 // The same plan built again (the grouper's plan cache evicted it, and a pod event rebuilt it)
 // does not restart a short role's GangUnsatisfiable clock; a plan that requires more does.
 func TestEqualPlanKeepsTheClock(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
 	tr.Observe(pod("w0"), Observation{Owner: uid, Role: "workers"}, t0)
@@ -267,7 +268,7 @@ func TestEqualPlanKeepsTheClock(t *testing.T) {
 
 // EvaluateSome reports the workloads with findings and those it is asked for; Evaluate all.
 func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
 	healthy := *p
@@ -294,7 +295,7 @@ func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
 // completed, so GangNotAdmittable is reported at once (no grace period), naming the sub-group,
 // with an unclaimed pod's labels next to what the selectors want.
 func TestGangNotAdmittableWhenASelectorMissesARole(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("l"), Observation{Owner: uid, Role: "leader"}, t0)
 	for _, n := range []string{"w-0", "w-1"} {

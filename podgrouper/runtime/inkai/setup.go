@@ -11,16 +11,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/catalog"
@@ -169,8 +165,12 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.Nativ
 	}
 	registry.OnChange(func() { controller.SetDefinitionMetrics(registry, isNative) })
 	controller.SetDefinitionMetrics(registry, isNative)
-	if err := addSources(mgr, o, registry, hub); err != nil {
+	srcs, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
+	if err != nil {
 		return nil, nil, err
+	}
+	for _, s := range srcs {
+		hub.Sources = append(hub.Sources, s)
 	}
 	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: kai.QueueLabelKey, NodePoolLabelKey: kai.NodePoolLabelKey}
@@ -202,7 +202,7 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 	obs := &Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book, Informers: mgr.GetCache(),
 		Log: mgr.GetLogger().WithName("gangmap-observer")}
 	if o.MaxWorkloadMetrics > 0 {
-		obs.Metrics = registerWorkloadMetrics(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
+		obs.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
 			Log: mgr.GetLogger().WithName("workload-metrics"), Pods: book})
 	}
 	if err := mgr.Add(obs); err != nil {
@@ -220,52 +220,4 @@ func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups clie
 		return nil, err
 	}
 	return obs, nil
-}
-
-// registered is the workload-metrics Tracker registered with controller-runtime's registry (the
-// one KAI's metrics endpoint serves), one per process: a second Setup in the same process (tests)
-// gets the first one's, since the registry can serve one set of gangmap_workload_* series.
-var (
-	registeredMu sync.Mutex
-	registered   *workloadmetrics.Tracker
-)
-
-func registerWorkloadMetrics(t *workloadmetrics.Tracker) *workloadmetrics.Tracker {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registered == nil {
-		registered = t
-		metrics.Registry.MustRegister(t)
-	}
-	return registered
-}
-
-// addSources adds the file and cluster definition sources to the manager and to the hub's
-// Sources.
-func addSources(mgr manager.Manager, o Options, registry *definitions.Registry, hub *kaiplugin.Hub) error {
-	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
-	if len(o.DefinitionPaths) > 0 {
-		files := &sources.Files{Registry: registry, Paths: o.DefinitionPaths, Interval: o.DefinitionsPoll, Strict: o.StrictDefinitions}
-		if err := mgr.Add(files); err != nil {
-			return err
-		}
-		hub.Sources = append(hub.Sources, files)
-	}
-	if !o.ClusterDefinitions {
-		return nil
-	}
-	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	cluster := &sources.Cluster{Registry: registry, Dynamic: dyn, Discovery: disc, Recorder: recorder, Strict: o.StrictDefinitions}
-	if err := mgr.Add(cluster); err != nil {
-		return err
-	}
-	hub.Sources = append(hub.Sources, cluster)
-	return nil
 }

@@ -241,17 +241,3 @@ func FromUnstructured(u *unstructured.Unstructured) Topology {
 	}
 	return t
 }
-
-// Static is a fixed Lookup (tests, and the CLI's offline checks): every Topology given exists.
-type Static map[string]Topology
-
-var _ Lookup = Static(nil)
-
-// Topology implements Lookup.
-func (s Static) Topology(name string) (Topology, bool, bool) {
-	t, ok := s[name]
-	return t, ok, true
-}
-
-// Served implements Lookup.
-func (s Static) Served() bool { return true }

@@ -2,7 +2,6 @@ package strays
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +18,9 @@ import (
 // Collect looks once at w's own PodGroups of w's namespace (Owned), deletes (or reports) each
 // stray of w unnamed for Grace, and returns after how long to look again (0: no stray is waiting).
 func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, error) {
+	if err := c.validate(); err != nil {
+		return 0, err
+	}
 	c.init()
 	ns := w.Owner.GetNamespace()
 	items, err := c.ownPodGroups(ns, w.Owner.GetUID())
@@ -38,10 +40,7 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 	if len(candidates) == 0 {
 		return 0, nil
 	}
-	named, err := c.namedPodGroups(ctx, ns)
-	if err != nil {
-		return 0, err
-	}
+	named := c.namedPodGroups(ns)
 	now := time.Now()
 	var next time.Duration
 	for _, pg := range candidates {
@@ -69,9 +68,6 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 // (10,000 workloads in a namespace made each look copy 10,000 PodGroups: 120 MB live in the
 // 100,000-pod run); a look costs the workload's own PodGroups, not the namespace's.
 func (c *Collector) ownPodGroups(ns string, owner types.UID) ([]*v2alpha2.PodGroup, error) {
-	if c.Owned == nil {
-		return nil, errors.New("the stray collector has no PodGroup owner index (Collector.Owned)")
-	}
 	owned, err := c.Owned(ns, owner)
 	if err != nil {
 		return nil, err
@@ -98,31 +94,18 @@ func isCandidate(pg *v2alpha2.PodGroup, owner types.UID, keep map[string]bool) b
 	return gangmaps || kais
 }
 
-// namedPodGroups is the set of PodGroups the pods of ns name (pod-group-name, which names a
-// PodGroup of the pod's own namespace; all namespaces when ns is "", for a cluster-scoped owner
+// namedPodGroups is the set of PodGroups the cached pods of ns name (pod-group-name, which names
+// a PodGroup of the pod's own namespace; all namespaces when ns is "", for a cluster-scoped owner
 // whose pods may live in several). Keyed by namespace and name, so that a pod of one namespace
 // never keeps (or lets go) another namespace's PodGroup of the same name.
-func (c *Collector) namedPodGroups(ctx context.Context, ns string) (map[types.NamespacedName]bool, error) {
-	if c.Pods != nil {
-		out := map[types.NamespacedName]bool{}
-		for _, n := range c.Pods.AnnotationValues(ns, kaikeys.PodGroupName) {
-			if n.Name != "" {
-				out[n] = true
-			}
-		}
-		return out, nil
-	}
-	pods := &corev1.PodList{}
-	if err := c.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
+func (c *Collector) namedPodGroups(ns string) map[types.NamespacedName]bool {
 	out := map[types.NamespacedName]bool{}
-	for _, p := range pods.Items {
-		if n := p.Annotations[kaikeys.PodGroupName]; n != "" {
-			out[types.NamespacedName{Namespace: p.Namespace, Name: n}] = true
+	for _, n := range c.Pods.AnnotationValues(ns, kaikeys.PodGroupName) {
+		if n.Name != "" {
+			out[n] = true
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (c *Collector) firstUnnamed(uid types.UID, now time.Time) time.Time {

@@ -35,11 +35,11 @@ func TestCollectThroughOwnerUIDIndex(t *testing.T) {
 		podGroup("pg-uid-1-external", "uid-1", nil),          // someone else's (KAI external PodGroups)
 		podGroup("pg-other-workload", "uid-other", gangmaps), // another workload's
 		forged,
-		pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"),
 	}
 	c, idx := newIndexedClient(t, objs...)
 	rec := record.NewFakeRecorder(10)
-	col := &strays.Collector{Client: listsNoPodGroups{t: t, Client: c}, Owned: idx.Owned, Grace: 50 * time.Millisecond, Recorder: rec}
+	col, _ := newCollector(t, listsNoPodGroups{t: t, Client: c}, idx, 50*time.Millisecond, pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"))
+	col.Recorder = rec
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob", "pg-uid-1-replica-1"}}
 	next, err := col.Collect(ctx, w)
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ package strays
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -67,10 +68,10 @@ type Workload struct {
 // controller calls Enqueue after grouping a pod, and the collector looks at the workload once per
 // burst of pods, again after the grace period while a stray waits. It runs on the leader only.
 type Collector struct {
-	// Client lists pods when Pods is not set, and deletes PodGroups.
+	// Client deletes PodGroups.
 	Client client.Client
-	// Pods, when set, gives the pod-group-name of the cached pods of a namespace instead of a
-	// list of pods through Client (the grouper's podcache.Cache).
+	// Pods gives the pod-group-name of the cached pods of a namespace (the grouper's
+	// podcache.Cache); required.
 	Pods PodGroupNames
 	// Grace is how long a PodGroup must stay unnamed by any pod before it is deleted; it must be
 	// above 0.
@@ -112,6 +113,14 @@ func (c *Collector) init() {
 	})
 }
 
+// validate refuses a collector without its pod cache or its owner index.
+func (c *Collector) validate() error {
+	if c.Pods == nil || c.Owned == nil {
+		return errors.New("the stray collector needs the pod cache (Collector.Pods) and the PodGroup owner index (Collector.Owned)")
+	}
+	return nil
+}
+
 // Enqueue asks for a look at the workload's PodGroups, with keep its current plan's PodGroup
 // names. A nil Collector does nothing.
 func (c *Collector) Enqueue(w Workload) {
@@ -139,8 +148,11 @@ func (c *Collector) Forget(uid types.UID) {
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the leader deletes.
 func (c *Collector) NeedLeaderElection() bool { return true }
 
-// Start implements manager.Runnable: it works the queue until ctx ends.
+// Start implements manager.Runnable: it works the queue until ctx ends. Error: no Pods or Owned.
 func (c *Collector) Start(ctx context.Context) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
 	c.init()
 	go func() {
 		<-ctx.Done()

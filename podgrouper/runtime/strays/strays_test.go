@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 )
 
@@ -61,12 +63,6 @@ func pod(name, pgName string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{kaikeys.PodGroupName: pgName}}}
 }
 
-func newClient(t *testing.T, objs ...client.Object) client.Client {
-	t.Helper()
-	c, _ := newIndexedClient(t, objs...)
-	return c
-}
-
 // newIndexedClient returns a fake API server holding objs and the owner index the grouper's
 // PodGroup informer would feed from it (strays.IndexOwnerUID): the PodGroups of objs as stored,
 // and each PodGroup deleted through the client dropped from it.
@@ -92,9 +88,29 @@ func newIndexedClient(t *testing.T, objs ...client.Object) (client.Client, *stra
 	return c, idx
 }
 
-// newCollector returns a collector of the PodGroups of c (through its owner index idx).
-func newCollector(c client.Client, idx *strays.OwnerIndex, grace time.Duration) *strays.Collector {
-	return &strays.Collector{Client: c, Owned: idx.Owned, Grace: grace}
+// newPodCache returns the grouper's pod cache (podcache.Cache), synced, holding pods, and the
+// fake source that feeds it.
+func newPodCache(t *testing.T, pods ...*corev1.Pod) (*podcache.Cache, *fcache.FakeControllerSource) {
+	t.Helper()
+	src := fcache.NewFakeControllerSource()
+	for _, p := range pods {
+		src.Add(p)
+	}
+	c, err := podcache.NewWithListWatch(src, "kai-scheduler")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = c.Start(ctx) }()
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced), "pod cache not synced")
+	return c, src
+}
+
+// newCollector returns a collector of the PodGroups of c (through its owner index idx) and the
+// pods of a pod cache holding pods, and the source of that cache.
+func newCollector(t *testing.T, c client.Client, idx *strays.OwnerIndex, grace time.Duration, pods ...*corev1.Pod) (*strays.Collector, *fcache.FakeControllerSource) {
+	t.Helper()
+	cache, src := newPodCache(t, pods...)
+	return &strays.Collector{Client: c, Pods: cache, Owned: idx.Owned, Grace: grace}, src
 }
 
 func names(t *testing.T, c client.Client) []string {
@@ -126,10 +142,9 @@ func TestCollectDeletesOnlyStrays(t *testing.T) {
 		podGroup("pg-uid-1-named", "uid-1", kais),            // KAI's, still named by a pod
 		podGroup("pg-uid-1-external", "uid-1", nil),          // someone else's (KAI external PodGroups)
 		podGroup("pg-other-workload", "uid-other", gangmaps), // another workload's
-		pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"),
 	)
 	rec := record.NewFakeRecorder(10)
-	col := newCollector(c, idx, 50*time.Millisecond)
+	col, _ := newCollector(t, c, idx, 50*time.Millisecond, pod("p0", "pg-uid-1-customjob"), pod("p1", "pg-uid-1-named"))
 	col.Recorder = rec
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob", "pg-uid-1-replica-1"}}
 
@@ -154,15 +169,17 @@ func TestCollectDeletesOnlyStrays(t *testing.T) {
 func TestNamedAgainIsKept(t *testing.T) {
 	ctx := context.Background()
 	c, idx := newIndexedClient(t, podGroup("pg-train-uid-1", "uid-1", kais))
-	col := newCollector(c, idx, 50*time.Millisecond)
+	col, pods := newCollector(t, c, idx, 50*time.Millisecond)
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob"}}
 	_, err := col.Collect(ctx, w)
 	require.NoError(t, err)
-	require.NoError(t, c.Create(ctx, pod("p0", "pg-train-uid-1")))
+	pods.Add(pod("p0", "pg-train-uid-1"))
+	require.Eventually(t, func() bool { return len(col.Pods.AnnotationValues(ns, kaikeys.PodGroupName)) == 1 }, 10*time.Second, time.Millisecond)
 	time.Sleep(60 * time.Millisecond)
 	_, err = col.Collect(ctx, w)
 	require.NoError(t, err)
-	require.NoError(t, c.Delete(ctx, pod("p0", "")))
+	pods.Delete(pod("p0", ""))
+	require.Eventually(t, func() bool { return len(col.Pods.AnnotationValues(ns, kaikeys.PodGroupName)) == 0 }, 10*time.Second, time.Millisecond)
 	next, err := col.Collect(ctx, w)
 	require.NoError(t, err)
 	assert.Greater(t, next, time.Duration(0))
@@ -174,7 +191,7 @@ func TestDryRunReportsOnly(t *testing.T) {
 	ctx := context.Background()
 	c, idx := newIndexedClient(t, podGroup("pg-train-uid-1", "uid-1", kais))
 	rec := record.NewFakeRecorder(10)
-	col := newCollector(c, idx, time.Nanosecond)
+	col, _ := newCollector(t, c, idx, time.Nanosecond)
 	col.DryRun, col.Recorder = true, rec
 	w := strays.Workload{Owner: owner(), Keep: []string{"pg-uid-1-customjob"}}
 	for i := 0; i < 3; i++ {
@@ -201,11 +218,10 @@ func TestClusterScopedOwnerNamedPerNamespace(t *testing.T) {
 	c, idx := newIndexedClient(t,
 		podGroup("pg-uid-1-old", "uid-1", gangmaps),
 		inB(podGroup("pg-uid-1-old", "uid-1", gangmaps)),
-		inB(pod("p0", "pg-uid-1-old")),
 	)
 	w := owner()
 	w.SetNamespace("")
-	col := newCollector(c, idx, 10*time.Millisecond)
+	col, _ := newCollector(t, c, idx, 10*time.Millisecond, inB(pod("p0", "pg-uid-1-old")).(*corev1.Pod))
 	_, err := col.Collect(ctx, strays.Workload{Owner: w, Keep: []string{"pg-uid-1-customjob"}})
 	require.NoError(t, err)
 	time.Sleep(20 * time.Millisecond)
@@ -265,4 +281,15 @@ func TestOwnerIndexHoldsOwnPodGroups(t *testing.T) {
 	idx.OnDelete(moved)
 	assert.Equal(t, []string{"pg-other-7"}, ownedNames("uid-other-7"))
 	assert.Equal(t, 1000, idx.Len())
+}
+
+// A collector without the pod cache or the owner index refuses to start or look.
+func TestCollectorNeedsPodCacheAndOwnerIndex(t *testing.T) {
+	c, idx := newIndexedClient(t)
+	pods, _ := newPodCache(t)
+	for _, col := range []*strays.Collector{{Client: c, Owned: idx.Owned}, {Client: c, Pods: pods}} {
+		_, err := col.Collect(context.Background(), strays.Workload{Owner: owner()})
+		require.ErrorContains(t, err, "needs the pod cache (Collector.Pods) and the PodGroup owner index (Collector.Owned)")
+		require.ErrorContains(t, col.Start(context.Background()), "needs the pod cache")
+	}
 }

@@ -46,7 +46,7 @@ func FuzzPatch(f *testing.F) {
 		if err != nil {
 			return // the webhook admits an undecodable pod unchanged
 		}
-		patch, err := Patch(decoded, podGroup, subGroup)
+		patch, err := groupPatch(decoded, podGroup, subGroup)
 		if podGroup == "" {
 			if err == nil {
 				t.Fatal("an empty PodGroup name must be refused")

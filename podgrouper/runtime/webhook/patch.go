@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -16,22 +15,13 @@ type patchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// Patch returns the JSON patch (RFC 6902) that makes on the admitted pod the change the pod
-// controller makes: KAI's skip annotation and pod-group-name set, the sub-group label set (or removed when the pod
-// has no sub-group). It touches nothing else: its operations are `add` (which also replaces an
-// existing member) of /metadata/annotations/<key> and /metadata/labels/<key>, `add` of the whole
-// /metadata/annotations or /metadata/labels map (or of /metadata) when the object has none, and
-// `remove` of a stale sub-group label. Keys are escaped as JSON pointers ("~" as "~0", "/" as
-// "~1"). It returns nil when the pod already carries every key. Error: an empty podGroup.
-func Patch(pod *podview.Decoded, podGroup, subGroup string) ([]byte, error) {
-	ops, err := groupOps(pod, podGroup, subGroup)
-	if err != nil || len(ops) == 0 {
-		return nil, err
-	}
-	return json.Marshal(ops)
-}
-
-// groupOps are Patch's operations.
+// groupOps are the JSON patch (RFC 6902) operations that make on the admitted pod the change
+// the pod controller makes: KAI's skip annotation and pod-group-name set, the sub-group label set
+// (or removed when the pod has no sub-group). They touch nothing else: `add` (which also replaces
+// an existing member) of /metadata/annotations/<key> and /metadata/labels/<key>, `add` of the
+// whole /metadata/annotations or /metadata/labels map (or of /metadata) when the object has none,
+// and `remove` of a stale sub-group label. Keys are escaped as JSON pointers ("~" as "~0", "/" as
+// "~1"). None when the pod already carries every key. Error: an empty podGroup.
 func groupOps(pod *podview.Decoded, podGroup, subGroup string) ([]patchOp, error) {
 	if podGroup == "" {
 		return nil, errors.New("no PodGroup name to set")

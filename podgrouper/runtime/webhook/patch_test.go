@@ -15,6 +15,16 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 )
 
+// groupPatch is the webhook's patch of the group keys alone: Handle's groupOps, encoded by
+// patched as Handle encodes them; nil when the pod already carries every key.
+func groupPatch(pod *podview.Decoded, podGroup, subGroup string) ([]byte, error) {
+	ops, err := groupOps(pod, podGroup, subGroup)
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return patched(ops, "").Patch, nil
+}
+
 // applyPatch applies a JSON patch as the API server does (RFC 6902) and returns the result.
 func applyPatch(t *testing.T, doc, patch []byte) []byte {
 	t.Helper()
@@ -135,7 +145,7 @@ func TestPatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			patch, err := Patch(d, "pg", tc.subGroup)
+			patch, err := groupPatch(d, "pg", tc.subGroup)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +201,7 @@ func (f *admissionFixture) podGroupOf(t *testing.T, raw []byte) string {
 }
 
 func TestPatchRefusesEmptyPodGroup(t *testing.T) {
-	if _, err := Patch(&podview.Decoded{HasMetadata: true, Pod: &corev1.Pod{}}, "", ""); err == nil {
+	if _, err := groupPatch(&podview.Decoded{HasMetadata: true, Pod: &corev1.Pod{}}, "", ""); err == nil {
 		t.Fatal("want an error for an empty PodGroup name")
 	}
 }

@@ -88,7 +88,7 @@ func requestLogger(base logr.Logger, _ *admission.Request) logr.Logger { return 
 // Handle implements admission.Handler. It always allows the pod; it adds a patch only for a pod
 // gangmap groups. The pod's JSON is decoded into gangmap's view of the pod (podview.DecodePod:
 // the fields the decision reads, the same the pod controller's cache keeps), and the patch is a
-// JSON patch of gangmap's own annotations and label on the request's raw object (see Patch), so
+// JSON patch of gangmap's own annotations and label on the request's raw object (see groupOps), so
 // no field of the pod is ever re-encoded, changed or lost.
 func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp admission.Response) {
 	var pod *corev1.Pod

@@ -73,7 +73,7 @@ func TestHandleAdmitsUnchanged(t *testing.T) {
 }
 
 // Label sets on pod what gangmap's pod controller sets: KAI's skip annotation, pod-group-name, and
-// the sub-group label (removed when the pod has no sub-group). Patch makes the same change as a
+// the sub-group label (removed when the pod has no sub-group). groupOps make the same change as a
 // JSON patch.
 func Label(pod *corev1.Pod, podGroup, subGroup string) {
 	if pod.Annotations == nil {

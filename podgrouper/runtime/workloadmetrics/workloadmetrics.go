@@ -19,11 +19,32 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
+
+// registered is the Tracker registered with controller-runtime's registry (the one the manager's
+// metrics endpoint serves), one per process: a second grouper built in the same process (tests)
+// shares the first one's, since the registry can serve one set of gangmap_workload_* series.
+var (
+	registeredMu sync.Mutex
+	registered   *Tracker
+)
+
+// Registered registers t with controller-runtime's registry unless a Tracker already is, and
+// returns the registered Tracker (t or the first one).
+func Registered(t *Tracker) *Tracker {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if registered == nil {
+		registered = t
+		crmetrics.Registry.MustRegister(t)
+	}
+	return registered
+}
 
 // Workload is what the series of one grouped workload show.
 type Workload struct {
