@@ -116,9 +116,6 @@ var noSuchState = map[string]map[definitions.Status]string{
 // what the operator's own tests do instead. TestStatusAccuracyTable requires a reason for every
 // required state covered from code only, and none for one a recording covers.
 var noRecording = map[string]map[definitions.Status]string{
-	"apps-nvidia-com-nimservice-v1alpha1": {
-		definitions.StatusFailed: "the upstream Workload Map and Karta recordings of NIM v3.0.2 to v3.1.2 hold initializing and running only, issue threads show NotReady objects, not Failed; the operator's unit tests build Failed in Go (internal/controller/platform/standalone/nimservice_test.go)",
-	},
 	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {
 		definitions.StatusRunning: "no recording, doc output or issue thread holds a DisaggregatedSet status (kubernetes-sigs/lws, new); its unit test builds the conditions in Go (pkg/controllers/disaggregatedset/status_test.go)",
 	},
