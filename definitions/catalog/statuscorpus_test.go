@@ -119,9 +119,6 @@ var noRecording = map[string]map[definitions.Status]string{
 	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {
 		definitions.StatusRunning: "no recording, doc output or issue thread holds a DisaggregatedSet status (kubernetes-sigs/lws, new); its unit test builds the conditions in Go (pkg/controllers/disaggregatedset/status_test.go)",
 	},
-	"milvus-io-milvus-v1beta1": {
-		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of milvus-operator 1.3.x hold initializing and running only, and no doc or issue thread prints a Stopped Milvus; its unit test asserts Stopped in Go (pkg/controllers/status_cluster_test.go)",
-	},
 	"nvidia-com-dynamographdeployment-v1alpha1": {
 		definitions.StatusFailed: "the upstream Workload Map and Karta recordings of Dynamo 1.2.1 hold initializing and running only (no failed flow), and issue threads (dynamo#3567, airunway#23) show successful or pending objects only",
 	},
