@@ -116,9 +116,6 @@ var noSuchState = map[string]map[definitions.Status]string{
 // what the operator's own tests do instead. TestStatusAccuracyTable requires a reason for every
 // required state covered from code only, and none for one a recording covers.
 var noRecording = map[string]map[definitions.Status]string{
-	"disaggregatedset-x-k8s-io-disaggregatedset-v1": {
-		definitions.StatusRunning: "no recording, doc output or issue thread holds a DisaggregatedSet status (kubernetes-sigs/lws, new); its unit test builds the conditions in Go (pkg/controllers/disaggregatedset/status_test.go)",
-	},
 	"nvidia-com-dynamographdeployment-v1alpha1": {
 		definitions.StatusFailed: "the upstream Workload Map and Karta recordings of Dynamo 1.2.1 hold initializing and running only (no failed flow), and issue threads (dynamo#3567, airunway#23) show successful or pending objects only",
 	},

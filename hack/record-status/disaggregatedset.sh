@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# hack/record-status/disaggregatedset.sh: record a DisaggregatedSet (disaggregatedset.x-k8s.io/v1)
+# starting and running, written by the LWS controller manager's own DisaggregatedSet and
+# LeaderWorkerSet controllers on the status cluster.
+#
+#   KUBEBUILDER_ASSETS=$(bash hack/control-plane.sh) OPERATOR_BIN=/work/ops/lws/bin/manager \
+#     OPERATOR_SRC=/work/ops/lws/src bash hack/record-status/disaggregatedset.sh [WORKDIR]
+#
+# OPERATOR_BIN is `go build ./cmd` of github.com/kubernetes-sigs/lws at OPERATOR_SRC's commit: the
+# DisaggregatedSet status (roleStatuses, Available/Progressing) is written since commits fb80447
+# and 060ab4d, after v0.10.0 (whose controller writes no DisaggregatedSet status). The LWS pod
+# webhook labels the pods the LWS controller reads (worker index, group), so the webhooks run:
+# the internal cert controller is off (its Configuration's internalCertManagement.enable false),
+# the manager serves its webhooks on 127.0.0.1 with a self-signed certificate, and its
+# config/webhook/manifests.yaml configurations are registered by URL (webhooks.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source hack/record-status/lib.sh
+source hack/record-status/webhooks.sh
+: "${OPERATOR_BIN:?}" "${OPERATOR_SRC:?}"
+dir=${1:-$(mktemp -d /tmp/record-disaggregatedset.XXXX)}
+out=definitions/catalog/tests/status/disaggregatedset-x-k8s-io-disaggregatedset-v1
+commit=$(git -C "$OPERATOR_SRC" rev-parse --short HEAD)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+start_cluster "$dir" --crds "$OPERATOR_SRC/config/crd/bases"
+webhook_certs "$dir/certs"
+cat >"$dir/lws-config.yaml" <<YAML
+apiVersion: config.lws.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+webhook: {host: 127.0.0.1, port: $port, certDir: $dir/certs}
+metrics: {bindAddress: "0"}
+health: {healthProbeBindAddress: "0"}
+YAML
+"$OPERATOR_BIN" --config "$dir/lws-config.yaml" >"$dir/operator.log" 2>&1 &
+op=$!
+trap 'kill $op 2>/dev/null; wait $op 2>/dev/null; stop_cluster' EXIT
+wait_for "(exec 3<>/dev/tcp/127.0.0.1/$port)" 120
+webhook_register "$OPERATOR_SRC/config/webhook/manifests.yaml" "$port" "$dir/certs"
+
+# kwok makes the pods Ready within a second, so the Progressing status the controller writes
+# first is caught by a watch started before the object is created.
+"$KUBEBUILDER_ASSETS/kubectl" get disaggregatedsets -n default -w -o json >"$dir/watch.json" &
+watch=$!
+trap 'kill $op $watch 2>/dev/null; wait $op $watch 2>/dev/null; stop_cluster' EXIT
+kubectl apply -f "$OPERATOR_SRC/config/samples/disaggregatedset_v1_disaggregatedset.yaml" >/dev/null
+cond() { kubectl get disaggregatedset disaggregatedset-sample -n default -o jsonpath="{.status.conditions[?(@.type==\"$1\")].status}"; }
+header() {
+  cat <<HDR
+# Source: recorded $(date -u +%F) by hack/record-status/disaggregatedset.sh: the object the LWS
+# controller manager (github.com/kubernetes-sigs/lws commit $commit, after v0.10.0) wrote, its
+# controllers and webhooks running on gangmap's test control plane (kube-apiserver 1.34.4,
+# kube-controller-manager, kube-scheduler, kwok 0.7 nodes). Spec: config/samples/
+# disaggregatedset_v1_disaggregatedset.yaml (commit $commit). $1
+HDR
+}
+wait_for '[[ $(cond Available) == True ]]' 300
+sleep 2
+{ header "Every pod Ready (kwok): Available."; snapshot disaggregatedset disaggregatedset-sample default; } >"$out/running/manifest.yaml"
+{
+  header "The first status written, as the watch saw it: Progressing, pods not all Ready yet."
+  jq -s 'first(.[] | select(any(.status.conditions[]?; .type == "Progressing" and .status == "True")))
+    | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
+      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
+    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' "$dir/watch.json" | yq -y .
+} >"$out/initializing/manifest.yaml"
+echo "recorded $out/initializing $out/running"
