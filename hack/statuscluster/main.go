@@ -147,13 +147,23 @@ func applyCRDs(ctx context.Context, kubectl, kubeconfig string, paths []string) 
 	for _, p := range paths {
 		args = append(args, "-f", p)
 	}
-	wait := []string{"--kubeconfig=" + kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"}
-	for _, a := range [][]string{args, wait} {
-		if out, err := exec.CommandContext(ctx, kubectl, a...).CombinedOutput(); err != nil {
-			return fmt.Errorf("kubectl %s: %w\n%s", strings.Join(a[1:], " "), err, out)
-		}
+	if out, err := exec.CommandContext(ctx, kubectl, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args[1:], " "), err, out)
 	}
-	return nil
+	// kubectl wait fails at once ("accessor error") on a CRD the API server has not written
+	// conditions on yet (large ones, e.g. KServe's): retry it until the deadline.
+	wait := []string{"--kubeconfig=" + kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=10s"}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := exec.CommandContext(ctx, kubectl, wait...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("kubectl %s: %w\n%s", strings.Join(wait[1:], " "), err, out)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // untilOrphaned is ctx, cancelled too when the process that started this one exits (it is
