@@ -123,9 +123,6 @@ var noRecording = map[string]map[definitions.Status]string{
 		definitions.StatusRunning: dgdV1beta1NoRecording,
 		definitions.StatusFailed:  dgdV1beta1NoRecording,
 	},
-	"serving-kserve-io-inferenceservice-v1beta1": {
-		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of KServe v0.13 to v0.20 hold running and failed InferenceServices only (the stopped flow is recorded for LLMInferenceService), and the stop pull requests (kserve#4337, #4455) hold no stopped object in the stored threads; its envtest asserts Stopped True in Go (pkg/controller/v1beta1/inferenceservice/controller_test.go)",
-	},
 }
 
 const (
