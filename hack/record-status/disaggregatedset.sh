@@ -47,23 +47,9 @@ watch=$!
 trap 'kill $op $watch 2>/dev/null; wait $op $watch 2>/dev/null; stop_cluster' EXIT
 kubectl apply -f "$OPERATOR_SRC/config/samples/disaggregatedset_v1_disaggregatedset.yaml" >/dev/null
 cond() { kubectl get disaggregatedset disaggregatedset-sample -n default -o jsonpath="{.status.conditions[?(@.type==\"$1\")].status}"; }
-header() {
-  cat <<HDR
-# Source: recorded $(date -u +%F) by hack/record-status/disaggregatedset.sh: the object the LWS
-# controller manager (github.com/kubernetes-sigs/lws commit $commit, after v0.10.0) wrote, its
-# controllers and webhooks running on gangmap's test control plane (kube-apiserver 1.34.4,
-# kube-controller-manager, kube-scheduler, kwok 0.7 nodes). Spec: config/samples/
-# disaggregatedset_v1_disaggregatedset.yaml (commit $commit). $1
-HDR
-}
+record() { record_to "$out/$1" "recorded $(date -u +%F) by hack/record-status/disaggregatedset.sh: the object the LWS controller manager (github.com/kubernetes-sigs/lws commit $commit, after v0.10.0) wrote, its controllers and webhooks running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes)." "$2 Spec: config/samples/disaggregatedset_v1_disaggregatedset.yaml (commit $commit)."; }
 wait_for '[[ $(cond Available) == True ]]' 300
 sleep 2
-{ header "Every pod Ready (kwok): Available."; snapshot disaggregatedset disaggregatedset-sample default; } >"$out/running/manifest.yaml"
-{
-  header "The first status written, as the watch saw it: Progressing, pods not all Ready yet."
-  jq -s 'first(.[] | select(any(.status.conditions[]?; .type == "Progressing" and .status == "True")))
-    | del(.metadata.managedFields, .metadata.resourceVersion, .metadata.uid,
-      .metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
-    | if .metadata.annotations == {} then del(.metadata.annotations) else . end' "$dir/watch.json" | yq -y .
-} >"$out/initializing/manifest.yaml"
-echo "recorded $out/initializing $out/running"
+snapshot disaggregatedset disaggregatedset-sample default | record running "Every pod Ready (kwok): Available."
+watched "$dir/watch.json" 'any(.status.conditions[]?; .type == "Progressing" and .status == "True")' |
+  record initializing "The first status written, as a watch saw it: Progressing, the pods not all Ready yet."

@@ -64,16 +64,6 @@ wait_for '[[ $(status) == Stopped && -z $(pods default app.kubernetes.io/instanc
 # drops the dependency conditions of a stopping Milvus (checkDependencyConditions) and reads the
 # scaled-down Deployment: the steady stopped status.
 wait_for "[[ -z \$(kubectl get milvus karta-e2e-milvus -n default -o jsonpath='{.status.conditions[?(@.type==\"EtcdReady\")]}') ]]" 180
-{
-  cat <<HDR
-# Source: recorded $(date -u +%F) by hack/record-status/milvus.sh: the object milvus-operator
-# $release (github.com/zilliztech/milvus-operator commit $commit) wrote, its controller running
-# on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager,
-# kube-scheduler, kwok 0.7 nodes). External dependencies (a real etcd; Azure storage, which the
-# operator's check accepts without a call; embedded woodpecker), so no Helm release: the
-# standalone pod became Ready (Healthy), then spec.components.standalone.replicas was set to 0:
-# Stopped, as the status syncer's next periodic pass left it.
-HDR
-  snapshot milvus karta-e2e-milvus default
-} >"$out/stopped/manifest.yaml"
-echo "recorded $out/stopped"
+snapshot milvus karta-e2e-milvus default | record_to "$out/stopped" \
+  "recorded $(date -u +%F) by hack/record-status/milvus.sh: the object milvus-operator $release (github.com/zilliztech/milvus-operator commit $commit) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes)." \
+  "External dependencies (a real etcd; Azure storage, which the operator's check accepts without a call; embedded woodpecker), so no Helm release: the standalone pod became Ready (kwok; Healthy), then spec.components.standalone.replicas was set to 0: Stopped, as the status syncer's next periodic pass left it."

@@ -46,16 +46,6 @@ spec:
     nimCache: {name: invalid-nimcache}
 YAML
 wait_for "[[ \$(kubectl get nimservice karta-e2e-nim -o jsonpath='{.status.state}') == Failed ]]" 120
-{
-  cat <<HDR
-# Source: recorded $(date -u +%F) by hack/record-status/nim.sh: the object the NVIDIA NIM operator
-# $release (github.com/NVIDIA/k8s-nim-operator commit $commit) wrote, its controller running on
-# gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler,
-# kwok 0.7 nodes). Failed: spec.storage.nimCache names a NIMCache that does not exist
-# (internal/controller/platform/standalone/nimservice.go reconcileNIMService, NIMCacheNotFound).
-# Spec as created: the upstream Workload Map recording's (../running) without the fields the
-# operator defaults, its model store that missing NIMCache (generation 2: the defaults written).
-HDR
-  snapshot nimservice karta-e2e-nim default
-} >"$out/failed/manifest.yaml"
-echo "recorded $out/failed"
+snapshot nimservice karta-e2e-nim default | record_to "$out/failed" \
+  "recorded $(date -u +%F) by hack/record-status/nim.sh: the object the NVIDIA NIM operator $release (github.com/NVIDIA/k8s-nim-operator commit $commit) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes)." \
+  "Failed: spec.storage.nimCache names a NIMCache that does not exist (internal/controller/platform/standalone/nimservice.go reconcileNIMService, NIMCacheNotFound). Spec as created: the upstream Workload Map recording's (../running) without the fields the operator defaults, its model store that missing NIMCache (generation 2: the defaults written)."
