@@ -36,7 +36,7 @@ health: {healthProbeBindAddress: "0"}
 YAML
 "$OPERATOR_BIN" --config "$dir/lws-config.yaml" >"$dir/operator.log" 2>&1 &
 op=$!
-trap 'kill $op 2>/dev/null; wait $op 2>/dev/null; stop_cluster' EXIT
+trap 'kill $op 2>/dev/null || true; wait $op 2>/dev/null || true; stop_cluster' EXIT
 wait_for "(exec 3<>/dev/tcp/127.0.0.1/$port)" 120
 webhook_register "$OPERATOR_SRC/config/webhook/manifests.yaml" "$port" "$dir/certs"
 
@@ -44,7 +44,7 @@ webhook_register "$OPERATOR_SRC/config/webhook/manifests.yaml" "$port" "$dir/cer
 # first is caught by a watch started before the object is created.
 "$KUBEBUILDER_ASSETS/kubectl" get disaggregatedsets -n default -w -o json >"$dir/watch.json" &
 watch=$!
-trap 'kill $op $watch 2>/dev/null; wait $op $watch 2>/dev/null; stop_cluster' EXIT
+trap 'kill $op $watch 2>/dev/null || true; wait $op $watch 2>/dev/null || true; stop_cluster' EXIT
 kubectl apply -f "$OPERATOR_SRC/config/samples/disaggregatedset_v1_disaggregatedset.yaml" >/dev/null
 cond() { kubectl get disaggregatedset disaggregatedset-sample -n default -o jsonpath="{.status.conditions[?(@.type==\"$1\")].status}"; }
 record() { record_to "$out/$1" "recorded $(date -u +%F) by hack/record-status/disaggregatedset.sh: the object the LWS controller manager (github.com/kubernetes-sigs/lws commit $commit, after v0.10.0) wrote, its controllers and webhooks running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes)." "$2 Spec: config/samples/disaggregatedset_v1_disaggregatedset.yaml (commit $commit)."; }

@@ -45,7 +45,7 @@ webhook_certs "$dir/tmp/k8s-webhook-server/serving-certs"
 TMPDIR=$dir/tmp POD_NAMESPACE=kserve "$OPERATOR_BIN" --webhook-port "$port" --metrics-addr 0 \
   --health-probe-addr 0 >"$dir/operator.log" 2>&1 &
 op=$!
-trap 'kill $op 2>/dev/null; wait $op 2>/dev/null; stop_cluster' EXIT
+trap 'kill $op 2>/dev/null || true; wait $op 2>/dev/null || true; stop_cluster' EXIT
 wait_for "(exec 3<>/dev/tcp/127.0.0.1/$port)" 120
 webhook_register "$OPERATOR_SRC/config/webhook/manifests.yaml" "$port" "$dir/tmp/k8s-webhook-server/serving-certs"
 

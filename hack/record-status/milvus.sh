@@ -39,7 +39,7 @@ cp "$HELM_VALUES" "$dir/operator/config/assets/charts/values.yaml"
 (cd "$dir/operator" && exec "$OPERATOR_BIN" --health-probe-bind-address=0 --metrics-bind-address=0 \
   --namespace default) >"$dir/operator.log" 2>&1 &
 op=$!
-trap 'kill $op $etcd 2>/dev/null; wait $op $etcd 2>/dev/null; stop_cluster' EXIT
+trap 'kill $op $etcd 2>/dev/null || true; wait $op $etcd 2>/dev/null || true; stop_cluster' EXIT
 
 kubectl create secret generic milvus-storage -n default --from-literal=accesskey=account \
   --from-literal=secretkey=key >/dev/null

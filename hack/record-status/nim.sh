@@ -25,7 +25,7 @@ linked=
 if [[ ! -e /manifests ]]; then ln -s "$OPERATOR_SRC/manifests" /manifests && linked=1; fi
 "$OPERATOR_BIN" --health-probe-bind-address=0 --metrics-bind-address=0 >"$dir/operator.log" 2>&1 &
 op=$!
-trap 'kill $op 2>/dev/null; wait $op 2>/dev/null; [[ -z $linked ]] || rm -f /manifests; stop_cluster' EXIT
+trap 'kill $op 2>/dev/null || true; wait $op 2>/dev/null || true; [[ -z $linked ]] || rm -f /manifests; stop_cluster' EXIT
 
 # The upstream Workload Map recording's spec (../running), its model store a missing NIMCache.
 kubectl apply -f - >/dev/null <<'YAML'
