@@ -125,21 +125,10 @@ var noRecording = map[string]map[definitions.Status]string{
 	"milvus-io-milvus-v1beta1": {
 		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of milvus-operator 1.3.x hold initializing and running only, and no doc or issue thread prints a Stopped Milvus; its unit test asserts Stopped in Go (pkg/controllers/status_cluster_test.go)",
 	},
-	"nvidia-com-dynamographdeployment-v1alpha1": {
-		definitions.StatusFailed: "the upstream Workload Map and Karta recordings of Dynamo 1.2.1 hold initializing and running only (no failed flow), and issue threads (dynamo#3567, airunway#23) show successful or pending objects only",
-	},
-	"nvidia-com-dynamographdeployment-v1beta1": {
-		definitions.StatusRunning: dgdV1beta1NoRecording,
-		definitions.StatusFailed:  dgdV1beta1NoRecording,
-	},
 	"serving-kserve-io-inferenceservice-v1beta1": {
 		definitions.StatusSuspended: "the upstream Workload Map and Karta recordings of KServe v0.13 to v0.20 hold running and failed InferenceServices only (the stopped flow is recorded for LLMInferenceService), and the stop pull requests (kserve#4337, #4455) hold no stopped object in the stored threads; its envtest asserts Stopped True in Go (pkg/controller/v1beta1/inferenceservice/controller_test.go)",
 	},
 }
-
-const (
-	dgdV1beta1NoRecording = "the upstream recordings drive the v1alpha1 DynamoGraphDeployment only (Dynamo 1.4.x is skipped, AviadHayumi/workload-map real-data/SKIPPED.md), and no v1beta1 object was found in docs or issue threads"
-)
 
 // statusSnapshot is one corpus case: the definition it names, the expected words and what the
 // catalog gives.
