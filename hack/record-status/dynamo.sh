@@ -32,7 +32,7 @@ corpus=definitions/catalog/tests/status/nvidia-com-dynamographdeployment
 work=$(mktemp -d /tmp/record-dynamo.XXXX)
 rel=$(yq -r .appVersion "$OPERATOR_SRC/deploy/helm/charts/platform/components/operator/Chart.yaml")
 sha=$(git -C "$OPERATOR_SRC" rev-parse --short=9 HEAD)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 start_cluster "$work" --crds "$op/config/crd/bases"
 

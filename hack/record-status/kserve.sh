@@ -21,7 +21,7 @@ source hack/record-status/webhooks.sh
 dir=${1:-$(mktemp -d /tmp/record-kserve.XXXX)}
 out=definitions/catalog/tests/status/serving-kserve-io-inferenceservice-v1beta1
 release=$(git -C "$OPERATOR_SRC" describe --tags --always) commit=$(git -C "$OPERATOR_SRC" rev-parse --short HEAD)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 start_cluster "$dir" --crds "$OPERATOR_SRC/config/crd/full/serving.kserve.io_inferenceservices.yaml" \
   --crds "$OPERATOR_SRC/config/crd/full/serving.kserve.io_servingruntimes.yaml" \

@@ -10,6 +10,7 @@
 #   pod_crashloop NS NAME RESTARTS [CODE] a restartPolicy OnFailure/Always pod whose container
 #                                        exited CODE RESTARTS times: Running, CrashLoopBackOff
 #   pods NS SELECTOR                     names of the pods matching a label selector
+#   free_port                            a TCP port on 127.0.0.1 free a moment ago
 #   wait_for 'SHELL CONDITION' SECONDS   poll every second until the condition holds, or fail
 #   snapshot RESOURCE NAME NS            the object as YAML, without managedFields, resourceVersion,
 #                                        uid and kubectl's last-applied annotation
@@ -69,6 +70,9 @@ pod_crashloop() {
 
 pod_succeed() { pod_exit "$1" "$2" 0; }
 pod_fail() { pod_exit "$1" "$2" "${3:-1}"; }
+
+# free_port: a TCP port on 127.0.0.1 free a moment ago (for an operator's webhook or metrics server).
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 pods() { kubectl get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'; }
 

@@ -26,7 +26,6 @@ out=definitions/catalog/tests/status/milvus-io-milvus-v1beta1
 release=$(git -C "$OPERATOR_SRC" describe --tags --match 'v*' --always) commit=$(git -C "$OPERATOR_SRC" rev-parse --short HEAD)
 
 start_cluster "$dir" --crds "$OPERATOR_SRC/config/crd/bases"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 etcd_port=$(free_port) peer=http://127.0.0.1:$(free_port)
 "$KUBEBUILDER_ASSETS/etcd" --data-dir "$dir/milvus-etcd" --listen-peer-urls "$peer" \
   --initial-advertise-peer-urls "$peer" --initial-cluster "default=$peer" \

@@ -25,7 +25,6 @@ JOBSET_TAG=$(git -C "$JOBSET_SRC" describe --tags) JOBSET_SHA=$(git -C "$JOBSET_
 start_cluster "$W" --crds "$JOBSET_SRC/config/components/crd/bases" \
   $(printf -- '--crds %s ' "$TRAINER_SRC"/manifests/base/crds/trainer.kubeflow.org_*.yaml)
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # One serving certificate for both webhook servers (127.0.0.1); trainer reads it from
 # $TMPDIR/k8s-webhook-server/serving-certs (controller-runtime's default), jobset from its config.

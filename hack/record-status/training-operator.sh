@@ -38,7 +38,7 @@ kubectl create secret generic training-operator-webhook-cert -n kubeflow >/dev/n
 mkdir -p /tmp/k8s-webhook-server # the mount point only; the operator sees $work/certs there
 unshare -m --propagation private sh -c 'mount --bind "$1/certs" /tmp/k8s-webhook-server && shift && exec "$@"' _ "$work" \
   env MY_POD_NAMESPACE=kubeflow "$OPERATOR_BIN" --enable-scheme=mpijob --enable-scheme=paddlejob \
-  --metrics-bind-address=0 --health-probe-bind-address=0 --webhook-server-port=$((20000 + RANDOM % 20000)) \
+  --metrics-bind-address=0 --health-probe-bind-address=0 --webhook-server-port=$(free_port) \
   >"$work/operator.log" 2>&1 &
 OPERATOR_PID=$!
 trap 'kill $OPERATOR_PID 2>/dev/null || true; wait $OPERATOR_PID 2>/dev/null || true; stop_cluster' EXIT
