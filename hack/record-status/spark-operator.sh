@@ -38,15 +38,22 @@ kubectl create serviceaccount spark-operator-spark
 # record DEFINITION/STATE HOW: write the object YAML on stdin into that corpus case.
 record() { record_to "$status/$1" "recorded $(date -u +%F) by hack/record-status/spark-operator.sh: the object the Kubeflow Spark operator $rel (github.com/kubeflow/spark-operator commit $sha) wrote, its controller running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set no pod phase: kwok ran the pods)." "$2"; }
 
+# apply_watched RESOURCE WATCHFILE MANIFEST CONDITION: apply MANIFEST with a watch of RESOURCE
+# writing every version to WATCHFILE (for watched), until CONDITION holds (60 s at most).
+apply_watched() {
+  "$KUBEBUILDER_ASSETS/kubectl" get "$1" -w -o json >"$2" 2>/dev/null &
+  local watch=$!
+  kubectl apply -f "$3"
+  wait_for "$4" 60
+  kill $watch
+}
+
 # SparkApplication: examples/spark-pi.yaml with spec.suspend: true, as a queueing system (Kueue)
 # creates one it has not admitted yet.
 app=sparkoperator-k8s-io-sparkapplication-v1beta2
 yq -y '.spec.suspend = true' "$OPERATOR_SRC/examples/spark-pi.yaml" >"$work/spark-pi.yaml"
-"$KUBEBUILDER_ASSETS/kubectl" get sparkapplications -w -o json >"$work/app-watch.json" 2>/dev/null &
-watch=$!
-kubectl apply -f "$work/spark-pi.yaml"
-wait_for '[[ $(kubectl get sparkapplication spark-pi -o jsonpath="{.status.applicationState.state}") == SUSPENDED ]]' 60
-kill $watch
+apply_watched sparkapplications "$work/app-watch.json" "$work/spark-pi.yaml" \
+  '[[ $(kubectl get sparkapplication spark-pi -o jsonpath="{.status.applicationState.state}") == SUSPENDED ]]'
 snapshot sparkapplication spark-pi default | record $app/suspended "Created as examples/spark-pi.yaml with spec.suspend: true: the controller never submitted it (no spark-submit), wrote SUSPENDING (Reconcile, transitionToSuspending) and, with no driver or executor to delete, SUSPENDED (reconcileSuspendingSparkApplication)."
 watched "$work/app-watch.json" '.status.applicationState.state == "SUSPENDING"' |
   record $app/suspending "Created as examples/spark-pi.yaml with spec.suspend: true. This is the version of the object (from a watch) in which the controller had written SUSPENDING (Reconcile, transitionToSuspending), before reconcileSuspendingSparkApplication deleted its (absent) driver and wrote SUSPENDED."
@@ -54,11 +61,8 @@ watched "$work/app-watch.json" '.status.applicationState.state == "SUSPENDING"' 
 # SparkConnect: examples/sparkconnect/spark-connect.yaml. The controller creates the server pod
 # and writes NotReady; kwok runs the pod, it becomes Ready, and the controller writes Ready.
 conn=sparkoperator-k8s-io-sparkconnect-v1alpha1
-"$KUBEBUILDER_ASSETS/kubectl" get sparkconnects -w -o json >"$work/conn-watch.json" 2>/dev/null &
-watch=$!
-kubectl apply -f "$OPERATOR_SRC/examples/sparkconnect/spark-connect.yaml"
-wait_for '[[ $(kubectl get sparkconnect spark-connect -o jsonpath="{.status.state}") == Ready ]]' 60
-kill $watch
+apply_watched sparkconnects "$work/conn-watch.json" "$OPERATOR_SRC/examples/sparkconnect/spark-connect.yaml" \
+  '[[ $(kubectl get sparkconnect spark-connect -o jsonpath="{.status.state}") == Ready ]]'
 snapshot sparkconnect spark-connect default | record $conn/running "Created as examples/sparkconnect/spark-connect.yaml: the controller created the server pod; kube-scheduler bound it, kwok ran it and made it Ready, and the controller wrote ServerPodReady True, state Ready (createOrUpdateServerPod)."
 watched "$work/conn-watch.json" '.status.state == "NotReady"' |
   record $conn/initializing-not-ready "Created as examples/sparkconnect/spark-connect.yaml. This is the first version of the object (from a watch) the controller wrote: it had just created the server pod, not bound or ready yet, so ServerPodReady False, state NotReady (createOrUpdateServerPod)."
