@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -17,10 +20,7 @@ import (
 // carries it (never a finding, a grouper in dry-run, or an older grouper).
 func healthOf(obj *unstructured.Unstructured, pgs []*v2alpha2.PodGroup) *findings.Health {
 	for _, pg := range pgs {
-		owned := false
-		for _, ref := range pg.OwnerReferences {
-			owned = owned || ref.UID == obj.GetUID()
-		}
+		owned := slices.ContainsFunc(pg.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == obj.GetUID() })
 		v, ok := pg.Annotations[findings.HealthAnnotation]
 		if !owned || !ok {
 			continue
@@ -127,13 +127,8 @@ func (c *kubeClients) clusterFindings(ctx context.Context) (map[string][]string,
 	return out, nil
 }
 
-// firstOf returns the least of m's values: the example a line names, the same at every run.
+// firstOf returns the least of m's values (m is not empty): the example a line names, the same
+// at every run.
 func firstOf(m map[string]string) string {
-	var first string
-	for _, v := range m {
-		if first == "" || v < first {
-			first = v
-		}
-	}
-	return first
+	return slices.Min(slices.Collect(maps.Values(m)))
 }

@@ -1,11 +1,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -78,11 +80,8 @@ func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Wri
 	if err != nil {
 		return fail(ExitProblems, "listing %s: %v", m.Resource.GroupResource(), err)
 	}
-	sort.Slice(objs, func(i, j int) bool {
-		if objs[i].GetNamespace() != objs[j].GetNamespace() {
-			return objs[i].GetNamespace() < objs[j].GetNamespace()
-		}
-		return objs[i].GetName() < objs[j].GetName()
+	slices.SortFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
 	doc := getDocument{Workloads: []*workloadView{}}
 	if len(objs) > 0 {

@@ -127,15 +127,10 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 // grouperContainer is the Deployment's container named "grouper" (the chart's), else the first.
 func grouperContainer(d *appsv1.Deployment) *corev1.Container {
 	cs := d.Spec.Template.Spec.Containers
-	for i := range cs {
-		if cs[i].Name == "grouper" {
-			return &cs[i]
-		}
+	if len(cs) == 0 {
+		return nil
 	}
-	if len(cs) > 0 {
-		return &cs[0]
-	}
-	return nil
+	return &cs[max(0, slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == "grouper" }))]
 }
 
 // mountedConfigMap is the ConfigMap mounted at path (or a directory above it) in ctr, or "".

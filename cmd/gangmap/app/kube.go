@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,14 +78,15 @@ type ownerEntry struct {
 	found bool
 }
 
-// connect loads the kubeconfig and builds the clients. Errors are *configError (unusable input).
+// connect loads the kubeconfig and builds the clients. Errors say why the kubeconfig does not
+// load (configError: unusable input).
 func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, &configError{err}
+		return nil, configError(err)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = clusterRequestTimeout
@@ -96,18 +98,14 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 		}
 	}
 	c := &kubeClients{config: cfg, namespace: ns, grouperNamespace: k.grouperNamespace, owners: map[types.UID]*ownerEntry{}}
-	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		return nil, &configError{err}
-	}
-	if c.metadata, err = metadata.NewForConfig(cfg); err != nil {
-		return nil, &configError{err}
-	}
-	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, &configError{err}
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, &configError{err}
+	var errs [4]error
+	var disc *discovery.DiscoveryClient
+	c.dynamic, errs[0] = dynamic.NewForConfig(cfg)
+	c.metadata, errs[1] = metadata.NewForConfig(cfg)
+	c.kube, errs[2] = kubernetes.NewForConfig(cfg)
+	disc, errs[3] = discovery.NewDiscoveryClientForConfig(cfg)
+	if err := cmp.Or(errs[:]...); err != nil {
+		return nil, configError(err) // the first one
 	}
 	c.discovery = memory.NewMemCacheClient(disc)
 	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(c.discovery), c.discovery, func(s string) {
@@ -299,17 +297,14 @@ const clusterRequestTimeout = 30 * time.Second
 // errNoKartaCRD says the cluster does not serve the Karta resource.
 var errNoKartaCRD = errors.New("the Karta CRD is not installed")
 
-// configError is a kubeconfig that does not load: unusable input, not a cluster problem.
-type configError struct{ err error }
-
-func (e *configError) Error() string {
-	if clientcmd.IsEmptyConfig(e.err) {
+// configError says why a kubeconfig does not load: unusable input, not a cluster problem.
+func configError(err error) error {
+	if clientcmd.IsEmptyConfig(err) {
 		// client-go's own text suggests KUBERNETES_MASTER, which nothing here reads.
-		return "no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config"
+		return errors.New("no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config")
 	}
-	return "loading the kubeconfig: " + e.err.Error()
+	return fmt.Errorf("loading the kubeconfig: %w", err)
 }
-func (e *configError) Unwrap() error { return e.err }
 
 // listKartas lists every Karta of the cluster through client and converts each with
 // definitions.FromUnstructured. A Karta that does not convert is reported on warn and skipped.

@@ -180,10 +180,10 @@ func existingShape(pg *v2alpha2.PodGroup) *podGroupShape {
 // differences lists, one line each, where the existing gang differs from the planned one.
 func differences(planned, existing *podGroupShape) []string {
 	var out []string
-	if !eqInt(planned.MinMember, existing.MinMember) {
+	if !ptr.Equal(planned.MinMember, existing.MinMember) {
 		out = append(out, fmt.Sprintf("minMember: planned %s, existing %s", optInt(planned.MinMember), optInt(existing.MinMember)))
 	}
-	if !eqInt(planned.MinSubGroup, existing.MinSubGroup) {
+	if !ptr.Equal(planned.MinSubGroup, existing.MinSubGroup) {
 		out = append(out, fmt.Sprintf("minSubGroup: planned %s, existing %s", optInt(planned.MinSubGroup), optInt(existing.MinSubGroup)))
 	}
 	want := map[string]subGroupShape{}
@@ -197,7 +197,7 @@ func differences(planned, existing *podGroupShape) []string {
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("sub-group %s: not planned", sg.Name))
-		case !eqInt(w.MinMember, sg.MinMember) || !eqInt(w.MinSubGroup, sg.MinSubGroup) || w.Parent != sg.Parent:
+		case !ptr.Equal(w.MinMember, sg.MinMember) || !ptr.Equal(w.MinSubGroup, sg.MinSubGroup) || w.Parent != sg.Parent:
 			out = append(out, fmt.Sprintf("sub-group %s: planned %s, existing %s", sg.Name, subGroupText(w), subGroupText(sg)))
 		}
 	}
@@ -218,11 +218,4 @@ func subGroupText(sg subGroupShape) string {
 		s += ", parent " + sg.Parent
 	}
 	return s
-}
-
-func eqInt(a, b *int32) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }

@@ -9,29 +9,16 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gangmap/gangmap/definitions"
 )
 
 // checkMisses fails on every path that resolved to nothing and is not listed in allowed, and on
 // every listed path that did resolve.
 func checkMisses(v *workloadView, allowed []string) []string {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, m := range v.misses {
-		seen[m.Path] = true
-		if !ok[m.Path] {
-			out = append(out, fmt.Sprintf("path resolved to nothing on the workload: %s (%s)\n  (a misspelt or renamed field? if expected, list it under misses in %s)", m.Path, m.Expression, testExpectFile))
-		}
-	}
-	for _, a := range allowed {
-		if !seen[a] && v.compiled != nil {
-			out = append(out, fmt.Sprintf("expected path %s to resolve to nothing (misses in %s), but it resolved", a, testExpectFile))
-		}
-	}
-	return out
+	return checkListed(v, v.misses, allowed, func(m definitions.PathMiss) (string, string) {
+		return m.Path, fmt.Sprintf("path resolved to nothing on the workload: %s (%s)\n  (a misspelt or renamed field? if expected, list it under misses in %s)", m.Path, m.Expression, testExpectFile)
+	}, "expected path %s to resolve to nothing (misses in %s), but it resolved")
 }
 
 // yamlDiff is a unified diff of want and got written as YAML (the language of expect.yaml), or ""
@@ -62,21 +49,30 @@ func yamlDiff(want, got any) string {
 // resolves (issue 31 point 1). A default for a field the workload simply omits (no near key: an
 // optional field such as LWS subGroupPolicy) is the default's purpose: a plan note, no failure.
 func checkDefaults(v *workloadView, allowed []string) []string {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
+	return checkListed(v, v.defaults, allowed, func(h hiddenDefault) (string, string) {
+		if h.Suggest == "" {
+			return h.Field, ""
+		}
+		return h.Field, fmt.Sprintf("a default stood in for a path that resolved to nothing: %s\n  (a misspelt or renamed field? if the workload omits it on purpose, list %s under defaults in %s)", h, h.Field, testExpectFile)
+	}, "expected a default to stand in at %s (defaults in %s), but its path resolved")
+}
+
+// checkListed fails on every item of got whose key (by keyed) is not in allowed and whose
+// failure text (by keyed) is not "", and, when the view has a definition, on every key of allowed
+// no item has (unseen, formatted with the key and expect.yaml's name).
+func checkListed[T any](v *workloadView, got []T, allowed []string, keyed func(T) (key, failure string), unseen string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, h := range v.defaults {
-		seen[h.Field] = true
-		if !ok[h.Field] && h.Suggest != "" {
-			out = append(out, fmt.Sprintf("a default stood in for a path that resolved to nothing: %s\n  (a misspelt or renamed field? if the workload omits it on purpose, list %s under defaults in %s)", h, h.Field, testExpectFile))
+	for _, x := range got {
+		key, failure := keyed(x)
+		seen[key] = true
+		if failure != "" && !slices.Contains(allowed, key) {
+			out = append(out, failure)
 		}
 	}
 	for _, a := range allowed {
 		if !seen[a] && v.compiled != nil {
-			out = append(out, fmt.Sprintf("expected a default to stand in at %s (defaults in %s), but its path resolved", a, testExpectFile))
+			out = append(out, fmt.Sprintf(unseen, a, testExpectFile))
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,13 +137,7 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) 
 	}
 	if filter != nil {
 		all := len(cases)
-		kept := cases[:0]
-		for _, c := range cases {
-			if filter.MatchString(c.name) {
-				kept = append(kept, c)
-			}
-		}
-		cases = kept
+		cases = slices.DeleteFunc(cases, func(c testCase) bool { return !filter.MatchString(c.name) })
 		if len(cases) == 0 {
 			return fail(ExitUnusable, "--run %q matches none of the %d test cases in %s", o.filter, all, strings.Join(dirs, ", "))
 		}
@@ -399,14 +394,7 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		diff("placements", kept, got)
 	}
 	for _, n := range want.Notes {
-		found := false
-		for _, g := range v.Notes {
-			if strings.Contains(g, n) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.ContainsFunc(v.Notes, func(g string) bool { return strings.Contains(g, n) }) {
 			out = append(out, fmt.Sprintf("notes: no note contains %q; notes: %q", n, v.Notes))
 		}
 	}

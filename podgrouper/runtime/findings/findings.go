@@ -33,10 +33,10 @@
 package findings
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -163,18 +163,13 @@ func Summary(fs []Finding) string {
 // sortFindings orders findings by Reasons order, then role.
 func sortFindings(fs []Finding) {
 	rank := func(r Reason) int {
-		for i, x := range Reasons {
-			if x == r {
-				return i
-			}
+		if i := slices.Index(Reasons, r); i >= 0 {
+			return i
 		}
 		return len(Reasons)
 	}
-	sort.SliceStable(fs, func(i, j int) bool {
-		if ri, rj := rank(fs[i].Reason), rank(fs[j].Reason); ri != rj {
-			return ri < rj
-		}
-		return fs[i].Role < fs[j].Role
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(rank(a.Reason), rank(b.Reason)), strings.Compare(a.Role, b.Role))
 	})
 }
 

@@ -27,19 +27,9 @@ type Definition struct {
 	KartaUID types.UID
 }
 
-// Observation is what the pod controller saw of one pod of a workload gangmap groups.
-type Observation struct {
-	// Owner is the top owner's UID.
-	Owner types.UID
-	// Role is the pod's role in the plan (its sub-group name), or "" when the definition places
-	// the pod in no role (Unclaimed) or in a role that is in no gang.
-	Role string
-	// Unclaimed says no component's podSelector matched the pod.
-	Unclaimed bool
-	// Terminal says the pod has finished (phase Succeeded or Failed): it was created, but no
-	// longer runs.
-	Terminal bool
-}
+// Observation is what the pod controller saw of one pod of a workload gangmap groups (the
+// record the Tracker keeps of it in the podbook.Book).
+type Observation = podbook.Finding
 
 // Tracker keeps, per top owner, the plan's desired and required pods per role and counters of
 // the pods seen. Every method is safe for concurrent use and costs a map lookup and a few
@@ -111,14 +101,6 @@ func NewTrackerIn(pods *podbook.Book) *Tracker {
 
 // since is the time as a duration since the epoch.
 func (t *Tracker) since(now time.Time) time.Duration { return now.Sub(t.epoch) }
-
-func (o Observation) finding() *podbook.Finding {
-	return &podbook.Finding{Owner: o.Owner, Role: o.Role, Unclaimed: o.Unclaimed, Terminal: o.Terminal}
-}
-
-func observation(f podbook.Finding) Observation {
-	return Observation{Owner: f.Owner, Role: f.Role, Unclaimed: f.Unclaimed, Terminal: f.Terminal}
-}
 
 // SetPlan records the workload's current plan (a no-op when it is the same plan). Roles keep
 // their counters; a role's desired and required counts follow the new plan, and its timers
@@ -221,8 +203,7 @@ func (rs *roleState) update(at time.Duration, createdChanged bool) {
 func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if f, ok := t.pods.SwapFinding(pod, o.finding()); ok {
-		old := observation(f)
+	if old, ok := t.pods.SwapFinding(pod, &o); ok {
 		if old == o {
 			return
 		}
@@ -288,8 +269,8 @@ func (t *Tracker) NoteUnclaimed(owner types.UID, pod string, labels map[string]s
 func (t *Tracker) Forget(pod types.NamespacedName, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if f, ok := t.pods.SwapFinding(pod, nil); ok {
-		t.removeLocked(pod, observation(f), now)
+	if old, ok := t.pods.SwapFinding(pod, nil); ok {
+		t.removeLocked(pod, old, now)
 	}
 }
 

@@ -21,13 +21,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Finding is the findings' observation of a pod (see findings.Observation): its top owner, its
-// role in the plan, whether no component claimed it and whether it has finished.
+// Finding is the findings' observation of a pod (findings.Observation): what the pod controller
+// saw of one pod of a workload gangmap groups.
 type Finding struct {
-	Owner     types.UID
-	Role      string
+	// Owner is the top owner's UID.
+	Owner types.UID
+	// Role is the pod's role in the plan (its sub-group name), or "" when the definition places
+	// the pod in no role (Unclaimed) or in a role that is in no gang.
+	Role string
+	// Unclaimed says no component's podSelector matched the pod.
 	Unclaimed bool
-	Terminal  bool
+	// Terminal says the pod has finished (phase Succeeded or Failed): it was created, but no
+	// longer runs.
+	Terminal bool
 }
 
 // Metric is the workload metrics' record of a pod: the top owner it counts under (and Serial, the

@@ -126,8 +126,7 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		log.Info("Dry-run: the onboarding policy would set on the pod", "changes", len(changes))
 		return nil, nil
 	}
-	ops := onboardOps(pod, changes)
-	applyChanges(pod, changes)
+	ops := onboardPod(pod, changes)
 	log.V(1).Info("Pod onboarded", "changes", len(changes), "problem", match.Problem, "dryRunRequest", dryRunRequest)
 	if report {
 		o.reportOnboarded(ref, match.Rule, match.Problem, pod.Spec.SchedulerName)
@@ -168,52 +167,38 @@ func stringMap(m map[string]string) map[string]any {
 	return out
 }
 
-// onboardOps are the JSON patch operations of changes on the pod as admitted (before applyChanges):
-// `add` of /spec/schedulerName, of each label and annotation, or of the whole map when the pod has
-// none. Nothing else of the pod is touched.
-func onboardOps(pod *corev1.Pod, changes []onboard.Change) []patchOp {
+// onboardPod makes changes on the typed pod and returns their JSON patch operations on the pod as
+// admitted: `add` of /spec/schedulerName, of each label and annotation, or of the whole map when
+// the pod has none. Nothing else of the pod is touched.
+func onboardPod(pod *corev1.Pod, changes []onboard.Change) []patchOp {
 	var ops []patchOp
 	labels, annotations := map[string]string{}, map[string]string{}
 	for _, c := range changes {
 		switch {
 		case len(c.Path) == 2 && c.Path[0] == "spec" && c.Path[1] == "schedulerName":
 			ops = append(ops, patchOp{Op: "add", Path: "/spec/schedulerName", Value: c.New})
+			pod.Spec.SchedulerName = c.New
 		case len(c.Path) == 3 && c.Path[1] == "labels":
 			labels[c.Path[2].(string)] = c.New
 		case len(c.Path) == 3 && c.Path[1] == "annotations":
 			annotations[c.Path[2].(string)] = c.New
 		}
 	}
-	ops = addKeys(ops, "/metadata/labels", pod.Labels, labels)
-	return addKeys(ops, "/metadata/annotations", pod.Annotations, annotations)
+	ops = addKeys(ops, "/metadata/labels", &pod.Labels, labels)
+	return addKeys(ops, "/metadata/annotations", &pod.Annotations, annotations)
 }
 
-// addKeys appends the operations that set want in the map at path (cur: the pod's map, nil when
-// absent): the whole map when absent, else an `add` per key, in key order (setKeys: each key of
-// want is one the onboarding changes, absent or different in cur).
-func addKeys(ops []patchOp, path string, cur, want map[string]string) []patchOp {
+// addKeys appends the operations that set want in the map *m (the pod's, nil when absent): the
+// whole map when absent, else an `add` per key, in key order (setKeys: each key of want is one
+// the onboarding changes, absent or different in *m); then sets them in *m.
+func addKeys(ops []patchOp, path string, m *map[string]string, want map[string]string) []patchOp {
 	if len(want) == 0 {
 		return ops
 	}
-	return setKeys(ops, path, cur, want, slices.Sorted(maps.Keys(want))...)
-}
-
-// applyChanges makes changes on the typed pod.
-func applyChanges(pod *corev1.Pod, changes []onboard.Change) {
-	for _, c := range changes {
-		switch {
-		case len(c.Path) == 2 && c.Path[1] == "schedulerName":
-			pod.Spec.SchedulerName = c.New
-		case len(c.Path) == 3 && c.Path[1] == "labels":
-			if pod.Labels == nil {
-				pod.Labels = map[string]string{}
-			}
-			pod.Labels[c.Path[2].(string)] = c.New
-		case len(c.Path) == 3 && c.Path[1] == "annotations":
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[c.Path[2].(string)] = c.New
-		}
+	ops = setKeys(ops, path, *m, want, slices.Sorted(maps.Keys(want))...)
+	if *m == nil {
+		*m = make(map[string]string, len(want))
 	}
+	maps.Copy(*m, want)
+	return ops
 }
