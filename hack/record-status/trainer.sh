@@ -15,35 +15,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source hack/record-status/lib.sh
-: "${TRAINER_BIN:?}" "${TRAINER_SRC:?}" "${JOBSET_BIN:?}" "${JOBSET_SRC:?}"
+source hack/record-status/webhooks.sh
+source hack/record-status/jobset-lib.sh
+: "${TRAINER_BIN:?}" "${TRAINER_SRC:?}"
 W=$(realpath -m "${1:-$(mktemp -d)}")
 OUT=definitions/catalog/tests/status/trainer-kubeflow-org-trainjob-v1alpha1
 NS=default
 TRAINER_TAG=$(git -C "$TRAINER_SRC" describe --tags) TRAINER_SHA=$(git -C "$TRAINER_SRC" rev-parse HEAD)
-JOBSET_TAG=$(git -C "$JOBSET_SRC" describe --tags) JOBSET_SHA=$(git -C "$JOBSET_SRC" rev-parse HEAD)
 
-start_cluster "$W" --crds "$JOBSET_SRC/config/components/crd/bases" \
+start_cluster "$W" --crds "$JOBSET_CRDS" \
   $(printf -- '--crds %s ' "$TRAINER_SRC"/manifests/base/crds/trainer.kubeflow.org_*.yaml)
 
-
 # One serving certificate for both webhook servers (127.0.0.1); trainer reads it from
-# $TMPDIR/k8s-webhook-server/serving-certs (controller-runtime's default), jobset from its config.
+# $TMPDIR/k8s-webhook-server/serving-certs (controller-runtime's default).
 CERTS=$W/tmp/k8s-webhook-server/serving-certs
-mkdir -p "$CERTS"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-  -keyout "$CERTS/tls.key" -out "$CERTS/tls.crt" 2>/dev/null
-CA=$(base64 -w0 "$CERTS/tls.crt")
+webhook_certs "$CERTS"
+trap 'kubectl get trainjobs,jobsets,jobs,pods -A -o yaml >"$W/objects.yaml" 2>&1; kill ${TRAINER_PID:-} ${JOBSET_PID:-} 2>/dev/null || true
+  wait ${TRAINER_PID:-} ${JOBSET_PID:-} 2>/dev/null || true; stop_cluster' EXIT
+start_jobset "$W" "$CERTS"
 
-JS_HOOK=$(free_port) JS_HEALTH=$(free_port) TR_HOOK=$(free_port) TR_HEALTH=$(free_port)
-cat >"$W/jobset-config.yaml" <<EOF
-apiVersion: config.jobset.x-k8s.io/v1alpha1
-kind: Configuration
-webhook: {port: $JS_HOOK, host: 127.0.0.1, certDir: $CERTS}
-metrics: {bindAddress: "0"}
-health: {healthProbeBindAddress: "127.0.0.1:$JS_HEALTH"}
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-EOF
+TR_HOOK=$(free_port) TR_HEALTH=$(free_port)
 cat >"$W/trainer-config.yaml" <<EOF
 apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
@@ -53,23 +44,10 @@ health: {healthProbeBindAddress: "127.0.0.1:$TR_HEALTH", readinessEndpointName: 
 leaderElection: {leaderElect: false}
 certManagement: {enable: false}
 EOF
-"$JOBSET_BIN" --config="$W/jobset-config.yaml" --kubeconfig="$KUBECONFIG" >"$W/jobset.log" 2>&1 &
-JOBSET_PID=$!
 TMPDIR=$W/tmp "$TRAINER_BIN" --config="$W/trainer-config.yaml" --kubeconfig="$KUBECONFIG" --zap-log-level=2 >"$W/trainer.log" 2>&1 &
 TRAINER_PID=$!
-trap 'kubectl get trainjobs,jobsets,jobs,pods -A -o yaml >"$W/objects.yaml" 2>&1; kill $TRAINER_PID $JOBSET_PID 2>/dev/null
-  wait $TRAINER_PID $JOBSET_PID 2>/dev/null; stop_cluster' EXIT
-wait_for "curl -sf http://127.0.0.1:$JS_HEALTH/readyz" 120
 wait_for "curl -sf http://127.0.0.1:$TR_HEALTH/readyz" 120
-
-# The operators' webhook configurations, their Service replaced by the local URL.
-webhooks() { # FILE PORT PREFIX
-  sed -e "s|^    service:\$|    caBundle: $CA|" -e '/^      name: webhook-service$/d' -e '/^      namespace: system$/d' \
-    -e "s|^      path: \(.*\)|    url: https://127.0.0.1:$2\1|" -e "s|^  name: \(.*-webhook-configuration\)\$|  name: $3-\1|" "$1"
-}
-{ webhooks "$JOBSET_SRC/config/components/webhook/manifests.yaml" "$JS_HOOK" jobset
-  webhooks "$TRAINER_SRC/manifests/base/webhook/manifests.yaml" "$TR_HOOK" trainer; } >"$W/webhooks.yaml"
-kubectl apply -f "$W/webhooks.yaml" >/dev/null
+webhook_register "$TRAINER_SRC/manifests/base/webhook/manifests.yaml" "$TR_HOOK" "$CERTS" trainer-
 # The cluster admin installs the torch-distributed runtime (validated by trainer's webhook).
 wait_for "kubectl apply -f '$TRAINER_SRC/manifests/base/runtimes/torch_distributed.yaml'" 60
 
@@ -88,7 +66,7 @@ cond() { printf '(.status.conditions // [] | any(.type == "%s" and .status == "%
 node_pod() { pods "$NS" "jobset.sigs.k8s.io/jobset-name=$1,jobset.sigs.k8s.io/replicatedjob-name=node" | head -1; }
 
 record() { # STATE NAME HOW
-  snapshot trainjob "$2" "$NS" | record_to "$OUT/$1" "recorded $(date -u +%F) by hack/record-status/trainer.sh: the object Kubeflow Trainer $TRAINER_TAG (kubeflow/trainer commit ${TRAINER_SHA:0:9}) wrote, JobSet $JOBSET_TAG (kubernetes-sigs/jobset commit ${JOBSET_SHA:0:9}) running its JobSet, both controllers running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod states as containers exiting would), both serving their admission webhooks as installed." "$3"
+  snapshot trainjob "$2" "$NS" | record_to "$OUT/$1" "recorded $(date -u +%F) by hack/record-status/trainer.sh: the object Kubeflow Trainer $TRAINER_TAG (kubeflow/trainer commit ${TRAINER_SHA:0:9}) wrote, $JOBSET_RELEASE running its JobSet, both controllers running on gangmap's test control plane (kube-apiserver 1.34.4, kube-controller-manager, kube-scheduler, kwok 0.7 nodes; the script set pod states as containers exiting would), both serving their admission webhooks as installed." "$3"
 }
 
 # No room on the node: the training node's pod stays Pending (its Job active, not ready).

@@ -10,16 +10,18 @@ webhook_certs() {
 		-addext subjectAltName=IP:127.0.0.1 -keyout "$1/tls.key" -out "$1/tls.crt" 2>/dev/null
 }
 
-# webhook_register MANIFEST PORT CERTDIR: apply the operator's (Mutating|Validating)
+# webhook_register MANIFEST PORT CERTDIR [PREFIX]: apply the operator's (Mutating|Validating)
 # WebhookConfigurations from MANIFEST (its config/webhook/manifests.yaml), each clientConfig
-# pointed at https://127.0.0.1:PORT<path> with CERTDIR/tls.crt as the CA bundle.
+# pointed at https://127.0.0.1:PORT<path> with CERTDIR/tls.crt as the CA bundle, each name
+# prefixed with PREFIX (two operators' kubebuilder defaults, e.g. mutating-webhook-configuration, collide).
 webhook_register() {
-	python3 - "$1" "$2" "$3/tls.crt" <<'PY' | kubectl apply -f - >/dev/null
+	python3 - "$1" "$2" "$3/tls.crt" "${4:-}" <<'PY' | kubectl apply -f - >/dev/null
 import base64, sys, yaml
-manifest, port, ca = sys.argv[1:]
+manifest, port, ca, prefix = sys.argv[1:]
 bundle = base64.b64encode(open(ca, "rb").read()).decode()
 docs = [d for d in yaml.safe_load_all(open(manifest)) if d and d.get("kind", "").endswith("WebhookConfiguration")]
 for d in docs:
+    d["metadata"]["name"] = prefix + d["metadata"]["name"]
     for w in d.get("webhooks", []):
         path = w["clientConfig"].get("service", {}).get("path", "/")
         w["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
