@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# hack/record-status/kuberay.sh: record the RayService (ray.io/v1) states KubeRay's own controller
-# writes, on gangmap's test control plane (hack/statuscluster), into the status corpus.
+# hack/record-status/kuberay.sh: record the RayService (ray.io/v1) states, and the failed RayCluster,
+# KubeRay's own controller writes, on gangmap's test control plane (hack/statuscluster), into the
+# status corpus.
 #
 #   KUBEBUILDER_ASSETS=$(bash hack/control-plane.sh) \
 #   OPERATOR_BIN=/work/ops/kuberay/bin/manager OPERATOR_SRC=/work/ops/kuberay/src \
@@ -14,12 +15,13 @@
 # past Initializing here. The states recorded are those the controller reaches without a
 # dashboard: Initializing (head pod not Ready yet), ValidationFailed (an invalid
 # ray.io/initializing-timeout), InitializingTimeout (a head pod no node can take, with a short
-# ray.io/initializing-timeout) and spec.suspend (Suspending, Suspended).
+# ray.io/initializing-timeout) and spec.suspend (Suspending, Suspended). The RayCluster: failed,
+# its head pod refused by the API server (ReplicaFailure True).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source hack/record-status/lib.sh
 : "${OPERATOR_BIN:?path of the built KubeRay operator}" "${OPERATOR_SRC:?path of its checkout}"
-corpus=definitions/catalog/tests/status/ray-io-rayservice-v1
+corpus=definitions/catalog/tests/status/ray-io-rayservice-v1 # record writes here
 work=$(mktemp -d /tmp/record-kuberay.XXXX)
 rel=$(git -C "$OPERATOR_SRC" describe --tags --exact-match 2>/dev/null || git -C "$OPERATOR_SRC" describe --tags)
 sha=$(git -C "$OPERATOR_SRC" rev-parse --short=9 HEAD)
@@ -111,3 +113,14 @@ snapshot rayservice rayservice-invalid default | record failed-validation "The s
 rayservice rayservice-timeout '  annotations: {ray.io/initializing-timeout: "30s"}' ', nvidia.com/gpu: "128"' | kubectl apply -f -
 wait_for 'cond rayservice-timeout Ready False InitializingTimeout' 120
 snapshot rayservice rayservice-timeout default | record failed "The sample with the annotation ray.io/initializing-timeout: 30s and a head pod asking for 128 nvidia.com/gpu, more than the one node (64) has: kube-scheduler left the head pod Pending, so the controller wrote Ready False Initializing, and 30s later Ready False InitializingTimeout (markFailedOnInitializingTimeout), clearing the cluster names; the RayService is in its terminal failure state."
+
+# RayCluster failed: the sample's cluster (rayClusterConfig), its head container's imagePullPolicy
+# "!invalid!" as in ray-operator/controllers/ray/raycluster_controller_test.go "Should handle
+# RayClusterReplicaFailure condition correctly": the API server refuses the head pod, reconcilePods
+# returns ErrFailedCreateHeadPod joined with that error, calculateStatus writes ReplicaFailure True.
+invalid=raycluster-status-conditions-enabled-invalid
+rayservice "$invalid" "" "" | yq -y --arg name "$invalid" '{apiVersion, kind: "RayCluster", metadata: {name: $name, namespace},
+  spec: .spec.rayClusterConfig} | .spec.headGroupSpec.template.spec.containers[0].imagePullPolicy = "!invalid!"' | kubectl apply -f -
+wait_for "kubectl get raycluster $invalid -o json | jq -e 'any(.status.conditions[]?; .type == \"ReplicaFailure\" and .status == \"True\")'" 60
+snapshot raycluster "$invalid" default |
+  corpus=definitions/catalog/tests/status/ray-io-raycluster-v1 record failed "The RayService sample's cluster (its rayClusterConfig) as a RayCluster, its head container's imagePullPolicy \"!invalid!\" (as KubeRay's envtest for the ReplicaFailure condition): the API server refused the head pod, and the controller wrote ReplicaFailure True FailedCreateHeadPod with the error (calculateStatus); no pod exists, the cluster cannot run until its spec is fixed."
