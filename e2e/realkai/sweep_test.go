@@ -31,7 +31,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiadmission"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
@@ -254,7 +254,7 @@ func sweepSamples(t *testing.T, ctx context.Context, reg *definitions.Registry) 
 	t.Helper()
 	all, err := kaisamples.Load(ctx, "../../definitions/catalog/testdata", "sweep", reg)
 	require.NoError(t, err)
-	segs, err := kaisamples.Load(ctx, "../../podgrouper/core/kaiplugin/kaisamples/testdata/segments", "sweep", reg)
+	segs, err := kaisamples.Load(ctx, "../../internal/kaisamples/testdata/segments", "sweep", reg)
 	require.NoError(t, err)
 	cj, ok, err := kaisamples.LoadFile(ctx, "../testdata/customjob.yaml", "sweep", reg)
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ import (
 	"github.com/gangmap/gangmap/manifest"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/inkai"
@@ -143,7 +143,7 @@ func loadSamples(t *testing.T) []kaisamples.Sample {
 	all, err := kaisamples.Load(ctx, "../../definitions/catalog/testdata", "x", reg)
 	require.NoError(t, err)
 	// The segment samples (issue 30): of their kinds only the Volcano Job is not native in KAI.
-	segs, err := kaisamples.Load(ctx, "../../podgrouper/core/kaiplugin/kaisamples/testdata/segments", "x", reg)
+	segs, err := kaisamples.Load(ctx, "../../internal/kaisamples/testdata/segments", "x", reg)
 	require.NoError(t, err)
 	cj, ok, err := kaisamples.LoadFile(ctx, "../../e2e/testdata/customjob.yaml", "x", reg)
 	require.NoError(t, err)

@@ -41,7 +41,7 @@ func TestInKAISegmentsLandEachInOneRack(t *testing.T) {
 	racks := realkai.Racks{Prefix: ns, First: 0, Count: 8, NodesPerRack: 1, GPUs: 2, Labels: map[string]string{bedLabel: ns}}
 	require.NoError(t, kai.CreateGPUNodes(ctx, racks.NodeSpec()))
 
-	job := read(t, "../../../podgrouper/core/kaiplugin/kaisamples/testdata/segments/volcanojob-rack-segments.yaml", ns)
+	job := read(t, "../../../internal/kaisamples/testdata/segments/volcanojob-rack-segments.yaml", ns)
 	tasks, _, _ := unstructured.NestedSlice(job.Object, "spec", "tasks")
 	require.NoError(t, unstructured.SetNestedStringMap(tasks[0].(map[string]any), map[string]string{
 		"kai.scheduler/topology": realkai.TopologyName, "kai.scheduler/segment-size": "4",

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 

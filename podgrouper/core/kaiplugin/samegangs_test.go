@@ -19,7 +19,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
@@ -39,7 +39,7 @@ func subGroupLines(pg *v2alpha2.PodGroup) []string {
 	return out
 }
 
-// TestSameSegmentsEitherWay (issue 30): the segment samples (kaisamples/testdata/segments: KAI
+// TestSameSegmentsEitherWay (issue 30): the segment samples (internal/kaisamples/testdata/segments: KAI
 // v0.17's docs/topology/segments.md examples, PyTorchJob twice and LeaderWorkerSet in both
 // subGroupPolicy types, and a Volcano Job) give, pod after pod, the same PodGroup and sub-group
 // label inside KAI's pod-grouper as in the standalone grouper (compareSample), and that PodGroup is
@@ -59,7 +59,7 @@ func subGroupLines(pg *v2alpha2.PodGroup) []string {
 // the Volcano Job is gangmap's either way.
 func TestSameSegmentsEitherWay(t *testing.T) {
 	reg := sampleRegistry(t)
-	all, err := kaisamples.Load(context.Background(), "kaisamples/testdata/segments", "team-a", reg)
+	all, err := kaisamples.Load(context.Background(), "../../../internal/kaisamples/testdata/segments", "team-a", reg)
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	rack := " topology=cluster-topology/cloud.provider.com/topology-rack/"

@@ -22,7 +22,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin/kaisamples"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 )
 
 // TestSetupWiresFindingsMetricsAndShadow: Setup on a manager (as KAI's app builds it; nothing is

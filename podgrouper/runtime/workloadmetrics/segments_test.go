@@ -26,7 +26,7 @@ func segmentPlan(t *testing.T, file string, edit func(*unstructured.Unstructured
 	require.NoError(t, err)
 	r := definitions.NewRegistry(c)
 	require.NoError(t, catalog.Register(r))
-	objs, err := manifest.ReadFile("../../core/kaiplugin/kaisamples/testdata/segments/" + file)
+	objs, err := manifest.ReadFile("../../../internal/kaisamples/testdata/segments/" + file)
 	require.NoError(t, err)
 	obj := objs[0]
 	if edit != nil {
