@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,16 +64,13 @@ var _ manager.Runnable = (*Linter)(nil)
 // them; only the leader sends Events (Elected).
 func (l *Linter) NeedLeaderElection() bool { return false }
 
-// leads says whether this replica sends Events.
+// leads says whether this replica sends Events (a nil Elected is never ready: it leads).
 func (l *Linter) leads() bool {
-	if l.Elected == nil {
-		return true
-	}
 	select {
 	case <-l.Elected:
 		return true
 	default:
-		return false
+		return l.Elected == nil
 	}
 }
 
@@ -123,7 +121,6 @@ func (l *Linter) Start(ctx context.Context) error {
 // than its absence keeps its previous verdict.
 func (l *Linter) LintAll(ctx context.Context) {
 	l.init()
-	log := ctrl.LoggerFrom(ctx).WithName("crdlint")
 	refused, linted := map[string]string{}, map[string]bool{}
 	var lds []*definitions.Loaded
 	for _, src := range []definitions.Source{definitions.SourceCluster, definitions.SourceFile} {
@@ -135,36 +132,11 @@ func (l *Linter) LintAll(ctx context.Context) {
 		}
 	}
 	for _, ld := range lds {
-		root := ld.Karta.Spec.StructureDefinition.RootComponent.Kind
-		if root == nil {
-			continue
-		}
 		key := definitions.RefusalKey(ld)
-		crd, err := l.crd(ctx, root.GVK())
-		if err != nil {
-			if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-				// Not linted: the registry keeps the definition's previous verdict.
-				log.V(1).Info("Cannot read the workload CRD to lint the definition", "definition", ld.Name(), "kind", root.String(), "error", err.Error())
-				continue
-			}
-			linted[key] = true
-			continue // no CRD (yet), or a built-in kind: nothing to lint against
-		}
-		linted[key] = true
-		fs, err := schemalint.Lint(ld.Karta, crd)
-		if err != nil {
-			log.V(1).Info("Cannot lint the definition against its CRD", "definition", ld.Name(), "crd", crd.Name, "error", err.Error())
-			continue
-		}
-		var msgs []string
-		for _, f := range fs {
-			if f.Unchecked {
-				continue
-			}
-			msgs = append(msgs, l.report(ctx, ld, crd, f))
-		}
-		if len(msgs) > 0 && ld.Source != definitions.SourceCatalog {
-			refused[key] = refusal(crd, msgs)
+		r, ok := l.lint(ctx, ld, true)
+		linted[key] = linted[key] || ok
+		if r != "" && ld.Source != definitions.SourceCatalog {
+			refused[key] = r
 		}
 	}
 	l.Registry.RefuseLinted(refused, linted)
@@ -186,29 +158,52 @@ func (l *Linter) Vet(defs []*definitions.Loaded) map[string]string {
 		if ld.Source == definitions.SourceCatalog {
 			continue
 		}
-		root := ld.Karta.Spec.StructureDefinition.RootComponent.Kind
-		if root == nil {
-			continue
-		}
-		crd, err := l.crd(ctx, root.GVK())
-		if err != nil {
-			continue
-		}
-		fs, err := schemalint.Lint(ld.Karta, crd)
-		if err != nil {
-			continue
-		}
-		var msgs []string
-		for _, f := range fs {
-			if !f.Unchecked {
-				msgs = append(msgs, message(crd, f))
-			}
-		}
-		if len(msgs) > 0 {
-			refused[definitions.RefusalKey(ld)] = refusal(crd, msgs)
+		if r, _ := l.lint(ctx, ld, false); r != "" {
+			refused[definitions.RefusalKey(ld)] = r
 		}
 	}
 	return refused
+}
+
+// lint lints ld against its workload kind's CRD and returns the refusal message when a path can
+// never resolve there (empty otherwise); linted says there was a verdict: the CRD was read, or
+// there is none (not yet installed, or a built-in kind: nothing to lint against). With report, it
+// logs and reports each finding (report) and logs at V(1) what kept it from linting.
+func (l *Linter) lint(ctx context.Context, ld *definitions.Loaded, report bool) (refused string, linted bool) {
+	root := ld.Karta.Spec.StructureDefinition.RootComponent.Kind
+	if root == nil {
+		return "", false
+	}
+	log := logr.Discard()
+	if report {
+		log = ctrl.LoggerFrom(ctx).WithName("crdlint")
+	}
+	crd, err := l.crd(ctx, root.GVK())
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return "", true
+	} else if err != nil {
+		log.V(1).Info("Cannot read the workload CRD to lint the definition", "definition", ld.Name(), "kind", root.String(), "error", err.Error())
+		return "", false
+	}
+	fs, err := schemalint.Lint(ld.Karta, crd)
+	if err != nil {
+		log.V(1).Info("Cannot lint the definition against its CRD", "definition", ld.Name(), "crd", crd.Name, "error", err.Error())
+		return "", true
+	}
+	var msgs []string
+	for _, f := range fs {
+		if f.Unchecked {
+			continue
+		}
+		msgs = append(msgs, message(crd, f))
+		if report {
+			l.report(ctx, ld, crd, f)
+		}
+	}
+	if len(msgs) == 0 {
+		return "", true
+	}
+	return refusal(crd, msgs), true
 }
 
 // message is one finding's text, as reported and refused.
@@ -240,13 +235,13 @@ func (l *Linter) crd(ctx context.Context, gvk schema.GroupVersionKind) (*apiexte
 }
 
 // report emits one Warning Event (cluster Karta) and one error log line per finding and Karta and
-// CRD version, and returns the finding's message.
-func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) string {
+// CRD version.
+func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) {
 	md := ld.Karta.Metadata
 	msg := message(crd, f)
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s", ld.Origin, md.UID, md.ResourceVersion, crd.ResourceVersion, f.Field, f.Path)
 	if l.reported[key] || !l.leads() {
-		return msg
+		return
 	}
 	l.reported[key] = true
 	log := ctrl.LoggerFrom(ctx).WithName("crdlint")
@@ -255,10 +250,8 @@ func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiext
 	} else {
 		log.Error(nil, "A definition path can never resolve on its workload CRD: the definition is refused until it is fixed", "definition", md.Name, "origin", ld.Origin, "problem", msg)
 	}
-	if l.Recorder == nil || ld.Source != definitions.SourceCluster {
-		return msg
+	if l.Recorder != nil && ld.Source == definitions.SourceCluster {
+		k := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: md.Name, UID: types.UID(md.UID)}
+		l.Recorder.Event(k, corev1.EventTypeWarning, ReasonPathCannotResolve, msg+"; the definition is refused until it is fixed")
 	}
-	k := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: md.Name, UID: types.UID(md.UID)}
-	l.Recorder.Event(k, corev1.EventTypeWarning, ReasonPathCannotResolve, msg+"; the definition is refused until it is fixed")
-	return msg
 }
