@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -76,16 +75,4 @@ func (o *Options) applyMemoryLimit(log logr.Logger) {
 	case source != "":
 		log.Info("Go memory limit set", "bytes", debug.SetMemoryLimit(-1), "source", source)
 	}
-}
-
-// validateMemoryLimit checks --memory-limit: empty, or a quantity of at least 0.
-func (o *Options) validateMemoryLimit() error {
-	if o.MemoryLimit == "" {
-		return nil
-	}
-	q, err := resource.ParseQuantity(o.MemoryLimit)
-	if err != nil || q.Sign() < 0 {
-		return fmt.Errorf("--memory-limit: want a quantity of bytes such as 176Mi or 0, got %q", o.MemoryLimit)
-	}
-	return nil
 }

@@ -50,9 +50,9 @@ func TestMemoryLimit(t *testing.T) {
 			}
 		})
 	}
-	o := DefaultOptions()
+	o := validOptions()
 	o.MemoryLimit = "lots"
-	if err := o.validateMemoryLimit(); err == nil {
-		t.Error("--memory-limit lots: want an error")
+	if err := o.Validate(); err == nil || err.Error() != `--memory-limit: want a quantity of bytes such as 176Mi or 0, got "lots"` {
+		t.Errorf("--memory-limit lots: Validate() = %v, want the flag refused", err)
 	}
 }

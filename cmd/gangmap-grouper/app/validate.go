@@ -28,20 +28,14 @@ const maxWebhookTimeout = 30 * time.Second
 // not --webhook-self-signed, --webhook-cert-dir holds a loadable tls.crt and tls.key (the webhook
 // server would otherwise fail only after every controller has started).
 func (o *Options) Validate() error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
-	if o.SchedulerName == "" {
-		add("--scheduler-name: must not be empty (KAI's scheduler name, e.g. kai-scheduler)")
-	}
-	errs = append(errs, o.validateNativeKinds()...)
-	if err := o.validateMemoryLimit(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, p := range o.DefinitionPaths {
-		if err := checkDefinitionPath(p); err != nil {
-			add("--definitions: %w", err)
-		}
+	var p problems
+	p.add(o.SchedulerName == "", "--scheduler-name: must not be empty (KAI's scheduler name, e.g. kai-scheduler)")
+	o.validateNativeKinds(&p)
+	memLimit, err := resource.ParseQuantity(o.MemoryLimit)
+	p.add(o.MemoryLimit != "" && (err != nil || memLimit.Sign() < 0), "--memory-limit: want a quantity of bytes such as 176Mi or 0, got %q", o.MemoryLimit)
+	for _, path := range o.DefinitionPaths {
+		err := checkDefinitionPath(path)
+		p.add(err != nil, "--definitions: %w", err)
 	}
 	for _, d := range []struct {
 		flag, example string
@@ -49,77 +43,66 @@ func (o *Options) Validate() error {
 	}{{"--definitions-poll", "10s", o.DefinitionsPoll}, {"--findings-more-than-planned-grace", "2m", o.Findings.MoreThanPlannedGrace},
 		{"--findings-gang-unsatisfiable-grace", "2m", o.Findings.GangUnsatisfiableGrace}, {"--findings-event-interval", "2m", o.Findings.ResendInterval},
 		{"--plan-build-wait", "2s", o.PlanBuildWait}} {
-		if d.v <= 0 {
-			add("%s: must be a positive duration such as %s, got %v", d.flag, d.example, d.v)
-		}
+		p.add(d.v <= 0, "%s: must be a positive duration such as %s, got %v", d.flag, d.example, d.v)
 	}
 	for _, f := range []flagValue{{"--queue-label-key", o.QueueLabelKey}, {"--nodepool-label-key", o.NodePoolLabelKey}} {
-		if msgs := validation.IsQualifiedName(f.value); len(msgs) > 0 {
-			add("%s: %q is not a label key: %s", f.flag, f.value, strings.Join(msgs, "; "))
-		}
+		msgs := validation.IsQualifiedName(f.value)
+		p.add(len(msgs) > 0, "%s: %q is not a label key: %s", f.flag, f.value, strings.Join(msgs, "; "))
 	}
-	if o.StrayPodGroupGrace < 0 {
-		add("--stray-podgroup-grace: must be 0 (never delete) or a positive duration such as 30s, got %v", o.StrayPodGroupGrace)
-	}
+	p.add(o.StrayPodGroupGrace < 0, "--stray-podgroup-grace: must be 0 (never delete) or a positive duration such as 30s, got %v", o.StrayPodGroupGrace)
 	for _, n := range []struct {
 		flag string
 		v    int
 	}{{"--max-concurrent-reconciles", o.MaxConcurrentReconciles}, {"--owner-cache-size", o.OwnerCacheSize}, {"--plan-cache-size", o.PlanCacheSize}} {
-		if n.v < 1 {
-			add("%s: must be at least 1, got %d", n.flag, n.v)
-		}
+		p.add(n.v < 1, "%s: must be at least 1, got %d", n.flag, n.v)
 	}
-	if q, err := resource.ParseQuantity(o.PlanBuildMemory); err != nil || q.Value() < 64<<20 {
-		add("--plan-build-memory: must be a quantity of at least 64Mi (two builds of the 32 MiB expression budget), got %q", o.PlanBuildMemory)
-	}
-	if o.MaxWorkloadMetrics < 0 {
-		add("--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)
-	}
-	if q := float64(o.QPS); math.IsNaN(q) || math.IsInf(q, 0) {
-		add("--qps: must be a finite number, got %v", o.QPS)
-	} else if q == 0 {
-		add("--qps: must not be 0 (client-go would silently use 5): a positive rate, or a negative value to turn client-side rate limiting off")
-	}
-	if o.QPS > 0 && o.Burst < 1 {
-		add("--burst: must be at least 1 while --qps is positive, got %d", o.Burst)
-	} else if o.Burst < 0 {
-		add("--burst: must not be negative, got %d", o.Burst)
-	}
+	p.add(o.planBuildMemory() < 64<<20, "--plan-build-memory: must be a quantity of at least 64Mi (two builds of the 32 MiB expression budget), got %q", o.PlanBuildMemory)
+	p.add(o.MaxWorkloadMetrics < 0, "--max-workload-metrics: must be 0 (off) or more, got %d", o.MaxWorkloadMetrics)
+	qps := float64(o.QPS)
+	p.add(math.IsNaN(qps) || math.IsInf(qps, 0), "--qps: must be a finite number, got %v", o.QPS)
+	p.add(qps == 0, "--qps: must not be 0 (client-go would silently use 5): a positive rate, or a negative value to turn client-side rate limiting off")
+	p.add(qps > 0 && o.Burst < 1, "--burst: must be at least 1 while --qps is positive, got %d", o.Burst)
+	p.add(!(qps > 0) && o.Burst < 0, "--burst: must not be negative, got %d", o.Burst)
 	for _, f := range []flagValue{{"--metrics-bind-address", o.MetricsAddr}, {"--health-probe-bind-address", o.ProbeAddr}} {
-		if err := checkBindAddress(f.value); err != nil {
-			add("%s: %w", f.flag, err)
-		}
+		_, _, err := net.SplitHostPort(f.value)
+		p.add(f.value != "0" && err != nil, "%s: want host:port (e.g. :8080) or 0 to disable, got %q", f.flag, f.value)
 	}
-	if _, err := tlsVersion(o.TLSMinVersion); err != nil {
-		add("--tls-min-version: %w", err)
+	_, err = tlsVersion(o.TLSMinVersion)
+	p.add(err != nil, "--tls-min-version: %w", err)
+	p.add(o.LeaderElect && o.LeaderElectionID == "", "--leader-election-id: must not be empty with --leader-elect")
+	o.validateTopologySegments(&p)
+	o.validateWebhook(&p)
+	return errors.Join(p...)
+}
+
+// problems are the errors Validate found, in the order of its checks.
+type problems []error
+
+// add adds the error fmt.Errorf(format, args...) when a check failed (bad).
+func (p *problems) add(bad bool, format string, args ...any) {
+	if bad {
+		*p = append(*p, fmt.Errorf(format, args...))
 	}
-	if o.LeaderElect && o.LeaderElectionID == "" {
-		add("--leader-election-id: must not be empty with --leader-elect")
-	}
-	errs = append(errs, o.validateTopologySegments()...)
-	errs = append(errs, o.validateWebhook()...)
-	return errors.Join(errs...)
 }
 
 // validateNativeKinds checks --kai-version, --native-kinds-add and --native-kinds-remove. A
 // removal that matches nothing in the table is refused: it would change nothing, and the kind
 // the user meant (a typo, another version) would stay KAI's without a word.
-func (o *Options) validateNativeKinds() []error {
-	var errs []error
+func (o *Options) validateNativeKinds(p *problems) {
 	t, err := native.ForRelease(o.KAIVersion)
 	if err != nil {
-		return []error{fmt.Errorf("--kai-version: %w", err)}
+		p.add(true, "--kai-version: %w", err)
+		return
 	}
 	for _, k := range o.NativeKindsAdd {
-		if err := t.Add(k); err != nil {
-			errs = append(errs, fmt.Errorf("--native-kinds-add: %w", err))
-		}
+		err := t.Add(k)
+		p.add(err != nil, "--native-kinds-add: %w", err)
 	}
 	entries := t.Entries()
 	for _, k := range o.NativeKindsRemove {
 		gvk, err := native.ParseGVK(k)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--native-kinds-remove: %w", err))
+			p.add(true, "--native-kinds-remove: %w", err)
 			continue
 		}
 		matched, wildcard := false, ""
@@ -134,56 +117,40 @@ func (o *Options) validateNativeKinds() []error {
 				wildcard = e
 			}
 		}
-		switch {
-		case matched:
-		case wildcard != "":
-			errs = append(errs, fmt.Errorf("--native-kinds-remove: %s is not in the native table, which has %s (every version): remove %s instead", k, wildcard, wildcard))
-		default:
-			errs = append(errs, fmt.Errorf("--native-kinds-remove: %s is not in the native table of KAI %s (plus --native-kinds-add), so removing it would change nothing; the table has: %s",
-				k, o.KAIVersion, strings.Join(entries, ", ")))
-		}
+		p.add(!matched && wildcard != "", "--native-kinds-remove: %s is not in the native table, which has %s (every version): remove %s instead", k, wildcard, wildcard)
+		p.add(!matched && wildcard == "", "--native-kinds-remove: %s is not in the native table of KAI %s (plus --native-kinds-add), so removing it would change nothing; the table has: %s",
+			k, o.KAIVersion, strings.Join(entries, ", "))
 	}
-	return errs
 }
 
-// validateWebhook checks the webhook flags; with the webhook off (--webhook-port=0) only the port.
-func (o *Options) validateWebhook() []error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
-		add("--webhook-port: must be a TCP port (1-65535), or 0 to disable the webhook, got %d", o.WebhookPort)
-		return errs
+// validateWebhook checks the webhook flags; with the webhook off (--webhook-port=0) only the port
+// and that nothing needs the webhook.
+func (o *Options) validateWebhook(p *problems) {
+	switch {
+	case o.WebhookPort < 0 || o.WebhookPort > 65535:
+		p.add(true, "--webhook-port: must be a TCP port (1-65535), or 0 to disable the webhook, got %d", o.WebhookPort)
+		return
+	case o.WebhookPort == 0:
+		p.add(o.OnboardingPolicy != "", "--onboarding-policy: needs the webhook (--webhook-port above 0): pods are onboarded at creation")
+		return
 	}
-	if o.WebhookPort == 0 {
-		if o.OnboardingPolicy != "" {
-			add("--onboarding-policy: needs the webhook (--webhook-port above 0): pods are onboarded at creation")
-		}
-		return errs
-	}
-	if o.WebhookTimeout <= 0 || o.WebhookTimeout > maxWebhookTimeout {
-		add("--webhook-timeout: must be above 0 and at most %v (the longest timeoutSeconds of a webhook configuration), got %v", maxWebhookTimeout, o.WebhookTimeout)
-	}
-	if _, _, err := o.webhookSelectors(); err != nil {
-		errs = append(errs, err)
-	}
-	if o.WebhookCertDir == "" {
-		add("--webhook-cert-dir: must not be empty while the webhook is on (--webhook-port=%d)", o.WebhookPort)
-		return errs
-	}
-	if o.WebhookSelfSigned {
+	p.add(o.WebhookTimeout <= 0 || o.WebhookTimeout > maxWebhookTimeout,
+		"--webhook-timeout: must be above 0 and at most %v (the longest timeoutSeconds of a webhook configuration), got %v", maxWebhookTimeout, o.WebhookTimeout)
+	_, _, err := o.webhookSelectors()
+	p.add(err != nil, "%w", err)
+	switch {
+	case o.WebhookCertDir == "":
+		p.add(true, "--webhook-cert-dir: must not be empty while the webhook is on (--webhook-port=%d)", o.WebhookPort)
+	case o.WebhookSelfSigned:
 		for _, f := range []flagValue{{"--webhook-secret", o.WebhookSecret}, {"--webhook-namespace", o.WebhookNamespace},
 			{"--webhook-service", o.WebhookService}, {"--webhook-configuration-name", o.WebhookConfigName}} {
-			if f.value == "" {
-				add("%s: must not be empty with --webhook-self-signed", f.flag)
-			}
+			p.add(f.value == "", "%s: must not be empty with --webhook-self-signed", f.flag)
 		}
-		return errs
-	}
-	if err := checkServingCert(o.WebhookCertDir); err != nil {
-		add("--webhook-cert-dir: %w; the webhook (--webhook-port=%d) needs its serving certificate there at start: mount one (cert-manager or a Secret) or point --webhook-cert-dir at it, "+
+	default:
+		err := checkServingCert(o.WebhookCertDir)
+		p.add(err != nil, "--webhook-cert-dir: %w; the webhook (--webhook-port=%d) needs its serving certificate there at start: mount one (cert-manager or a Secret) or point --webhook-cert-dir at it, "+
 			"or pass --webhook-self-signed to have the grouper issue its own, or --webhook-port=0 to disable the webhook", err, o.WebhookPort)
 	}
-	return errs
 }
 
 // checkServingCert reports what keeps dir's tls.crt and tls.key from serving: a missing file, or
@@ -247,19 +214,8 @@ func pathError(p string, err error) error {
 // fixed order.
 type flagValue struct{ flag, value string }
 
-// checkBindAddress accepts "0" (disabled) or host:port.
-func checkBindAddress(addr string) error {
-	if addr == "0" {
-		return nil
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("want host:port (e.g. :8080) or 0 to disable, got %q", addr)
-	}
-	return nil
-}
-
-// planBuildMemory is --plan-build-memory in bytes (validated: 0 only when it does not parse,
-// and then the grouper's default applies).
+// planBuildMemory is --plan-build-memory in bytes: 0 when it does not parse (Validate refuses
+// that; past Validate, 0 would give the grouper's default).
 func (o *Options) planBuildMemory() int64 {
 	q, err := resource.ParseQuantity(o.PlanBuildMemory)
 	if err != nil {
@@ -270,19 +226,15 @@ func (o *Options) planBuildMemory() int64 {
 
 // validateTopologySegments checks --topology-segments: auto, on or off; on needs a KAI release
 // whose PodGroup CRD has minSubGroup and sub-group topology (kairelease HasSegments, v0.15+).
-func (o *Options) validateTopologySegments() []error {
+func (o *Options) validateTopologySegments(p *problems) {
 	switch o.TopologySegments {
 	case "auto", "off":
-		return nil
 	case "on":
-		rel, err := o.KAIRelease()
-		if err != nil {
-			return nil // --kai-version reports it
+		// An unknown --kai-version is validateNativeKinds' to report.
+		if rel, err := o.KAIRelease(); err == nil && !rel.HasSegments() {
+			p.add(true, "--topology-segments=on: %s; set --kai-version to the KAI release installed (v0.15 or later writes segments), or --topology-segments=auto to write the gang without them", rel.SegmentsNote())
 		}
-		if !rel.HasSegments() {
-			return []error{fmt.Errorf("--topology-segments=on: %s; set --kai-version to the KAI release installed (v0.15 or later writes segments), or --topology-segments=auto to write the gang without them", rel.SegmentsNote())}
-		}
-		return nil
+	default:
+		p.add(true, "--topology-segments: expected auto, on or off, got %q", o.TopologySegments)
 	}
-	return []error{fmt.Errorf("--topology-segments: expected auto, on or off, got %q", o.TopologySegments)}
 }
