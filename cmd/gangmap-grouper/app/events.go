@@ -50,11 +50,7 @@ type events struct {
 	stopped     bool
 }
 
-var (
-	_ manager.Runnable               = (*events)(nil)
-	_ manager.LeaderElectionRunnable = (*events)(nil)
-	_ record.EventRecorder           = (*lazyRecorder)(nil)
-)
+var _ manager.LeaderElectionRunnable = (*events)(nil)
 
 // correlation is the correlator's options: client-go's defaults but the caches' size.
 func correlation() record.CorrelatorOptions {
@@ -94,43 +90,34 @@ func (e *events) Start(ctx context.Context) error {
 // (the webhook's among them).
 func (e *events) NeedLeaderElection() bool { return false }
 
-// For returns the recorder of the component name (the Events' source).
-func (e *events) For(name string) record.EventRecorder { return &lazyRecorder{events: e, name: name} }
-
-// lazyRecorder is a component's recorder, made at its first Event.
-type lazyRecorder struct {
-	events *events
-	name   string
-	once   sync.Once
-	rec    record.EventRecorder
-}
-
-func (l *lazyRecorder) recorder() record.EventRecorder {
-	l.once.Do(func() {
-		if b := l.events.get(); b != nil {
-			l.rec = b.NewRecorder(l.events.scheme, corev1.EventSource{Component: l.name})
+// For returns the recorder of the component name (the Events' source), made at its first Event.
+func (e *events) For(name string) record.EventRecorder {
+	return lazyRecorder(sync.OnceValue(func() record.EventRecorder {
+		if b := e.get(); b != nil {
+			return b.NewRecorder(e.scheme, corev1.EventSource{Component: name})
 		}
-	})
-	return l.rec
+		return nil
+	}))
 }
+
+// lazyRecorder is a component's recorder: it returns the recorder, nil when the Events had
+// stopped at the first Event (its Events are dropped). Its Event and Eventf are client-go's
+// recorder's AnnotatedEventf without annotations, as in client-go.
+type lazyRecorder func() record.EventRecorder
 
 // Event implements record.EventRecorder.
-func (l *lazyRecorder) Event(object runtime.Object, eventtype, reason, message string) {
-	if r := l.recorder(); r != nil {
-		r.Event(object, eventtype, reason, message)
-	}
+func (l lazyRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+	l.AnnotatedEventf(object, nil, eventtype, reason, "%s", message)
 }
 
 // Eventf implements record.EventRecorder.
-func (l *lazyRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	if r := l.recorder(); r != nil {
-		r.Eventf(object, eventtype, reason, messageFmt, args...)
-	}
+func (l lazyRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	l.AnnotatedEventf(object, nil, eventtype, reason, messageFmt, args...)
 }
 
 // AnnotatedEventf implements record.EventRecorder.
-func (l *lazyRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	if r := l.recorder(); r != nil {
+func (l lazyRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	if r := l(); r != nil {
 		r.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
 	}
 }
