@@ -16,18 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
-
-// Planner is the part of gangmap's workload grouper (workloadmap.Grouper) the workload metrics
-// need: a pod's role in its workload's cached plan.
-type Planner interface {
-	Role(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod) (*gang.Plan, string, error)
-}
 
 // Informers is where the Observer finds the informers of pods and of workload kinds: KAI's
 // manager cache (crcache.Cache), which already holds a pod informer (pods of KAI's scheduler,
@@ -49,8 +43,8 @@ type Observer struct {
 	Findings *findings.Tracker
 	// Metrics holds the gangmap_workload_* series; nil: none.
 	Metrics *workloadmetrics.Tracker
-	// Planner gives a pod's role for the workload metrics.
-	Planner Planner
+	// Planner gives a pod's role in its workload's cached plan, for the workload metrics.
+	Planner *workloadmap.Grouper
 	// Book is the pods' shared record (of Findings and Metrics).
 	Book *podbook.Book
 	// Informers is KAI's manager cache.

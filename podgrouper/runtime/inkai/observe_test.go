@@ -19,10 +19,10 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
-	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"

@@ -99,30 +99,24 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 // Validate checks the options; errors name the flag.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.DefinitionsPoll <= 0 {
-		errs = append(errs, fmt.Errorf("--definitions-poll must be positive, got %s", o.DefinitionsPoll))
+	add := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
 	}
-	if o.PlanCacheSize < 1 {
-		errs = append(errs, fmt.Errorf("--plan-cache-size must be at least 1, got %d", o.PlanCacheSize))
-	}
-	if o.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--gangmap-timeout must be positive, got %s", o.Timeout))
-	}
+	add(o.DefinitionsPoll <= 0, "--definitions-poll must be positive, got %s", o.DefinitionsPoll)
+	add(o.PlanCacheSize < 1, "--plan-cache-size must be at least 1, got %d", o.PlanCacheSize)
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace}, {"findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace}, {"findings-event-interval", o.Findings.ResendInterval}} {
-		if d.v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", d.flag, d.v))
-		}
+	}{{"gangmap-timeout", o.Timeout}, {"findings-more-than-planned-grace", o.Findings.MoreThanPlannedGrace},
+		{"findings-gang-unsatisfiable-grace", o.Findings.GangUnsatisfiableGrace}, {"findings-event-interval", o.Findings.ResendInterval}} {
+		add(d.v <= 0, "--%s must be positive, got %s", d.flag, d.v)
 	}
-	if o.MaxWorkloadMetrics < 0 {
-		errs = append(errs, fmt.Errorf("--max-workload-metrics must not be negative, got %d", o.MaxWorkloadMetrics))
-	}
+	add(o.MaxWorkloadMetrics < 0, "--max-workload-metrics must not be negative, got %d", o.MaxWorkloadMetrics)
 	for _, p := range o.DefinitionPaths {
-		if _, err := os.Stat(p); err != nil {
-			errs = append(errs, fmt.Errorf("--definitions: %w", err))
-		}
+		_, err := os.Stat(p)
+		add(err != nil, "--definitions: %w", err)
 	}
 	return errors.Join(errs...)
 }
@@ -197,7 +191,7 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.Nativ
 // are Warning Events on the workload and its Karta and the gangmap_gang_findings metrics. The
 // workload metrics read the PodGroups' conditions through podGroups (KAI's typed PodGroups as
 // gangmap's copy; nil: no condition series).
-func addObserver(mgr manager.Manager, o Options, planner Planner, podGroups client.Reader) (*Observer, error) {
+func addObserver(mgr manager.Manager, o Options, planner *workloadmap.Grouper, podGroups client.Reader) (*Observer, error) {
 	book := podbook.New()
 	obs := &Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book, Informers: mgr.GetCache(),
 		Log: mgr.GetLogger().WithName("gangmap-observer")}
