@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -38,23 +39,18 @@ type Level struct {
 	Alias     string `json:"alias,omitempty"`
 }
 
-// Names says whether level names this level as KAI resolves a constraint's level: the node label
-// itself or the level's alias (KAI v0.17 cluster_info.go buildAliasMapsByTopology and
-// topology_info.go resolveAlias, then topology plugin job_filtering.go
-// calculateRelevantDomainLevels, which refuses a level that is not one of the node labels).
-func (l Level) Names(level string) bool {
-	return level != "" && (level == l.NodeLabel || level == l.Alias)
-}
-
 // Topology is a Topology's name and levels, top (widest) first as in its spec.
 type Topology struct {
 	Name   string
 	Levels []Level
 }
 
-// HasLevel says whether level names one of the Topology's levels (Level.Names).
+// HasLevel says whether level names one of the Topology's levels as KAI resolves a constraint's
+// level: a level's node label or its alias (KAI v0.17 cluster_info.go buildAliasMapsByTopology
+// and topology_info.go resolveAlias, then topology plugin job_filtering.go
+// calculateRelevantDomainLevels, which refuses a level that is not one of the node labels).
 func (t Topology) HasLevel(level string) bool {
-	return slices.ContainsFunc(t.Levels, func(l Level) bool { return l.Names(level) })
+	return level != "" && slices.ContainsFunc(t.Levels, func(l Level) bool { return level == l.NodeLabel || level == l.Alias })
 }
 
 // LevelNames renders the levels for a message: "zone, rack (alias r)".
@@ -99,15 +95,11 @@ type Watcher struct {
 	current atomic.Pointer[snapshot]
 }
 
-var (
-	_ Lookup                         = (*Watcher)(nil)
-	_ manager.Runnable               = (*Watcher)(nil)
-	_ manager.LeaderElectionRunnable = (*Watcher)(nil)
-)
+var _ manager.LeaderElectionRunnable = (*Watcher)(nil)
 
-// NewWatcher returns a Watcher with clients of cfg (dynamic for the informer, discovery for the
-// Topology API's presence).
-func NewWatcher(cfg *rest.Config) (*Watcher, error) {
+// Add adds a Watcher with clients of cfg (dynamic for the informer, discovery for the Topology
+// API's presence) to mgr and returns it.
+func Add(mgr manager.Manager, cfg *rest.Config) (*Watcher, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -116,15 +108,7 @@ func NewWatcher(cfg *rest.Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{Dynamic: dyn, Discovery: disc}, nil
-}
-
-// Add adds a Watcher with clients of cfg to mgr and returns it.
-func Add(mgr manager.Manager, cfg *rest.Config) (*Watcher, error) {
-	w, err := NewWatcher(cfg)
-	if err != nil {
-		return nil, err
-	}
+	w := &Watcher{Dynamic: dyn, Discovery: disc}
 	return w, mgr.Add(w)
 }
 
@@ -155,12 +139,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if poll <= 0 {
 		poll = 30 * time.Second
 	}
-	for !w.apiServed(ctx) {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(poll):
-		}
+	if wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) { return w.apiServed(ctx), nil }) != nil {
+		return nil // stopped
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(w.Dynamic, 0)
 	inf := factory.ForResource(GroupVersionResource).Informer()
