@@ -2,7 +2,6 @@ package app
 
 import (
 	"crypto/tls"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -12,21 +11,13 @@ import (
 // tlsVersions are the --tls-min-version values: TLS 1.2 and 1.3 (older versions are broken).
 var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}
 
-// tlsVersion parses a --tls-min-version value. Errors: anything but "1.2" and "1.3".
-func tlsVersion(v string) (uint16, error) {
-	if n, ok := tlsVersions[v]; ok {
-		return n, nil
-	}
-	return 0, fmt.Errorf("want 1.2 or 1.3, got %q", v)
-}
-
 // TLSOptions are the TLS settings of the webhook and metrics servers: the minimum version
 // (--tls-min-version) and, unless --enable-http2, HTTP/1.1 only. controller-runtime's servers
 // offer "h2" by default; its project scaffolding turns that off the same way, since HTTP/2
 // exposes the servers to the Rapid Reset and stream-multiplexing attacks (CVE-2023-44487,
 // CVE-2023-39325). An invalid --tls-min-version (refused by Validate) leaves Go's default.
 func (o *Options) TLSOptions() []func(*tls.Config) {
-	min, _ := tlsVersion(o.TLSMinVersion)
+	min := tlsVersions[o.TLSMinVersion]
 	opts := []func(*tls.Config){func(c *tls.Config) {
 		if min != 0 {
 			c.MinVersion = min

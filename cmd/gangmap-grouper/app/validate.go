@@ -67,8 +67,8 @@ func (o *Options) Validate() error {
 		_, _, err := net.SplitHostPort(f.value)
 		p.add(f.value != "0" && err != nil, "%s: want host:port (e.g. :8080) or 0 to disable, got %q", f.flag, f.value)
 	}
-	_, err = tlsVersion(o.TLSMinVersion)
-	p.add(err != nil, "--tls-min-version: %w", err)
+	_, ok := tlsVersions[o.TLSMinVersion]
+	p.add(!ok, "--tls-min-version: want 1.2 or 1.3, got %q", o.TLSMinVersion)
 	p.add(o.LeaderElect && o.LeaderElectionID == "", "--leader-election-id: must not be empty with --leader-elect")
 	o.validateTopologySegments(&p)
 	o.validateWebhook(&p)
