@@ -67,7 +67,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err != nil {
 		return nil, nil, err
 	}
-	release, err := o.KAIRelease()
+	release, err := kairelease.Parse(o.KAIVersion)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -358,7 +358,9 @@ func Run(ctx context.Context, o *Options) error {
 	return mgr.Start(ctx)
 }
 
-// logStart logs, once, the version and the options that decide what the grouper does.
+// logStart logs, once, the version and the options that decide what the grouper does, then a
+// newer-than-known KAI release and what the release costs (kairelease.Release.Costs), so an
+// operator on an older KAI reads it where they look first.
 func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
 	webhookMode := "off"
 	switch {
@@ -368,10 +370,11 @@ func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
 	default:
 		webhookMode = "cert-dir"
 	}
+	// append to an empty list: an unset list logs as [] rather than null.
 	kv := []any{"version", version(), "go", goruntime.Version(), "apiServer", cfg.Host,
 		"schedulerName", o.SchedulerName, "kaiVersion", o.KAIVersion,
-		"nativeKindsAdd", nonNil(o.NativeKindsAdd), "nativeKindsRemove", nonNil(o.NativeKindsRemove),
-		"definitions", nonNil(o.DefinitionPaths), "clusterDefinitions", o.ClusterDefinitions, "strictDefinitions", o.StrictDefinitions,
+		"nativeKindsAdd", append([]string{}, o.NativeKindsAdd...), "nativeKindsRemove", append([]string{}, o.NativeKindsRemove...),
+		"definitions", append([]string{}, o.DefinitionPaths...), "clusterDefinitions", o.ClusterDefinitions, "strictDefinitions", o.StrictDefinitions,
 		"dryRun", o.DryRun, "webhook", webhookMode}
 	if o.WebhookPort != 0 {
 		kv = append(kv, "webhookPort", o.WebhookPort, "webhookCertDir", o.WebhookCertDir)
@@ -385,18 +388,12 @@ func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
 		kv = append(kv, "leaderElectionID", o.LeaderElectionID, "leaderElectionNamespace", o.LeaderElectionNamespace)
 	}
 	kv = append(kv, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "qps", o.QPS, "burst", o.Burst)
-	rel, err := o.KAIRelease()
+	rel, err := kairelease.Parse(o.KAIVersion)
 	if err == nil {
 		kv = append(kv, "kaiReleaseLine", rel.Line, "kaiSkipAnnotation", rel.SkipAnnotation, "kaiMinSubGroup", rel.MinSubGroup)
 	}
 	log.Info("Starting gangmap-grouper", kv...)
-	logRelease(log, rel)
-}
-
-// logRelease logs, once at start, a newer-than-known KAI release and what the release costs
-// (kairelease.Release.Costs), so an operator on an older KAI reads it where they look first.
-func logRelease(log logr.Logger, rel *kairelease.Release) {
-	if rel == nil {
+	if err != nil {
 		return
 	}
 	if rel.Warning != "" {
@@ -405,14 +402,6 @@ func logRelease(log logr.Logger, rel *kairelease.Release) {
 	for _, c := range rel.Costs() {
 		log.Info("KAI release limit: "+c, "kaiVersion", rel.Requested)
 	}
-}
-
-// nonNil makes an unset list log as [] rather than null.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // ownerCacheTTL is how long an owner read during the owner walk is reused: the pods of one Job

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -39,11 +40,8 @@ func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Regist
 // knownKind says whether the registry has an active definition for a kind, in any version.
 func knownKind(registry *definitions.Registry) func(schema.GroupKind) bool {
 	return func(gk schema.GroupKind) bool {
-		for _, e := range registry.Entries() {
-			if e.Active && e.Kind.Group == gk.Group && e.Kind.Kind == gk.Kind {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(registry.Entries(), func(e definitions.Entry) bool {
+			return e.Active && e.Kind.Group == gk.Group && e.Kind.Kind == gk.Kind
+		})
 	}
 }
