@@ -39,7 +39,7 @@ type Informers interface {
 // pod, and one on each observed workload kind's informer forgets a deleted workload, as the
 // standalone grouper's pod controller and workload watches do. Safe for concurrent use.
 type Observer struct {
-	// Findings counts each pod against its workload's plan (package findings); nil: none.
+	// Findings counts each pod against its workload's plan (package findings).
 	Findings *findings.Tracker
 	// Metrics holds the gangmap_workload_* series; nil: none.
 	Metrics *workloadmetrics.Tracker
@@ -81,7 +81,7 @@ func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decis
 	}
 	uid := d.Owner.GetUID()
 	o.Book.Group(key, uid)
-	if o.Findings != nil && d.Seen.Plan != nil {
+	if d.Seen.Plan != nil {
 		o.Findings.ObserveGrouped(key, pod, uid, d.Seen, time.Now())
 	}
 	o.track(ctx, pod, d)
@@ -92,7 +92,7 @@ func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decis
 // the workload metrics, as the standalone pod controller's track does: a pod with no role in the
 // plan is counted under none.
 func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
-	if o.Metrics == nil || o.Planner == nil {
+	if o.Metrics == nil {
 		return
 	}
 	plan, role, err := o.Planner.Role(ctx, d.Owner, pod)
@@ -105,9 +105,7 @@ func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *decide.Decisio
 // Forget drops a pod that is deleted or no longer gangmap's from the findings, the metrics and
 // the Book.
 func (o *Observer) Forget(pod types.NamespacedName) {
-	if o.Findings != nil {
-		o.Findings.Forget(pod, time.Now())
-	}
+	o.Findings.Forget(pod, time.Now())
 	if o.Metrics != nil {
 		o.Metrics.ForgetPod(pod)
 	}
@@ -116,9 +114,7 @@ func (o *Observer) Forget(pod types.NamespacedName) {
 
 // ForgetWorkload drops a deleted workload (its pods go as they are deleted).
 func (o *Observer) ForgetWorkload(uid types.UID) {
-	if o.Findings != nil {
-		o.Findings.ForgetOwner(uid)
-	}
+	o.Findings.ForgetOwner(uid)
 	if o.Metrics != nil {
 		o.Metrics.ForgetWorkload(uid)
 	}
@@ -151,9 +147,6 @@ func (o *Observer) Start(ctx context.Context) error {
 // unstructured informer: KAI's manager client reads top owners unstructured from its cache).
 // Errors are logged: the workload then stays in the findings and metrics until its pods go.
 func (o *Observer) watchKind(ctx context.Context, gvk schema.GroupVersionKind) {
-	if o.Informers == nil {
-		return
-	}
 	if _, loaded := o.kinds.LoadOrStore(gvk, true); loaded {
 		return
 	}
