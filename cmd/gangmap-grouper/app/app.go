@@ -147,7 +147,16 @@ func addWebhook(mgr manager.Manager, o *Options, registry *definitions.Registry,
 		return err
 	}
 	if o.WebhookSelfSigned {
-		if err := addSelfSigned(mgr, o); err != nil {
+		// The certificate is issued now (the webhook server reads it at start), then renewed.
+		s := &gangmapwebhook.SelfSigned{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+			Secret: client.ObjectKey{Namespace: o.WebhookNamespace, Name: o.WebhookSecret}, WebhookConfiguration: o.WebhookConfigName,
+			DNSNames: o.webhookDNSNames(), CertDir: o.WebhookCertDir}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Ensure(ctx); err != nil {
+			return fmt.Errorf("--webhook-self-signed: %w", err)
+		}
+		if err := mgr.Add(s); err != nil {
 			return err
 		}
 	}
@@ -186,7 +195,6 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
 		Release:  release,
-		Metrics:  workloadMetrics(mgr, o, book, pgOwners),
 		DryRun:   o.DryRun,
 
 		WebhookServed: o.WebhookPort != 0,
@@ -194,6 +202,13 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		Book:          book,
 
 		PodGroupOwners: pgOwners,
+	}
+	// The gangmap_workload_* series (none with --max-workload-metrics=0), registered with the
+	// registry the manager's metrics endpoint serves (workloadmetrics.Registered: the first
+	// grouper's when the process builds several).
+	if o.MaxWorkloadMetrics != 0 {
+		r.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: pgOwners,
+			Log: ctrl.Log.WithName("workload-metrics"), Pods: book})
 	}
 	// KAI's Topologies, for the findings' TopologyNotFound: one informer (read once per change).
 	if r.Findings.Topologies, err = kaitopology.Add(mgr, cfg); err != nil {
@@ -303,32 +318,6 @@ func addSources(mgr manager.Manager, o *Options, registry *definitions.Registry)
 	}
 	_, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
 	return err
-}
-
-// workloadMetrics returns the tracker of the gangmap_workload_* series, registered with the
-// registry the manager's metrics endpoint serves (workloadmetrics.Registered: the first grouper's
-// when the process builds several); nil when --max-workload-metrics is 0. The tracker keeps its
-// pods in book and finds a workload's PodGroups through owners.
-func workloadMetrics(mgr manager.Manager, o *Options, book *podbook.Book, owners podgroup.OwnerLister) *workloadmetrics.Tracker {
-	if o.MaxWorkloadMetrics == 0 {
-		return nil
-	}
-	return workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: owners,
-		Log: ctrl.Log.WithName("workload-metrics"), Pods: book})
-}
-
-// addSelfSigned issues the webhook certificate now (the webhook server reads it at start) and
-// adds the renewal loop.
-func addSelfSigned(mgr manager.Manager, o *Options) error {
-	s := &gangmapwebhook.SelfSigned{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-		Secret: client.ObjectKey{Namespace: o.WebhookNamespace, Name: o.WebhookSecret}, WebhookConfiguration: o.WebhookConfigName,
-		DNSNames: o.webhookDNSNames(), CertDir: o.WebhookCertDir}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Ensure(ctx); err != nil {
-		return fmt.Errorf("--webhook-self-signed: %w", err)
-	}
-	return mgr.Add(s)
 }
 
 // webhookSelectors parses --webhook-namespace-selector and --webhook-object-selector.
