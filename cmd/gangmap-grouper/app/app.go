@@ -67,7 +67,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err != nil {
 		return nil, nil, err
 	}
-	release, err := kairelease.Parse(o.KAIVersion)
+	release, err := o.KAIRelease()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -377,7 +377,7 @@ func logStart(log logr.Logger, o *Options, cfg *rest.Config) {
 		kv = append(kv, "leaderElectionID", o.LeaderElectionID, "leaderElectionNamespace", o.LeaderElectionNamespace)
 	}
 	kv = append(kv, "maxConcurrentReconciles", o.MaxConcurrentReconciles, "qps", o.QPS, "burst", o.Burst)
-	rel, err := kairelease.Parse(o.KAIVersion)
+	rel, err := o.KAIRelease()
 	if err == nil {
 		kv = append(kv, "kaiReleaseLine", rel.Line, "kaiSkipAnnotation", rel.SkipAnnotation, "kaiMinSubGroup", rel.MinSubGroup)
 	}

@@ -142,6 +142,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 }
 
+// KAIRelease is the KAI release --kai-version names (see kairelease.Parse).
+func (o *Options) KAIRelease() (*kairelease.Release, error) {
+	return kairelease.Parse(o.KAIVersion)
+}
+
 // webhookDNSNames are the self-signed serving certificate's names.
 func (o *Options) webhookDNSNames() []string {
 	if len(o.WebhookCertDNSNames) > 0 {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
@@ -232,7 +231,7 @@ func (o *Options) validateTopologySegments(p *problems) {
 	case "auto", "off":
 	case "on":
 		// An unknown --kai-version is validateNativeKinds' to report.
-		if rel, err := kairelease.Parse(o.KAIVersion); err == nil && !rel.HasSegments() {
+		if rel, err := o.KAIRelease(); err == nil && !rel.HasSegments() {
 			p.add(true, "--topology-segments=on: %s; set --kai-version to the KAI release installed (v0.15 or later writes segments), or --topology-segments=auto to write the gang without them", rel.SegmentsNote())
 		}
 	default:
