@@ -44,25 +44,16 @@ func (o *Options) memoryLimit() (int64, string) {
 		return 0, "GOMEMLIMIT"
 	}
 	for _, f := range cgroupMemoryFiles {
-		if b, ok := readCgroupLimit(f); ok {
+		// A byte count, or "max" (v2) or a huge value (v1) for none.
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if b, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && b > 0 && b < 1<<50 {
 			return max(b-unmanagedReserve, b/2), "the memory limit less 80Mi (binary, overshoot) of " + f
 		}
 	}
 	return 0, ""
-}
-
-// readCgroupLimit reads a cgroup memory limit file: a byte count, or "max" (v2) or a huge value
-// (v1) for none.
-func readCgroupLimit(path string) (int64, bool) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	b, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	if err != nil || b <= 0 || b >= 1<<50 {
-		return 0, false
-	}
-	return b, true
 }
 
 // applyMemoryLimit sets the runtime's soft memory limit (memoryLimit) and logs it.

@@ -158,11 +158,10 @@ func (o *Options) validateWebhook(p *problems) {
 func checkServingCert(dir string) error {
 	var missing []string
 	for _, f := range []string{"tls.crt", "tls.key"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
+		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, os.ErrNotExist) {
 			missing = append(missing, f)
+		} else if err != nil {
+			return err
 		}
 	}
 	if len(missing) > 0 {

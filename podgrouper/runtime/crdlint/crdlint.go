@@ -11,6 +11,7 @@ package crdlint
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -122,10 +123,7 @@ func (l *Linter) Start(ctx context.Context) error {
 func (l *Linter) LintAll(ctx context.Context) {
 	l.init()
 	refused, linted := map[string]string{}, map[string]bool{}
-	var lds []*definitions.Loaded
-	for _, src := range []definitions.Source{definitions.SourceCluster, definitions.SourceFile} {
-		lds = append(lds, l.Registry.Source(src)...)
-	}
+	lds := slices.Concat(l.Registry.Source(definitions.SourceCluster), l.Registry.Source(definitions.SourceFile))
 	for _, e := range l.Registry.Entries() {
 		if c := l.Registry.Lookup(e.Kind.GVK()); e.Active && e.Source == definitions.SourceCatalog && c != nil && c.Loaded != nil {
 			lds = append(lds, c.Loaded)
