@@ -53,16 +53,14 @@ type events struct {
 var _ manager.LeaderElectionRunnable = (*events)(nil)
 
 // correlation is the correlator's options: client-go's defaults but the caches' size.
-func correlation() record.CorrelatorOptions {
-	return record.CorrelatorOptions{LRUCacheSize: eventCacheSize}
-}
+var correlation = record.CorrelatorOptions{LRUCacheSize: eventCacheSize}
 
 // get returns the broadcaster, made and started at the first call; nil once stopped.
 func (e *events) get() record.EventBroadcaster {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.broadcaster == nil && !e.stopped {
-		b := record.NewBroadcaster(record.WithCorrelatorOptions(correlation()))
+		b := record.NewBroadcaster(record.WithCorrelatorOptions(correlation))
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.sink})
 		// As controller-runtime's provider: each Event in the log at V(1).
 		b.StartEventWatcher(func(ev *corev1.Event) {

@@ -57,7 +57,7 @@ func BenchmarkEventCorrelatorBytes(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		o    record.CorrelatorOptions
-	}{{"client-go-default", record.CorrelatorOptions{}}, {"gangmap", correlation()}} {
+	}{{"client-go-default", record.CorrelatorOptions{}}, {"gangmap", correlation}} {
 		b.Run(c.name, func(b *testing.B) {
 			const n = 10_000
 			for range b.N {
@@ -81,7 +81,7 @@ func BenchmarkEventCorrelatorBytes(b *testing.B) {
 func TestCorrelationKeepsClientGosRules(t *testing.T) {
 	now := time.Unix(1764590000, 0)
 	clock := testclock.NewFakeClock(now)
-	o := correlation()
+	o := correlation
 	o.Clock = clock
 	c := record.NewEventCorrelatorWithOptions(o)
 	others := 0

@@ -18,11 +18,10 @@ import (
 // nothing.
 func (o *Options) RestConfig() (*rest.Config, error) {
 	cfg, err := o.loadRestConfig()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	}
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	return cfg, nil
+	return cfg, err
 }
 
 // inClusterConfig is rest.InClusterConfig; tests replace it.
