@@ -37,7 +37,7 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	if errors.As(d.Seen.NotInPlan, &nip) {
 		instance = nip.Instance
 	}
-	if !r.outsidePlan.firstKey(string(pod.UID) + "|" + instance) {
+	if !r.outsidePlan.first(string(pod.UID), instance) {
 		return
 	}
 	podsOutsidePlan.WithLabelValues(d.Kind.Kind).Inc()

@@ -32,6 +32,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
+	"github.com/go-logr/logr"
 )
 
 // Event reasons gangmap emits.
@@ -113,7 +114,9 @@ var _ reconcile.Reconciler = (*PodReconciler)(nil)
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pod, ok := r.Pods.Get(req.NamespacedName)
 	if !ok {
-		r.forgetFinding(req.NamespacedName)
+		if r.Findings != nil {
+			r.Findings.Forget(req.NamespacedName, time.Now())
+		}
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(req.NamespacedName)
 		}
@@ -125,7 +128,6 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
 	key := client.ObjectKeyFromObject(pod)
 
@@ -133,25 +135,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	// native, with a definition), the gang plan of the live workload, the pod's place in it.
 	d, err := r.Decider.DecideCached(ctx, pod, r.fullPod())
 	if err != nil {
-		var de *decide.DecideError
-		if decide.IsInvalidOwnerReference(err) && errors.As(err, &de) {
-			r.book().Ungroup(key)
-			r.ignoreOwner(ctx, pod, de.Err)
-			return ctrl.Result{}, nil
-		}
-		if errors.As(err, &de) {
-			var ce *owners.ChainError
-			if !de.Claimed() && errors.As(err, &ce) {
-				// A cycle no longer through a kind gangmap groups (its definition deleted): a pod
-				// held for it (decide.OwnerChain) is handed back, as a pod of a kind no longer
-				// gangmap's is. A transient walk error releases nothing.
-				if rerr := r.releaseHeld(ctx, pod); rerr != nil {
-					return ctrl.Result{}, rerr
-				}
-			}
-			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
-		}
-		return r.fail(ctx, pod, nil, "Decide", err)
+		return r.decideFailed(ctx, pod, err)
 	}
 	if d != nil && d.Pod != nil {
 		pod = d.Pod
@@ -165,16 +149,15 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(key)
 		}
-		log.V(4).Info("Pod is not gangmap's")
+		ctrl.LoggerFrom(ctx).V(4).Info("Pod is not gangmap's")
 		return ctrl.Result{}, r.releaseHeld(ctx, pod)
 	}
 	decisionSeconds.Observe(time.Since(start).Seconds())
-	md, owner := d.Metadata, d.Owner
-	log = log.WithValues("podGroup", klog.KRef(md.Namespace, md.Name), "subGroup", d.SubGroup, "workload", klog.KObj(owner))
+	log := ctrl.LoggerFrom(ctx).WithValues("podGroup", klog.KRef(d.Metadata.Namespace, d.Metadata.Name), "subGroup", d.SubGroup, "workload", klog.KObj(d.Owner))
 
 	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
 	// the workload (scaling, labels) regroups its pods even when no pod changes.
-	r.book().Group(key, owner.GetUID())
+	r.book().Group(key, d.Owner.GetUID())
 	if r.workloads != nil {
 		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
 			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
@@ -189,25 +172,55 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		r.track(ctx, pod, d)
 		return ctrl.Result{}, nil
 	}
+	return r.write(ctx, log, pod, d)
+}
 
+// decideFailed handles a failed decision: a pod whose owner reference gangmap ignores is reported
+// once and not retried; any other failure is reported and retried (fail), after handing a held
+// pod back to KAI when its owner chain no longer runs through a kind gangmap groups.
+func (r *PodReconciler) decideFailed(ctx context.Context, pod *corev1.Pod, err error) (ctrl.Result, error) {
+	var de *decide.DecideError
+	if !errors.As(err, &de) {
+		return r.fail(ctx, pod, nil, "Decide", err)
+	}
+	if decide.IsInvalidOwnerReference(err) {
+		r.book().Ungroup(client.ObjectKeyFromObject(pod))
+		r.ignoreOwner(ctx, pod, de.Err)
+		return ctrl.Result{}, nil
+	}
+	var ce *owners.ChainError
+	if !de.Claimed() && errors.As(err, &ce) {
+		// A cycle no longer through a kind gangmap groups (its definition deleted): a pod held for
+		// it (decide.OwnerChain) is handed back, as a pod of a kind no longer gangmap's is. A
+		// transient walk error releases nothing.
+		if rerr := r.releaseHeld(ctx, pod); rerr != nil {
+			return ctrl.Result{}, rerr
+		}
+	}
+	return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
+}
+
+// write does the writes of a decided pod (steps 3 to 5); log carries the decision (writePodGroup
+// logs with it).
+func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.Pod, d *decide.Decision) (ctrl.Result, error) {
 	// 3. On a KAI that cannot be told to skip the pod, leave a pod its pod-grouper took.
-	if r.yieldToKAI(ctx, pod, owner, md.Name) {
+	if r.yieldToKAI(ctx, pod, d.Owner, d.Metadata.Name) {
 		return ctrl.Result{}, nil
 	}
 
 	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
 	// when it already matches); one Event on the workload says what this reconcile wrote.
 	marked := r.markOwner(ctx, d)
-	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner, marked); requeue || err != nil {
+	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), d.Metadata, d.Owner, marked); requeue || err != nil {
 		if err != nil {
-			return r.fail(ctx, pod, owner, "PodGroupWrite", err)
+			return r.fail(ctx, pod, d.Owner, "PodGroupWrite", err)
 		}
 		return ctrl.Result{Requeue: true}, nil
 	}
 
 	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
 	if err := r.labelPod(ctx, pod, d); err != nil {
-		return r.fail(ctx, pod, owner, "PodPatch", err)
+		return r.fail(ctx, pod, d.Owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	r.track(ctx, pod, d)
@@ -291,12 +304,6 @@ func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *de
 	r.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, now)
 }
 
-func (r *PodReconciler) forgetFinding(key types.NamespacedName) {
-	if r.Findings != nil {
-		r.Findings.Forget(key, time.Now())
-	}
-}
-
 // book returns the reconciler's Book (see Book).
 func (r *PodReconciler) book() *podbook.Book {
 	r.bookOnce.Do(func() {
@@ -333,11 +340,16 @@ func (r *PodReconciler) fail(ctx context.Context, pod *corev1.Pod, owner *unstru
 	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
 }
 
-// ignoreOwner reports, once per pod and owner reference, a pod whose owner reference gangmap
+// ignoreOwner reports, once per pod and owner references (a pod whose references change is
+// reported again), a pod whose owner reference gangmap
 // treats as absent: a Warning Event on the pod, a count, an Info log. It is not an error to
 // retry: the reference itself is wrong, and the pod's next change reconciles it again anyway.
 func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err error) {
-	if !r.invalidOwners.first(pod.UID, pod.OwnerReferences) {
+	key := []string{string(pod.UID)}
+	for _, ref := range pod.OwnerReferences {
+		key = append(key, string(ref.UID))
+	}
+	if !r.invalidOwners.first(key...) {
 		return
 	}
 	groupingErrors.WithLabelValues(decide.InvalidOwnerReference).Inc()

@@ -36,11 +36,7 @@ func (s *InformerOwners) GetShared(ctx context.Context, gvk schema.GroupVersionK
 	if !ok {
 		return nil, false
 	}
-	k := key.Name
-	if key.Namespace != "" {
-		k = key.Namespace + "/" + key.Name
-	}
-	obj, exists, err := indexed.GetIndexer().GetByKey(k)
+	obj, exists, err := indexed.GetIndexer().GetByKey(toolscache.ObjectName(key).String())
 	if err != nil || !exists {
 		return nil, false
 	}
