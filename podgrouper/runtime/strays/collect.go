@@ -22,18 +22,23 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 		return 0, err
 	}
 	c.init()
-	ns := w.Owner.GetNamespace()
-	items, err := c.ownPodGroups(ns, w.Owner.GetUID())
+	return c.collect(ctx, queuedOf(w))
+}
+
+// collect is Collect of an enqueued workload.
+func (c *Collector) collect(ctx context.Context, w queued) (time.Duration, error) {
+	ns := w.owner.Namespace
+	items, err := c.ownPodGroups(ns, w.owner.UID)
 	if err != nil {
 		return 0, err
 	}
 	keep := map[string]bool{}
-	for _, n := range w.Keep {
+	for _, n := range w.keep {
 		keep[n] = true
 	}
 	var candidates []*v2alpha2.PodGroup
 	for _, pg := range items {
-		if isCandidate(pg, w.Owner.GetUID(), keep) {
+		if isCandidate(pg, w.owner.UID, keep) {
 			candidates = append(candidates, pg)
 		}
 	}
@@ -127,7 +132,7 @@ func (c *Collector) forgetCandidate(uid types.UID) {
 
 // act deletes the stray (preconditions: its UID and resourceVersion) or, in dry-run, reports it
 // once. It reports whether to look again (the delete failed or met a newer PodGroup).
-func (c *Collector) act(ctx context.Context, w Workload, pg *v2alpha2.PodGroup) bool {
+func (c *Collector) act(ctx context.Context, w queued, pg *v2alpha2.PodGroup) bool {
 	log := ctrl.LoggerFrom(ctx).WithValues("podGroup", pg.Namespace+"/"+pg.Name)
 	writer := "KAI's pod-grouper"
 	if _, ok := pg.Annotations[kaikeys.Definition]; ok {
@@ -164,8 +169,8 @@ func (c *Collector) act(ctx context.Context, w Workload, pg *v2alpha2.PodGroup) 
 	return true
 }
 
-func (c *Collector) event(w Workload, typ, msg string) {
+func (c *Collector) event(w queued, typ, msg string) {
 	if c.Recorder != nil {
-		c.Recorder.Event(w.Owner, typ, ReasonStray, msg)
+		c.Recorder.Event(&w.owner, typ, ReasonStray, msg)
 	}
 }

@@ -129,7 +129,7 @@ func (c *Collector) Enqueue(w Workload) {
 	}
 	c.init()
 	c.mu.Lock()
-	c.workloads[w.Owner.GetUID()] = queued{owner: refOf(w.Owner), keep: w.Keep}
+	c.workloads[w.Owner.GetUID()] = queuedOf(w)
 	c.mu.Unlock()
 	c.queue.Add(w.Owner.GetUID())
 }
@@ -167,9 +167,8 @@ func (c *Collector) Start(ctx context.Context) error {
 		q, ok := c.workloads[uid]
 		c.mu.Unlock()
 		if ok {
-			w := q.workload()
-			log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(w.Owner))
-			after, err := c.Collect(ctrl.LoggerInto(ctx, log), w)
+			log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KRef(q.owner.Namespace, q.owner.Name))
+			after, err := c.collect(ctrl.LoggerInto(ctx, log), q)
 			if err != nil {
 				log.Error(err, "Looking for stray PodGroups")
 				after = c.Grace
