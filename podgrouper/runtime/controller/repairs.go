@@ -51,34 +51,33 @@ func (r *PodReconciler) FlushEvents() {
 // (GangmapRepairedPod) for all such pods.
 func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide.Decision) error {
 	pgName, subGroup := d.Metadata.Name, d.SubGroup
-	ann, labels := map[string]any{}, map[string]any{}
+	md := map[string]map[string]any{} // "annotations" and "labels": the values to set (nil: remove)
+	set := func(part, key string, v any) {
+		if md[part] == nil {
+			md[part] = map[string]any{}
+		}
+		md[part][key] = v
+	}
 	cur := pod.Annotations[kaikeys.PodGroupName]
 	if cur != pgName {
-		ann[kaikeys.PodGroupName] = pgName
+		set("annotations", kaikeys.PodGroupName, pgName)
 	}
 	repaired := pod.Annotations[kaikeys.SkipPodGrouper] != "true"
 	if repaired {
-		ann[kaikeys.SkipPodGrouper] = "true"
+		set("annotations", kaikeys.SkipPodGrouper, "true")
 	}
 	if _, held := pod.Annotations[kaikeys.Held]; held {
-		ann[kaikeys.Held] = nil // grouped now: no longer held
+		set("annotations", kaikeys.Held, nil) // grouped now: no longer held
 	}
 	curSG, has := pod.Labels[kaikeys.SubGroupName]
 	switch {
 	case subGroup == "" && has:
-		labels[kaikeys.SubGroupName] = nil
+		set("labels", kaikeys.SubGroupName, nil)
 	case subGroup != "" && curSG != subGroup:
-		labels[kaikeys.SubGroupName] = subGroup
+		set("labels", kaikeys.SubGroupName, subGroup)
 	}
-	if len(ann) == 0 && len(labels) == 0 {
+	if len(md) == 0 {
 		return nil
-	}
-	md := map[string]any{}
-	if len(ann) > 0 {
-		md["annotations"] = ann
-	}
-	if len(labels) > 0 {
-		md["labels"] = labels
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": md})
 	if err != nil {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -105,14 +106,7 @@ func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []rec
 		return nil
 	}
 	reqs := r.requests(refs[0].UID)
-	ns := o.GetNamespace()
-	mine := reqs[:0]
-	for _, req := range reqs {
-		if req.Namespace == ns {
-			mine = append(mine, req)
-		}
-	}
-	return mine
+	return slices.DeleteFunc(reqs, func(req reconcile.Request) bool { return req.Namespace != o.GetNamespace() })
 }
 
 // regroup enqueues every cached pod at each "definitions changed" signal on in, after stopping

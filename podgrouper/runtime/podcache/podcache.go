@@ -160,9 +160,6 @@ func (s *podSource) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-// SchedulerName is the scheduler whose pods the cache holds.
-func (c *Cache) SchedulerName() string { return c.schedulerName }
-
 // Get returns the cached pod with key as a new Pod (podview.Record.Pod: metadata, scheduler
 // name, priority class and phase), or false when the cache does not hold it.
 func (c *Cache) Get(key types.NamespacedName) (*corev1.Pod, bool) {

@@ -99,19 +99,6 @@ func (x *OwnerIndex) Owned(namespace string, uid types.UID) ([]*v2alpha2.PodGrou
 	return out, nil
 }
 
-// Len is the number of indexed PodGroups.
-func (x *OwnerIndex) Len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	n := len(x.one)
-	for _, byNS := range x.more {
-		for _, byName := range byNS {
-			n += len(byName)
-		}
-	}
-	return n
-}
-
 // OnAdd implements toolscache.ResourceEventHandler.
 func (x *OwnerIndex) OnAdd(obj any, _ bool) {
 	if pg, uid := indexed(obj); pg != nil {
