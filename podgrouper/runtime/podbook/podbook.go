@@ -16,6 +16,8 @@
 package podbook
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -166,15 +168,7 @@ func (b *Book) UngroupOwner(owner types.UID) {
 func (b *Book) Grouped(owner types.UID) []types.NamespacedName {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	set := b.grouped[owner]
-	if len(set) == 0 {
-		return nil
-	}
-	out := make([]types.NamespacedName, 0, len(set))
-	for pod := range set {
-		out = append(out, pod)
-	}
-	return out
+	return slices.AppendSeq(make([]types.NamespacedName, 0, len(b.grouped[owner])), maps.Keys(b.grouped[owner]))
 }
 
 // FirstRepair records that the pod controller repaired the pod with this key and UID, and reports
@@ -214,7 +208,11 @@ func swap[T any](b *Book, pod types.NamespacedName, v *T, field func(*entry) **T
 	if *p != nil {
 		old, had = **p, true
 	}
-	*p = copyOf(v)
+	*p = nil
+	if v != nil {
+		c := *v // the Book never keeps a caller's pointer
+		*p = &c
+	}
 	b.drop(pod, e)
 	return old, had
 }
@@ -227,13 +225,4 @@ func (b *Book) Metric(pod types.NamespacedName) (Metric, bool) {
 		return *e.metric, true
 	}
 	return Metric{}, false
-}
-
-// copyOf is a copy of *p (nil stays nil): the Book never keeps a caller's pointer.
-func copyOf[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	c := *p
-	return &c
 }
