@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -58,4 +61,25 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	ctrl.LoggerFrom(ctx).Info("Pod outside its workload's gang plan", "workload", owner.GetName(), "instance", instance, "reason", d.Seen.NotInPlan.Error())
 	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
 	r.Recorder.Event(owner, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
+}
+
+// onceReporterSize bounds the pods remembered by an onceReporter.
+const onceReporterSize = 4096
+
+// onceReporter remembers which pods were told something, so that a pod reconciled again (any
+// change to it) is not told the same thing again. Bounded: the oldest pods are forgotten first.
+type onceReporter struct {
+	once sync.Once
+	seen *lru.Cache
+}
+
+// first says whether this is the first report under the key made of parts (the pod's UID first).
+func (o *onceReporter) first(parts ...string) bool {
+	o.once.Do(func() { o.seen = lru.New(onceReporterSize) })
+	key := strings.Join(parts, "|")
+	if _, ok := o.seen.Get(key); ok {
+		return false
+	}
+	o.seen.Add(key, struct{}{})
+	return true
 }

@@ -11,9 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiadmission"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
@@ -30,9 +33,9 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
-	"github.com/go-logr/logr"
 )
 
 // Event reasons gangmap emits.
@@ -372,4 +375,48 @@ func gangSummary(md *podgroup.Metadata) string {
 		s += fmt.Sprintf(", %s GPUs", g)
 	}
 	return s
+}
+
+// fullPod is the Decider's FullPodFunc (the cached pods are Records, not whole pods): a GET of the pod from the API server (Decider.APIReader), made the webhook's view of it
+// (podview.Pod). Only pods of workloads whose definition reads beyond a pod's metadata pay it, on
+// each reconcile. A pod replaced under the same name (another UID) is NotFound: the new pod has
+// its own event.
+func (r *PodReconciler) fullPod() decide.FullPodFunc {
+	return func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+		full := &corev1.Pod{}
+		if err := r.Decider.APIReader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, full); err != nil {
+			return nil, err
+		}
+		if full.UID != pod.UID {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, fmt.Sprintf("%s (UID %s)", pod.Name, pod.UID))
+		}
+		return podview.Pod(full), nil
+	}
+}
+
+var _ findings.WorkloadPods = (*PodReconciler)(nil)
+
+// PodsOf implements findings.WorkloadPods: the pods grouped under the top owner uid (the Book)
+// in namespace that carry a pod-group-name annotation, read from the pod cache (no API call), each with its sub-group label and the state KAI's scheduler gives it
+// (kaiadmission.PodFor). The pod cache keeps no scheduling gates (podview), so a gated pod reads
+// as pending: the model may then call a PodGroup admitted that KAI holds as not ready, never the
+// other way round.
+func (r *PodReconciler) PodsOf(_ context.Context, namespace string, uid types.UID) []findings.AdmissionPod {
+	keys := r.book().Grouped(uid)
+	out := make([]findings.AdmissionPod, 0, len(keys))
+	for _, key := range keys {
+		if key.Namespace != namespace {
+			continue
+		}
+		pod, ok := r.Pods.Get(key)
+		if !ok {
+			continue // deleted meanwhile
+		}
+		pg := pod.Annotations[kaikeys.PodGroupName]
+		if pg == "" {
+			continue
+		}
+		out = append(out, findings.AdmissionPod{PodGroup: pg, Pod: kaiadmission.PodFor(pod)})
+	}
+	return out
 }
