@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -40,7 +39,8 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	if errors.As(d.Seen.NotInPlan, &nip) {
 		instance = nip.Instance
 	}
-	if !r.outsidePlan.first(string(pod.UID), instance) {
+	r.init()
+	if !firstReport(r.outsidePlan, string(pod.UID), instance) {
 		return
 	}
 	podsOutsidePlan.WithLabelValues(d.Kind.Kind).Inc()
@@ -63,23 +63,17 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	r.Recorder.Event(owner, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
 }
 
-// onceReporterSize bounds the pods remembered by an onceReporter.
-const onceReporterSize = 4096
+// reportedPods bounds the pods a memory of firstReport holds: the oldest are forgotten first.
+const reportedPods = 4096
 
-// onceReporter remembers which pods were told something, so that a pod reconciled again (any
-// change to it) is not told the same thing again. Bounded: the oldest pods are forgotten first.
-type onceReporter struct {
-	once sync.Once
-	seen *lru.Cache
-}
-
-// first says whether this is the first report under the key made of parts (the pod's UID first).
-func (o *onceReporter) first(parts ...string) bool {
-	o.once.Do(func() { o.seen = lru.New(onceReporterSize) })
+// firstReport says whether this is the first report in seen (pods already told something, so
+// that a pod reconciled again, any change to it, is not told the same thing again) under the key
+// made of parts (the pod's UID first).
+func firstReport(seen *lru.Cache, parts ...string) bool {
 	key := strings.Join(parts, "|")
-	if _, ok := o.seen.Get(key); ok {
+	if _, ok := seen.Get(key); ok {
 		return false
 	}
-	o.seen.Add(key, struct{}{})
+	seen.Add(key, struct{}{})
 	return true
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,6 +36,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
@@ -79,8 +81,7 @@ type PodReconciler struct {
 	// controller keeps each pod's top owner (for the workload watches) and the UID of the pod it
 	// last repaired, so that a reconcile that reads a cached pod older than its own repair patch
 	// (a workload event regroups every pod at once) neither counts nor reports the pod again.
-	Book     *podbook.Book
-	bookOnce sync.Once
+	Book *podbook.Book
 	// Findings, when set, counts each pod against its workload's plan (see package findings).
 	Findings *findings.Tracker
 	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
@@ -100,13 +101,16 @@ type PodReconciler struct {
 
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
-	// invalidOwners remembers the pods already told their owner reference is ignored.
-	invalidOwners onceReporter
-	// outsidePlan remembers the pods already told they are outside their workload's plan.
-	outsidePlan onceReporter
-	// episodes holds the Events written once per workload and episode (repairs, dry run).
-	episodes     podEpisodes
-	episodesOnce sync.Once
+	// invalidOwners and outsidePlan remember the pods already told their owner reference is
+	// ignored, or that they are outside their workload's plan (firstReport).
+	invalidOwners, outsidePlan *lru.Cache
+	// repaired and dryRun write the Events about pods once per workload and episode (package
+	// workloadevents): a workload's pods labelled after creation (ReasonRepaired) and, in dry-run,
+	// the pods that would join its PodGroups (ReasonWouldWrite). Each pod stays in the log and in
+	// gangmap_pods_repaired_total or gangmap_pods_grouped_total.
+	repaired, dryRun *workloadevents.Aggregator
+	// once makes, at the first use (init), the Book when none is given and the fields above.
+	once sync.Once
 }
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
@@ -307,13 +311,24 @@ func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *de
 	r.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, now)
 }
 
-// book returns the reconciler's Book (see Book).
-func (r *PodReconciler) book() *podbook.Book {
-	r.bookOnce.Do(func() {
+// init makes what the reconciler keeps for itself, once: its Book when none is given, the
+// memories of pods already told something and the episodes of Events.
+func (r *PodReconciler) init() {
+	r.once.Do(func() {
 		if r.Book == nil {
 			r.Book = podbook.New()
 		}
+		r.invalidOwners, r.outsidePlan = lru.New(reportedPods), lru.New(reportedPods)
+		r.repaired = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeWarning, Reason: ReasonRepaired,
+			Message: repairMessage(r.WebhookServed)}
+		r.dryRun = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeNormal, Reason: ReasonWouldWrite,
+			Message: dryRunMessage}
 	})
+}
+
+// book returns the reconciler's Book (see Book).
+func (r *PodReconciler) book() *podbook.Book {
+	r.init()
 	return r.Book
 }
 
@@ -352,7 +367,8 @@ func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err er
 	for _, ref := range pod.OwnerReferences {
 		key = append(key, string(ref.UID))
 	}
-	if !r.invalidOwners.first(key...) {
+	r.init()
+	if !firstReport(r.invalidOwners, key...) {
 		return
 	}
 	groupingErrors.WithLabelValues(decide.InvalidOwnerReference).Inc()
