@@ -70,7 +70,7 @@ func New(cfg *rest.Config, schedulerName string) (*Cache, error) {
 func NewWithListWatch(lw toolscache.ListerWatcher, schedulerName string) (*Cache, error) {
 	c := &Cache{schedulerName: schedulerName}
 	c.informer = toolscache.NewSharedIndexInformerWithOptions(
-		&pagedList{inner: toolscache.ToListerWatcherWithContext(lw), toRecord: c.transform, pageSize: listPageSize},
+		&pagedList{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), toRecord: c.transform, pageSize: listPageSize},
 		&corev1.Pod{}, toolscache.SharedIndexInformerOptions{
 			Indexers:          toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 			ObjectDescription: "pods of " + schedulerName,

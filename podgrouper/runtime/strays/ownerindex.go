@@ -151,22 +151,17 @@ func sameKey(a, b *v2alpha2.PodGroup) bool {
 
 // add indexes pg under uid, replacing the object of the same namespace and name: O(1).
 func (x *OwnerIndex) add(uid types.UID, pg *v2alpha2.PodGroup) {
-	if cur, ok := x.one[uid]; ok {
-		if sameKey(cur, pg) {
+	byNS, several := x.more[uid]
+	if !several {
+		cur, ok := x.one[uid]
+		if !ok || sameKey(cur, pg) {
 			x.one[uid] = pg
 			return
 		}
 		delete(x.one, uid)
-		byNS := map[string]map[string]*v2alpha2.PodGroup{}
+		byNS = map[string]map[string]*v2alpha2.PodGroup{}
 		x.more[uid] = byNS
 		put(byNS, cur)
-		put(byNS, pg)
-		return
-	}
-	byNS, ok := x.more[uid]
-	if !ok {
-		x.one[uid] = pg
-		return
 	}
 	put(byNS, pg)
 }
