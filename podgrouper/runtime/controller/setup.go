@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -45,7 +44,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	// Every pod of the cache is of our scheduler (its field selector).
 	b := ctrl.NewControllerManagedBy(mgr).Named(Name).
 		WatchesRawSource(r.Pods.Source()).
-		Watches(&v2alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(r.podsOfPodGroup), builder.WithPredicates(gangChanged)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &v2alpha2.PodGroup{}, handler.TypedEnqueueRequestsFromMapFunc(r.podsOfPodGroup), gangChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	if regroup != nil {
 		b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -72,19 +71,15 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 // PodGroup deleted while its workload lives, or one whose gang (minMember, minSubGroup,
 // sub-groups) someone else changed. Changes to what KAI and others own (queue, status,
 // markUnschedulable, labels) do not pass, so writers beside gangmap cause no work.
-var gangChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isGangmaps(e.Object) },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*v2alpha2.PodGroup)
-		n, ok2 := e.ObjectNew.(*v2alpha2.PodGroup)
-		if !ok1 || !ok2 || !isGangmaps(n) {
-			return false
-		}
-		return !equality.Semantic.DeepEqual(o.Spec.MinMember, n.Spec.MinMember) ||
+var gangChanged = predicate.TypedFuncs[*v2alpha2.PodGroup]{
+	CreateFunc:  func(event.TypedCreateEvent[*v2alpha2.PodGroup]) bool { return false },
+	GenericFunc: func(event.TypedGenericEvent[*v2alpha2.PodGroup]) bool { return false },
+	DeleteFunc:  func(e event.TypedDeleteEvent[*v2alpha2.PodGroup]) bool { return isGangmaps(e.Object) },
+	UpdateFunc: func(e event.TypedUpdateEvent[*v2alpha2.PodGroup]) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return isGangmaps(n) && (!equality.Semantic.DeepEqual(o.Spec.MinMember, n.Spec.MinMember) ||
 			!equality.Semantic.DeepEqual(o.Spec.MinSubGroup, n.Spec.MinSubGroup) ||
-			!equality.Semantic.DeepEqual(o.Spec.SubGroups, n.Spec.SubGroups)
+			!equality.Semantic.DeepEqual(o.Spec.SubGroups, n.Spec.SubGroups))
 	},
 }
 
@@ -100,7 +95,7 @@ func isGangmaps(o client.Object) bool {
 // this PodGroup's; and a PodGroup anyone creates in their own namespace, with gangmap's annotation
 // and another namespace's workload UID as owner (UIDs are public: PodGroup names carry them),
 // makes gangmap reconcile nothing of that namespace.
-func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []reconcile.Request {
+func (r *PodReconciler) podsOfPodGroup(_ context.Context, o *v2alpha2.PodGroup) []reconcile.Request {
 	refs := o.GetOwnerReferences()
 	if len(refs) != 1 {
 		return nil
