@@ -255,21 +255,17 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 		return false, err
 	}
 	podGroupWrites.WithLabelValues(string(res)).Inc()
-	log := ctrl.LoggerFrom(ctx)
-	also := func() string {
-		if r.tellMark(owner.GetUID()) {
-			return "; also set " + markNote
-		}
-		return ""
+	reason, wrote := map[podgroup.Result]string{podgroup.Created: ReasonPodGroupCreated, podgroup.Updated: ReasonPodGroupUpdated}[res]
+	if !wrote {
+		return false, nil
 	}
-	switch res {
-	case podgroup.Created:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s%s", md.Name, gangSummary(md), also())
-		log.V(1).Info("PodGroup created")
-	case podgroup.Updated:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s%s", md.Name, gangSummary(md), also())
-		log.V(1).Info("PodGroup updated")
+	also := ""
+	if r.tellMark(owner.GetUID()) {
+		also = "; also set " + markNote
 	}
+	verb := strings.ToLower(string(res)) // "created", "updated"
+	r.Recorder.Eventf(owner, corev1.EventTypeNormal, reason, "%s PodGroup %s: %s%s", verb, md.Name, gangSummary(md), also)
+	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup " + verb)
 	return false, nil
 }
 
