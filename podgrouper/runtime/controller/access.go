@@ -30,8 +30,6 @@ const ReasonRBACMissing = "GangmapRBACMissing"
 // this check a read through the cache would block (an informer that cannot list never syncs) and
 // gangmap would group nothing without saying why. A nil *AccessChecker allows everything and
 // reports through logs and the metric only.
-var _ decide.AccessChecker = (*AccessChecker)(nil)
-
 type AccessChecker struct {
 	// Client creates SelfSubjectAccessReviews.
 	Client client.Client
@@ -49,6 +47,8 @@ type AccessChecker struct {
 	// Retry has passed).
 	checked map[schema.GroupVersionKind]accessCheck
 }
+
+var _ decide.AccessChecker = (*AccessChecker)(nil)
 
 type accessCheck struct {
 	at  time.Time
@@ -93,16 +93,16 @@ func (a *AccessChecker) Check(ctx context.Context, gvk schema.GroupVersionKind) 
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	err = nil
+	var denied error
 	if len(missing) > 0 {
-		err = fmt.Errorf("gangmap may not %s %s: grant them to the grouper (ClusterRole) for gangmap to group this kind", strings.Join(missing, ", "), mapping.Resource.GroupResource())
-		a.report(ctx, gvk, err)
+		denied = fmt.Errorf("gangmap may not %s %s: grant them to the grouper (ClusterRole) for gangmap to group this kind", strings.Join(missing, ", "), mapping.Resource.GroupResource())
+		a.report(ctx, gvk, denied)
 	}
 	if a.checked == nil {
 		a.checked = map[schema.GroupVersionKind]accessCheck{}
 	}
-	a.checked[gvk] = accessCheck{at: time.Now(), err: err}
-	return err
+	a.checked[gvk] = accessCheck{at: time.Now(), err: denied}
+	return denied
 }
 
 // ReportForbidden reports that reading an object of gvk was Forbidden (verb is what was tried).
