@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -89,11 +91,8 @@ func (x *OwnerIndex) Owned(namespace string, uid types.UID) ([]*v2alpha2.PodGrou
 	}
 	var out []*v2alpha2.PodGroup
 	for ns, byName := range x.more[uid] {
-		if namespace != "" && ns != namespace {
-			continue
-		}
-		for _, pg := range byName {
-			out = append(out, pg)
+		if namespace == "" || ns == namespace {
+			out = slices.AppendSeq(out, maps.Values(byName))
 		}
 	}
 	return out, nil
