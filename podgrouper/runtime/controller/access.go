@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -29,8 +30,6 @@ const ReasonRBACMissing = "GangmapRBACMissing"
 // this check a read through the cache would block (an informer that cannot list never syncs) and
 // gangmap would group nothing without saying why. A nil *AccessChecker allows everything and
 // reports through logs and the metric only.
-var _ decide.AccessChecker = (*AccessChecker)(nil)
-
 type AccessChecker struct {
 	// Client creates SelfSubjectAccessReviews.
 	Client client.Client
@@ -40,15 +39,18 @@ type AccessChecker struct {
 	Registry *definitions.Registry
 	// Recorder emits the Events; nil emits none.
 	Recorder record.EventRecorder
-	// Retry is how long a denied kind stays denied before it is checked again (default 1m).
+	// Retry is how long a denied kind stays denied before it is checked again (0: 1m).
 	Retry time.Duration
 
-	mu      sync.Mutex
-	allowed map[schema.GroupVersionKind]bool
-	denied  map[schema.GroupVersionKind]deniedEntry
+	mu sync.Mutex
+	// checked holds each kind's last check: err nil (allowed, for good) or the denial (until
+	// Retry has passed).
+	checked map[schema.GroupVersionKind]accessCheck
 }
 
-type deniedEntry struct {
+var _ decide.AccessChecker = (*AccessChecker)(nil)
+
+type accessCheck struct {
 	at  time.Time
 	err error
 }
@@ -65,15 +67,11 @@ func (a *AccessChecker) Check(ctx context.Context, gvk schema.GroupVersionKind) 
 		return nil
 	}
 	a.mu.Lock()
-	if a.allowed[gvk] {
-		a.mu.Unlock()
-		return nil
-	}
-	if d, ok := a.denied[gvk]; ok && time.Since(d.at) < a.retry() {
-		a.mu.Unlock()
-		return d.err
-	}
+	last, ok := a.checked[gvk]
 	a.mu.Unlock()
+	if ok && (last.err == nil || time.Since(last.at) < cmp.Or(a.Retry, time.Minute)) {
+		return last.err
+	}
 
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", gvk.String())
 	mapping, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -95,21 +93,16 @@ func (a *AccessChecker) Check(ctx context.Context, gvk schema.GroupVersionKind) 
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(missing) == 0 {
-		if a.allowed == nil {
-			a.allowed = map[schema.GroupVersionKind]bool{}
-		}
-		a.allowed[gvk] = true
-		delete(a.denied, gvk)
-		return nil
+	var denied error
+	if len(missing) > 0 {
+		denied = fmt.Errorf("gangmap may not %s %s: grant them to the grouper (ClusterRole) for gangmap to group this kind", strings.Join(missing, ", "), mapping.Resource.GroupResource())
+		a.report(ctx, gvk, denied)
 	}
-	err = fmt.Errorf("gangmap may not %s %s: grant them to the grouper (ClusterRole) for gangmap to group this kind", strings.Join(missing, ", "), mapping.Resource.GroupResource())
-	if a.denied == nil {
-		a.denied = map[schema.GroupVersionKind]deniedEntry{}
+	if a.checked == nil {
+		a.checked = map[schema.GroupVersionKind]accessCheck{}
 	}
-	a.denied[gvk] = deniedEntry{at: time.Now(), err: err}
-	a.report(ctx, gvk, err)
-	return err
+	a.checked[gvk] = accessCheck{at: time.Now(), err: denied}
+	return denied
 }
 
 // ReportForbidden reports that reading an object of gvk was Forbidden (verb is what was tried).
@@ -135,11 +128,4 @@ func (a *AccessChecker) report(ctx context.Context, gvk schema.GroupVersionKind,
 	karta := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: c.Loaded.Karta.Metadata.Name,
 		UID: types.UID(c.Loaded.Karta.Metadata.UID)}
 	a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
-}
-
-func (a *AccessChecker) retry() time.Duration {
-	if a.Retry > 0 {
-		return a.Retry
-	}
-	return time.Minute
 }

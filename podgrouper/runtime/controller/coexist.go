@@ -13,7 +13,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
 
 // Event reasons of the coexistence with KAI's pod-grouper.
@@ -109,20 +108,8 @@ func (r *PodReconciler) unmarkKind(ctx context.Context, gvk schema.GroupVersionK
 	}
 }
 
-// collectStrays asks the stray collector to look at the workload's PodGroups. The collector keeps
-// the latest request per workload until the workload is deleted, so it gets the workload's
-// identity (ownerIdentity), not the decision's copy of the whole object: that copy, one per
-// workload, was as large as the informer's own (about 8 KB for a small CustomJob).
+// collectStrays asks the stray collector to look at the workload's PodGroups (it keeps the
+// workload's identity only, not the decision's copy of the whole object).
 func (r *PodReconciler) collectStrays(d *decide.Decision) {
-	r.Strays.Enqueue(strays.Workload{Owner: ownerIdentity(d.Owner), Keep: d.Planned})
-}
-
-// ownerIdentity is a new object with only the identity of workload u: apiVersion, kind,
-// namespace, name, UID and resourceVersion. That is all the stray collector reads of a workload
-// (the namespace to list, the UID of the owner references, the object of its Events, whose
-// involvedObject records exactly these).
-func ownerIdentity(u *unstructured.Unstructured) *unstructured.Unstructured {
-	id := workloadevents.Identity(u)
-	id.SetResourceVersion(u.GetResourceVersion())
-	return id
+	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
 }

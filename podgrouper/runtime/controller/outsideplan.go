@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -37,7 +39,8 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	if errors.As(d.Seen.NotInPlan, &nip) {
 		instance = nip.Instance
 	}
-	if !r.outsidePlan.firstKey(string(pod.UID) + "|" + instance) {
+	r.init()
+	if !firstReport(r.outsidePlan, string(pod.UID), instance) {
 		return
 	}
 	podsOutsidePlan.WithLabelValues(d.Kind.Kind).Inc()
@@ -58,4 +61,19 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	ctrl.LoggerFrom(ctx).Info("Pod outside its workload's gang plan", "workload", owner.GetName(), "instance", instance, "reason", d.Seen.NotInPlan.Error())
 	r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
 	r.Recorder.Event(owner, corev1.EventTypeWarning, ReasonPodOutsidePlan, msg)
+}
+
+// reportedPods bounds the pods a memory of firstReport holds: the oldest are forgotten first.
+const reportedPods = 4096
+
+// firstReport says whether this is the first report in seen (pods already told something, so
+// that a pod reconciled again, any change to it, is not told the same thing again) under the key
+// made of parts (the pod's UID first).
+func firstReport(seen *lru.Cache, parts ...string) bool {
+	key := strings.Join(parts, "|")
+	if _, ok := seen.Get(key); ok {
+		return false
+	}
+	seen.Add(key, struct{}{})
+	return true
 }

@@ -11,17 +11,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/core/kaiadmission"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
@@ -30,7 +34,9 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
+	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
@@ -75,8 +81,7 @@ type PodReconciler struct {
 	// controller keeps each pod's top owner (for the workload watches) and the UID of the pod it
 	// last repaired, so that a reconcile that reads a cached pod older than its own repair patch
 	// (a workload event regroups every pod at once) neither counts nor reports the pod again.
-	Book     *podbook.Book
-	bookOnce sync.Once
+	Book *podbook.Book
 	// Findings, when set, counts each pod against its workload's plan (see package findings).
 	Findings *findings.Tracker
 	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
@@ -96,13 +101,16 @@ type PodReconciler struct {
 
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
-	// invalidOwners remembers the pods already told their owner reference is ignored.
-	invalidOwners onceReporter
-	// outsidePlan remembers the pods already told they are outside their workload's plan.
-	outsidePlan onceReporter
-	// episodes holds the Events written once per workload and episode (repairs, dry run).
-	episodes     podEpisodes
-	episodesOnce sync.Once
+	// invalidOwners and outsidePlan remember the pods already told their owner reference is
+	// ignored, or that they are outside their workload's plan (firstReport).
+	invalidOwners, outsidePlan *lru.Cache
+	// repaired and dryRun write the Events about pods once per workload and episode (package
+	// workloadevents): a workload's pods labelled after creation (ReasonRepaired) and, in dry-run,
+	// the pods that would join its PodGroups (ReasonWouldWrite). Each pod stays in the log and in
+	// gangmap_pods_repaired_total or gangmap_pods_grouped_total.
+	repaired, dryRun *workloadevents.Aggregator
+	// once makes, at the first use (init), the Book when none is given and the fields above.
+	once sync.Once
 }
 
 var _ reconcile.Reconciler = (*PodReconciler)(nil)
@@ -113,7 +121,9 @@ var _ reconcile.Reconciler = (*PodReconciler)(nil)
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pod, ok := r.Pods.Get(req.NamespacedName)
 	if !ok {
-		r.forgetFinding(req.NamespacedName)
+		if r.Findings != nil {
+			r.Findings.Forget(req.NamespacedName, time.Now())
+		}
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(req.NamespacedName)
 		}
@@ -125,7 +135,6 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
 	key := client.ObjectKeyFromObject(pod)
 
@@ -133,25 +142,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	// native, with a definition), the gang plan of the live workload, the pod's place in it.
 	d, err := r.Decider.DecideCached(ctx, pod, r.fullPod())
 	if err != nil {
-		var de *decide.DecideError
-		if decide.IsInvalidOwnerReference(err) && errors.As(err, &de) {
-			r.book().Ungroup(key)
-			r.ignoreOwner(ctx, pod, de.Err)
-			return ctrl.Result{}, nil
-		}
-		if errors.As(err, &de) {
-			var ce *owners.ChainError
-			if !de.Claimed() && errors.As(err, &ce) {
-				// A cycle no longer through a kind gangmap groups (its definition deleted): a pod
-				// held for it (decide.OwnerChain) is handed back, as a pod of a kind no longer
-				// gangmap's is. A transient walk error releases nothing.
-				if rerr := r.releaseHeld(ctx, pod); rerr != nil {
-					return ctrl.Result{}, rerr
-				}
-			}
-			return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
-		}
-		return r.fail(ctx, pod, nil, "Decide", err)
+		return r.decideFailed(ctx, pod, err)
 	}
 	if d != nil && d.Pod != nil {
 		pod = d.Pod
@@ -165,16 +156,15 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(key)
 		}
-		log.V(4).Info("Pod is not gangmap's")
+		ctrl.LoggerFrom(ctx).V(4).Info("Pod is not gangmap's")
 		return ctrl.Result{}, r.releaseHeld(ctx, pod)
 	}
 	decisionSeconds.Observe(time.Since(start).Seconds())
-	md, owner := d.Metadata, d.Owner
-	log = log.WithValues("podGroup", klog.KRef(md.Namespace, md.Name), "subGroup", d.SubGroup, "workload", klog.KObj(owner))
+	log := ctrl.LoggerFrom(ctx).WithValues("podGroup", klog.KRef(d.Metadata.Namespace, d.Metadata.Name), "subGroup", d.SubGroup, "workload", klog.KObj(d.Owner))
 
 	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
 	// the workload (scaling, labels) regroups its pods even when no pod changes.
-	r.book().Group(key, owner.GetUID())
+	r.book().Group(key, d.Owner.GetUID())
 	if r.workloads != nil {
 		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
 			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
@@ -189,25 +179,55 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		r.track(ctx, pod, d)
 		return ctrl.Result{}, nil
 	}
+	return r.write(ctx, log, pod, d)
+}
 
+// decideFailed handles a failed decision: a pod whose owner reference gangmap ignores is reported
+// once and not retried; any other failure is reported and retried (fail), after handing a held
+// pod back to KAI when its owner chain no longer runs through a kind gangmap groups.
+func (r *PodReconciler) decideFailed(ctx context.Context, pod *corev1.Pod, err error) (ctrl.Result, error) {
+	var de *decide.DecideError
+	if !errors.As(err, &de) {
+		return r.fail(ctx, pod, nil, "Decide", err)
+	}
+	if decide.IsInvalidOwnerReference(err) {
+		r.book().Ungroup(client.ObjectKeyFromObject(pod))
+		r.ignoreOwner(ctx, pod, de.Err)
+		return ctrl.Result{}, nil
+	}
+	var ce *owners.ChainError
+	if !de.Claimed() && errors.As(err, &ce) {
+		// A cycle no longer through a kind gangmap groups (its definition deleted): a pod held for
+		// it (decide.OwnerChain) is handed back, as a pod of a kind no longer gangmap's is. A
+		// transient walk error releases nothing.
+		if rerr := r.releaseHeld(ctx, pod); rerr != nil {
+			return ctrl.Result{}, rerr
+		}
+	}
+	return r.fail(ctx, pod, de.Owner, de.Reason, de.Err)
+}
+
+// write does the writes of a decided pod (steps 3 to 5); log carries the decision (writePodGroup
+// logs with it).
+func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.Pod, d *decide.Decision) (ctrl.Result, error) {
 	// 3. On a KAI that cannot be told to skip the pod, leave a pod its pod-grouper took.
-	if r.yieldToKAI(ctx, pod, owner, md.Name) {
+	if r.yieldToKAI(ctx, pod, d.Owner, d.Metadata.Name) {
 		return ctrl.Result{}, nil
 	}
 
 	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
 	// when it already matches); one Event on the workload says what this reconcile wrote.
 	marked := r.markOwner(ctx, d)
-	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), md, owner, marked); requeue || err != nil {
+	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), d.Metadata, d.Owner, marked); requeue || err != nil {
 		if err != nil {
-			return r.fail(ctx, pod, owner, "PodGroupWrite", err)
+			return r.fail(ctx, pod, d.Owner, "PodGroupWrite", err)
 		}
 		return ctrl.Result{Requeue: true}, nil
 	}
 
 	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
 	if err := r.labelPod(ctx, pod, d); err != nil {
-		return r.fail(ctx, pod, owner, "PodPatch", err)
+		return r.fail(ctx, pod, d.Owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	r.track(ctx, pod, d)
@@ -235,21 +255,17 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 		return false, err
 	}
 	podGroupWrites.WithLabelValues(string(res)).Inc()
-	log := ctrl.LoggerFrom(ctx)
-	also := func() string {
-		if r.tellMark(owner.GetUID()) {
-			return "; also set " + markNote
-		}
-		return ""
+	reason, wrote := map[podgroup.Result]string{podgroup.Created: ReasonPodGroupCreated, podgroup.Updated: ReasonPodGroupUpdated}[res]
+	if !wrote {
+		return false, nil
 	}
-	switch res {
-	case podgroup.Created:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupCreated, "created PodGroup %s: %s%s", md.Name, gangSummary(md), also())
-		log.V(1).Info("PodGroup created")
-	case podgroup.Updated:
-		r.Recorder.Eventf(owner, corev1.EventTypeNormal, ReasonPodGroupUpdated, "updated PodGroup %s: %s%s", md.Name, gangSummary(md), also())
-		log.V(1).Info("PodGroup updated")
+	also := ""
+	if r.tellMark(owner.GetUID()) {
+		also = "; also set " + markNote
 	}
+	verb := strings.ToLower(string(res)) // "created", "updated"
+	r.Recorder.Eventf(owner, corev1.EventTypeNormal, reason, "%s PodGroup %s: %s%s", verb, md.Name, gangSummary(md), also)
+	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup " + verb)
 	return false, nil
 }
 
@@ -291,19 +307,24 @@ func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *de
 	r.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, now)
 }
 
-func (r *PodReconciler) forgetFinding(key types.NamespacedName) {
-	if r.Findings != nil {
-		r.Findings.Forget(key, time.Now())
-	}
+// init makes what the reconciler keeps for itself, once: its Book when none is given, the
+// memories of pods already told something and the episodes of Events.
+func (r *PodReconciler) init() {
+	r.once.Do(func() {
+		if r.Book == nil {
+			r.Book = podbook.New()
+		}
+		r.invalidOwners, r.outsidePlan = lru.New(reportedPods), lru.New(reportedPods)
+		r.repaired = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeWarning, Reason: ReasonRepaired,
+			Message: repairMessage(r.WebhookServed)}
+		r.dryRun = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeNormal, Reason: ReasonWouldWrite,
+			Message: dryRunMessage}
+	})
 }
 
 // book returns the reconciler's Book (see Book).
 func (r *PodReconciler) book() *podbook.Book {
-	r.bookOnce.Do(func() {
-		if r.Book == nil {
-			r.Book = podbook.New()
-		}
-	})
+	r.init()
 	return r.Book
 }
 
@@ -333,11 +354,17 @@ func (r *PodReconciler) fail(ctx context.Context, pod *corev1.Pod, owner *unstru
 	return ctrl.Result{}, fmt.Errorf("%s: %w", reason, err)
 }
 
-// ignoreOwner reports, once per pod and owner reference, a pod whose owner reference gangmap
+// ignoreOwner reports, once per pod and owner references (a pod whose references change is
+// reported again), a pod whose owner reference gangmap
 // treats as absent: a Warning Event on the pod, a count, an Info log. It is not an error to
 // retry: the reference itself is wrong, and the pod's next change reconciles it again anyway.
 func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err error) {
-	if !r.invalidOwners.first(pod.UID, pod.OwnerReferences) {
+	key := []string{string(pod.UID)}
+	for _, ref := range pod.OwnerReferences {
+		key = append(key, string(ref.UID))
+	}
+	r.init()
+	if !firstReport(r.invalidOwners, key...) {
 		return
 	}
 	groupingErrors.WithLabelValues(decide.InvalidOwnerReference).Inc()
@@ -360,4 +387,48 @@ func gangSummary(md *podgroup.Metadata) string {
 		s += fmt.Sprintf(", %s GPUs", g)
 	}
 	return s
+}
+
+// fullPod is the Decider's FullPodFunc (the cached pods are Records, not whole pods): a GET of the pod from the API server (Decider.APIReader), made the webhook's view of it
+// (podview.Pod). Only pods of workloads whose definition reads beyond a pod's metadata pay it, on
+// each reconcile. A pod replaced under the same name (another UID) is NotFound: the new pod has
+// its own event.
+func (r *PodReconciler) fullPod() decide.FullPodFunc {
+	return func(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+		full := &corev1.Pod{}
+		if err := r.Decider.APIReader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, full); err != nil {
+			return nil, err
+		}
+		if full.UID != pod.UID {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, fmt.Sprintf("%s (UID %s)", pod.Name, pod.UID))
+		}
+		return podview.Pod(full), nil
+	}
+}
+
+var _ findings.WorkloadPods = (*PodReconciler)(nil)
+
+// PodsOf implements findings.WorkloadPods: the pods grouped under the top owner uid (the Book)
+// in namespace that carry a pod-group-name annotation, read from the pod cache (no API call), each with its sub-group label and the state KAI's scheduler gives it
+// (kaiadmission.PodFor). The pod cache keeps no scheduling gates (podview), so a gated pod reads
+// as pending: the model may then call a PodGroup admitted that KAI holds as not ready, never the
+// other way round.
+func (r *PodReconciler) PodsOf(_ context.Context, namespace string, uid types.UID) []findings.AdmissionPod {
+	keys := r.book().Grouped(uid)
+	out := make([]findings.AdmissionPod, 0, len(keys))
+	for _, key := range keys {
+		if key.Namespace != namespace {
+			continue
+		}
+		pod, ok := r.Pods.Get(key)
+		if !ok {
+			continue // deleted meanwhile
+		}
+		pg := pod.Annotations[kaikeys.PodGroupName]
+		if pg == "" {
+			continue
+		}
+		out = append(out, findings.AdmissionPod{PodGroup: pg, Pod: kaiadmission.PodFor(pod)})
+	}
+	return out
 }

@@ -15,32 +15,11 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
 
-// podEpisodes are the reconciler's Events about pods written once per workload and episode
-// (package workloadevents): a workload's pods labelled after creation (ReasonRepaired) and, in
-// dry-run, the pods that would join its PodGroups (ReasonWouldWrite). Each pod stays in the
-// log and in gangmap_pods_repaired_total or gangmap_pods_grouped_total.
-type podEpisodes struct {
-	repaired, dryRun *workloadevents.Aggregator
-}
-
-// events returns the reconciler's episode aggregators, made at the first use.
-func (r *PodReconciler) events() *podEpisodes {
-	r.episodesOnce.Do(func() {
-		r.episodes = podEpisodes{
-			repaired: &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeWarning, Reason: ReasonRepaired,
-				Message: repairMessage(r.WebhookServed)},
-			dryRun: &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeNormal, Reason: ReasonWouldWrite,
-				Message: dryRunMessage},
-		}
-	})
-	return &r.episodes
-}
-
 // FlushEvents writes the Events of every open episode now (the manager's stop; tests).
 func (r *PodReconciler) FlushEvents() {
-	e := r.events()
-	e.repaired.Flush()
-	e.dryRun.Flush()
+	r.init()
+	r.repaired.Flush()
+	r.dryRun.Flush()
 }
 
 // labelPod merge-patches only what differs: the pod-group-name annotation, KAI's skip
@@ -51,34 +30,33 @@ func (r *PodReconciler) FlushEvents() {
 // (GangmapRepairedPod) for all such pods.
 func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide.Decision) error {
 	pgName, subGroup := d.Metadata.Name, d.SubGroup
-	ann, labels := map[string]any{}, map[string]any{}
+	md := map[string]map[string]any{} // "annotations" and "labels": the values to set (nil: remove)
+	set := func(part, key string, v any) {
+		if md[part] == nil {
+			md[part] = map[string]any{}
+		}
+		md[part][key] = v
+	}
 	cur := pod.Annotations[kaikeys.PodGroupName]
 	if cur != pgName {
-		ann[kaikeys.PodGroupName] = pgName
+		set("annotations", kaikeys.PodGroupName, pgName)
 	}
 	repaired := pod.Annotations[kaikeys.SkipPodGrouper] != "true"
 	if repaired {
-		ann[kaikeys.SkipPodGrouper] = "true"
+		set("annotations", kaikeys.SkipPodGrouper, "true")
 	}
 	if _, held := pod.Annotations[kaikeys.Held]; held {
-		ann[kaikeys.Held] = nil // grouped now: no longer held
+		set("annotations", kaikeys.Held, nil) // grouped now: no longer held
 	}
 	curSG, has := pod.Labels[kaikeys.SubGroupName]
 	switch {
 	case subGroup == "" && has:
-		labels[kaikeys.SubGroupName] = nil
+		set("labels", kaikeys.SubGroupName, nil)
 	case subGroup != "" && curSG != subGroup:
-		labels[kaikeys.SubGroupName] = subGroup
+		set("labels", kaikeys.SubGroupName, subGroup)
 	}
-	if len(ann) == 0 && len(labels) == 0 {
+	if len(md) == 0 {
 		return nil
-	}
-	md := map[string]any{}
-	if len(ann) > 0 {
-		md["annotations"] = ann
-	}
-	if len(labels) > 0 {
-		md["labels"] = labels
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": md})
 	if err != nil {
@@ -148,7 +126,8 @@ func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *de
 	} else {
 		log.Info("Pod labelled after creation (gangmap's admission webhook had not set it)")
 	}
-	r.events().repaired.Add(d.Owner, pod.Name, detail)
+	r.init()
+	r.repaired.Add(d.Owner, pod.Name, detail)
 }
 
 // reportDryRun counts a pod the dry run would group in its workload's dry-run episode (one
@@ -156,7 +135,8 @@ func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *de
 func (r *PodReconciler) reportDryRun(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	md := d.Metadata
 	ctrl.LoggerFrom(ctx).V(2).Info("Dry-run: PodGroup decided, nothing written")
-	r.events().dryRun.Add(d.Owner, pod.Name, fmt.Sprintf("would join PodGroup %s (%s)", md.Name, gangSummary(md)))
+	r.init()
+	r.dryRun.Add(d.Owner, pod.Name, fmt.Sprintf("would join PodGroup %s (%s)", md.Name, gangSummary(md)))
 }
 
 // repairMessage renders a repair episode's Event. What is known: the pods had no

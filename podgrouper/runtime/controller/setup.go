@@ -3,13 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -22,7 +21,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -35,17 +33,6 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if r.Pods == nil {
 		return errors.New("the pod controller needs the pod cache (PodReconciler.Pods)")
 	}
-	events := make(chan event.TypedGenericEvent[*corev1.Pod])
-	if regroup != nil {
-		prune := func(ctx context.Context) {
-			if r.workloads != nil {
-				r.workloads.prune(ctx, func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped })
-			}
-		}
-		if err := mgr.Add(&regrouper{pods: r.Pods, in: regroup, out: events, prune: prune}); err != nil {
-			return err
-		}
-	}
 	// The Events of the episodes still open when the manager stops are written then.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -55,17 +42,21 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		return err
 	}
 	// Every pod of the cache is of our scheduler (its field selector).
-	c, err := ctrl.NewControllerManagedBy(mgr).Named(Name).
+	b := ctrl.NewControllerManagedBy(mgr).Named(Name).
 		WatchesRawSource(r.Pods.Source()).
-		WatchesRawSource(source.Channel(events, &handler.TypedEnqueueRequestForObject[*corev1.Pod]{})).
-		Watches(&v2alpha2.PodGroup{}, handler.EnqueueRequestsFromMapFunc(r.podsOfPodGroup), builder.WithPredicates(gangChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Build(r)
+		WatchesRawSource(source.Kind(mgr.GetCache(), &v2alpha2.PodGroup{}, handler.TypedEnqueueRequestsFromMapFunc(r.podsOfPodGroup), gangChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if regroup != nil {
+		b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			go r.regroup(ctx, regroup, q)
+			return nil
+		}))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
-	r.workloads = &workloadWatcher{ctrl: c, cache: mgr.GetCache(), requests: r.requests, ungroup: r.book().UngroupOwner, statusMatters: r.startRuleReadsStatus, findings: r.Findings,
-		beforeStop: r.unmarkKind, forget: r.Strays.Forget}
+	r.workloads = &workloadWatcher{r: r, ctrl: c, cache: mgr.GetCache()}
 	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
 		keeper := newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, p, r.Metrics, r.DryRun)
 		if err := mgr.Add(keeper); err != nil {
@@ -80,19 +71,15 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 // PodGroup deleted while its workload lives, or one whose gang (minMember, minSubGroup,
 // sub-groups) someone else changed. Changes to what KAI and others own (queue, status,
 // markUnschedulable, labels) do not pass, so writers beside gangmap cause no work.
-var gangChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isGangmaps(e.Object) },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*v2alpha2.PodGroup)
-		n, ok2 := e.ObjectNew.(*v2alpha2.PodGroup)
-		if !ok1 || !ok2 || !isGangmaps(n) {
-			return false
-		}
-		return !equality.Semantic.DeepEqual(o.Spec.MinMember, n.Spec.MinMember) ||
+var gangChanged = predicate.TypedFuncs[*v2alpha2.PodGroup]{
+	CreateFunc:  func(event.TypedCreateEvent[*v2alpha2.PodGroup]) bool { return false },
+	GenericFunc: func(event.TypedGenericEvent[*v2alpha2.PodGroup]) bool { return false },
+	DeleteFunc:  func(e event.TypedDeleteEvent[*v2alpha2.PodGroup]) bool { return isGangmaps(e.Object) },
+	UpdateFunc: func(e event.TypedUpdateEvent[*v2alpha2.PodGroup]) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return isGangmaps(n) && (!equality.Semantic.DeepEqual(o.Spec.MinMember, n.Spec.MinMember) ||
 			!equality.Semantic.DeepEqual(o.Spec.MinSubGroup, n.Spec.MinSubGroup) ||
-			!equality.Semantic.DeepEqual(o.Spec.SubGroups, n.Spec.SubGroups)
+			!equality.Semantic.DeepEqual(o.Spec.SubGroups, n.Spec.SubGroups))
 	},
 }
 
@@ -108,61 +95,31 @@ func isGangmaps(o client.Object) bool {
 // this PodGroup's; and a PodGroup anyone creates in their own namespace, with gangmap's annotation
 // and another namespace's workload UID as owner (UIDs are public: PodGroup names carry them),
 // makes gangmap reconcile nothing of that namespace.
-func (r *PodReconciler) podsOfPodGroup(_ context.Context, o client.Object) []reconcile.Request {
+func (r *PodReconciler) podsOfPodGroup(_ context.Context, o *v2alpha2.PodGroup) []reconcile.Request {
 	refs := o.GetOwnerReferences()
 	if len(refs) != 1 {
 		return nil
 	}
 	reqs := r.requests(refs[0].UID)
-	ns := o.GetNamespace()
-	mine := reqs[:0]
-	for _, req := range reqs {
-		if req.Namespace == ns {
-			mine = append(mine, req)
-		}
-	}
-	return mine
+	return slices.DeleteFunc(reqs, func(req reconcile.Request) bool { return req.Namespace != o.GetNamespace() })
 }
 
-// regrouper turns "definitions changed" signals into one generic event per cached pod, after
-// stopping the watches of kinds gangmap no longer groups.
-type regrouper struct {
-	// pods is the pod cache.
-	pods  *podcache.Cache
-	in    <-chan struct{}
-	out   chan<- event.TypedGenericEvent[*corev1.Pod]
-	prune func(context.Context)
-}
-
-// Start implements manager.Runnable.
-func (g *regrouper) Start(ctx context.Context) error {
+// regroup enqueues every cached pod at each "definitions changed" signal on in, after stopping
+// the watches of kinds gangmap no longer groups, until ctx ends.
+func (r *PodReconciler) regroup(ctx context.Context, in <-chan struct{}, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-g.in:
-			if g.prune != nil {
-				g.prune(ctx)
+			return
+		case <-in:
+			if r.workloads != nil {
+				r.workloads.prune(ctx, func(gvk schema.GroupVersionKind) bool { return r.Decider.Hub.Decide(gvk) == hub.Grouped })
 			}
-			for _, p := range g.list() {
-				select {
-				case g.out <- event.TypedGenericEvent[*corev1.Pod]{Object: p}:
-				case <-ctx.Done():
-					return nil
-				}
+			for _, k := range r.Pods.Keys() {
+				q.Add(reconcile.Request{NamespacedName: k})
 			}
 		}
 	}
-}
-
-// list returns every cached pod, as much of it as the event needs (its key).
-func (g *regrouper) list() []*corev1.Pod {
-	keys := g.pods.Keys()
-	out := make([]*corev1.Pod, len(keys))
-	for i, k := range keys {
-		out[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
-	}
-	return out
 }
 
 // startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows

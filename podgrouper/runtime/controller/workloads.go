@@ -18,8 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // workloadWatcher starts, the first time a pod of a workload kind is grouped, a watch on that
@@ -29,25 +27,15 @@ import (
 // stops being gangmap's (its definition went away, or KAI now groups it natively), prune stops
 // its informer; the watch starts again if the kind comes back.
 type workloadWatcher struct {
+	// r is the pod controller: its Book lists and forgets a workload's pods, its Findings, Strays
+	// and skip marks (unmarkKind, before a kind's watch stops) forget what a workload leaves.
+	r     *PodReconciler
 	ctrl  controller.Controller
 	cache cache.Cache
-	// requests lists the pods grouped under a top owner; ungroup forgets a deleted one.
-	requests func(types.UID) []reconcile.Request
-	ungroup  func(types.UID)
-	// statusMatters says whether a kind's plan reads the workload's status (a start rule that
-	// follows the operator's progress, such as JobSet dependsOn); nil means never. For those
-	// kinds a status-only update regroups too.
-	statusMatters func(schema.GroupVersionKind) bool
-	// findings, when set, forgets a deleted workload's counters.
-	findings *findings.Tracker
 	// changed, when set, gets every update of a watched workload (status included); deleted every
-	// deleted workload's UID.
+	// deleted workload's UID (the status keeper and the workload metrics).
 	changed func(*unstructured.Unstructured)
 	deleted func(types.UID)
-	// beforeStop, when set, runs for a kind before its watch stops (its informer is still there).
-	beforeStop func(context.Context, schema.GroupVersionKind)
-	// forget, when set, is told of each deleted workload's UID.
-	forget func(types.UID)
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -83,9 +71,7 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 		if keep(gvk) {
 			continue
 		}
-		if w.beforeStop != nil {
-			w.beforeStop(ctx, gvk)
-		}
+		w.r.unmarkKind(ctx, gvk)
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
 		if err := w.cache.RemoveInformer(ctx, obj); err != nil {
@@ -100,7 +86,7 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 
 // handler maps a workload update to its indexed pods. Only changes that can change a plan or the
 // default metadata count: the spec (generation), labels, annotations, and the status for kinds
-// whose start rule reads it (statusMatters); other status-only updates do not regroup. Every
+// whose start rule reads it (startRuleReadsStatus); other status-only updates do not regroup. Every
 // update, and every workload the watch lists when it (re)starts, goes to changed (the status
 // keeper). A deleted workload's pods are forgotten: garbage collection removes them and their
 // PodGroup.
@@ -121,26 +107,25 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 				w.changed(n)
 			}
 			if o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
-				(w.statusMatters == nil || !w.statusMatters(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
+				(!w.r.startRuleReadsStatus(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
 				return
 			}
-			reqs := w.requests(n.GetUID())
+			reqs := w.r.requests(n.GetUID())
 			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs))
 			for _, r := range reqs {
 				q.Add(r)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
-			w.ungroup(e.Object.GetUID())
-			if w.findings != nil {
-				w.findings.ForgetOwner(e.Object.GetUID())
+			uid := e.Object.GetUID()
+			w.r.book().UngroupOwner(uid)
+			if w.r.Findings != nil {
+				w.r.Findings.ForgetOwner(uid)
 			}
 			if w.deleted != nil {
-				w.deleted(e.Object.GetUID())
+				w.deleted(uid)
 			}
-			if w.forget != nil {
-				w.forget(e.Object.GetUID())
-			}
+			w.r.Strays.Forget(uid)
 		},
 	}
 }

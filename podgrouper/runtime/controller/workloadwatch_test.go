@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -21,8 +20,8 @@ import (
 func TestWorkloadWatchListedGoesToStatusKeeper(t *testing.T) {
 	var changed []string
 	w := &workloadWatcher{
-		changed:  func(u *unstructured.Unstructured) { changed = append(changed, u.GetName()) },
-		requests: func(types.UID) []reconcile.Request { t.Fatal("a listed workload regroups no pod"); return nil },
+		r:       &PodReconciler{},
+		changed: func(u *unstructured.Unstructured) { changed = append(changed, u.GetName()) },
 	}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()

@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Finding is the findings' observation of a pod (findings.Observation): what the pod controller
@@ -67,12 +68,12 @@ type Book struct {
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*entry
 	// grouped are the pods grouped under each top owner.
-	grouped map[types.UID]map[types.NamespacedName]struct{}
+	grouped map[types.UID]sets.Set[types.NamespacedName]
 }
 
 // New returns an empty Book.
 func New() *Book {
-	return &Book{pods: map[types.NamespacedName]*entry{}, grouped: map[types.UID]map[types.NamespacedName]struct{}{}}
+	return &Book{pods: map[types.NamespacedName]*entry{}, grouped: map[types.UID]sets.Set[types.NamespacedName]{}}
 }
 
 // get returns the pod's entry, made when create says so (nil otherwise when there is none).
@@ -124,27 +125,20 @@ func (b *Book) Group(pod types.NamespacedName, owner types.UID) {
 		return
 	}
 	e.grouped = owner
-	set := b.grouped[owner]
-	if set == nil {
-		set = map[types.NamespacedName]struct{}{}
-		b.grouped[owner] = set
+	if b.grouped[owner] == nil {
+		b.grouped[owner] = sets.New[types.NamespacedName]()
 	}
-	set[pod] = struct{}{}
+	b.grouped[owner].Insert(pod)
 }
 
 // Ungroup forgets the pod's top owner (the pod is no longer gangmap's); its other parts stay.
 func (b *Book) Ungroup(pod types.NamespacedName) { b.Group(pod, "") }
 
-// ungroupLocked takes the pod off its owner's set.
+// ungroupLocked takes the pod off its owner's set (none when it is grouped under none).
 func (b *Book) ungroupLocked(pod types.NamespacedName, e *entry) {
-	if e.grouped == "" {
-		return
-	}
-	if set := b.grouped[e.grouped]; set != nil {
-		delete(set, pod)
-		if len(set) == 0 {
-			delete(b.grouped, e.grouped)
-		}
+	b.grouped[e.grouped].Delete(pod)
+	if len(b.grouped[e.grouped]) == 0 {
+		delete(b.grouped, e.grouped)
 	}
 	e.grouped = ""
 }
@@ -166,15 +160,7 @@ func (b *Book) UngroupOwner(owner types.UID) {
 func (b *Book) Grouped(owner types.UID) []types.NamespacedName {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	set := b.grouped[owner]
-	if len(set) == 0 {
-		return nil
-	}
-	out := make([]types.NamespacedName, 0, len(set))
-	for pod := range set {
-		out = append(out, pod)
-	}
-	return out
+	return b.grouped[owner].UnsortedList()
 }
 
 // FirstRepair records that the pod controller repaired the pod with this key and UID, and reports
@@ -214,7 +200,11 @@ func swap[T any](b *Book, pod types.NamespacedName, v *T, field func(*entry) **T
 	if *p != nil {
 		old, had = **p, true
 	}
-	*p = copyOf(v)
+	*p = nil
+	if v != nil {
+		c := *v // the Book never keeps a caller's pointer
+		*p = &c
+	}
 	b.drop(pod, e)
 	return old, had
 }
@@ -227,13 +217,4 @@ func (b *Book) Metric(pod types.NamespacedName) (Metric, bool) {
 		return *e.metric, true
 	}
 	return Metric{}, false
-}
-
-// copyOf is a copy of *p (nil stays nil): the Book never keeps a caller's pointer.
-func copyOf[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	c := *p
-	return &c
 }

@@ -96,32 +96,27 @@ func clientGoStore(b *testing.B) any {
 	return []any{idx, reqs}
 }
 
-// ourStore is the pod cache now, through its transform and its processing of events.
+// ourStore is the pod cache now, through its transform, its store and its requests.
 func ourStore(b *testing.B) any {
 	c, err := NewWithListWatch(nil, "kai-scheduler")
 	if err != nil {
 		b.Fatal(err)
 	}
 	reqs := make([]reconcile.Request, 0, 100_000)
-	first := true
-	c.handlers[0] = func(r reconcile.Request) {
-		if first {
-			reqs = append(reqs, r)
-		}
-	}
 	for i := range 100_000 {
 		for _, labelled := range []bool{false, true} {
 			obj, err := c.transform(scalePod(i, labelled))
 			if err != nil {
 				b.Fatal(err)
 			}
-			first = !labelled
-			if err := c.process(toolscache.Deltas{{Type: toolscache.Added, Object: obj}}, false); err != nil {
+			if err := c.informer.GetIndexer().Add(obj); err != nil {
 				b.Fatal(err)
+			}
+			if req, ok := requestOf(obj); ok && !labelled {
+				reqs = append(reqs, req)
 			}
 		}
 	}
-	c.handlers = nil
 	return []any{c, reqs}
 }
 

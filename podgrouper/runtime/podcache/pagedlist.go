@@ -22,9 +22,10 @@ const listPageSize = 500
 // "0" (any version, from the API server's watch cache, which then ignores the page limit and
 // answers with every pod at once); pagedList asks instead for the most recent version
 // (resourceVersion "", a consistent read, as fresh as any version the reflector could ask for),
-// which the API server serves in pages. Watches pass through.
+// which the API server serves in pages. Watches pass through (WatchWithContext is the embedded
+// one's).
 type pagedList struct {
-	inner    toolscache.ListerWatcherWithContext
+	toolscache.ListerWatcherWithContext
 	toRecord toolscache.TransformFunc
 	pageSize int64
 }
@@ -39,12 +40,7 @@ func (p *pagedList) List(opts metav1.ListOptions) (runtime.Object, error) {
 
 // Watch implements toolscache.Watcher.
 func (p *pagedList) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return p.inner.WatchWithContext(context.Background(), opts)
-}
-
-// WatchWithContext implements toolscache.WatcherWithContext.
-func (p *pagedList) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return p.inner.WatchWithContext(ctx, opts)
+	return p.WatchWithContext(context.Background(), opts)
 }
 
 // ListWithContext implements toolscache.ListerWithContext: every page of the most recent list
@@ -54,7 +50,7 @@ func (p *pagedList) ListWithContext(ctx context.Context, opts metav1.ListOptions
 	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Continue, opts.Limit = "", "", "", p.pageSize
 	out := &metav1.List{}
 	for {
-		page, err := p.inner.ListWithContext(ctx, opts)
+		page, err := p.ListerWatcherWithContext.ListWithContext(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 )
 
 func testPod(ns, name, pg string) *corev1.Pod {
@@ -112,20 +113,21 @@ func waitFor(cond func() bool) error {
 	return context.DeadlineExceeded
 }
 
-// TestProcessRefusesWhatIsNotARecord: the cache stores only Records; a delta holding a pod (not
-// made a Record) or a malformed tombstone is an error, and nothing is stored.
-func TestProcessRefusesWhatIsNotARecord(t *testing.T) {
-	c, err := NewWithListWatch(nil, "kai-scheduler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.process(toolscache.Deltas{{Type: toolscache.Added, Object: testPod("a", "p1", "")}}, false); err == nil {
-		t.Error("a Pod was stored")
-	}
-	if err := c.process(toolscache.Deltas{{Type: toolscache.Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: "a/b/c"}}}, false); err == nil {
-		t.Error("a tombstone with key a/b/c was accepted")
-	}
-	if keys := c.Keys(); len(keys) != 0 {
-		t.Errorf("keys after refused deltas: %v", keys)
+// TestRequestOfATombstone: a deletion tombstone makes the request of its last Record, or of its
+// key when it has none; a malformed key makes none.
+func TestRequestOfATombstone(t *testing.T) {
+	rec, _ := podview.TransformRecord(testPod("a", "p1", ""))
+	for _, tc := range []struct {
+		obj  any
+		want string
+	}{
+		{toolscache.DeletedFinalStateUnknown{Key: "x/y", Obj: rec}, "a/p1"},
+		{toolscache.DeletedFinalStateUnknown{Key: "b/p2"}, "b/p2"},
+		{toolscache.DeletedFinalStateUnknown{Key: "a/b/c"}, ""},
+	} {
+		req, ok := requestOf(tc.obj)
+		if got := map[bool]string{true: req.String()}[ok]; got != tc.want {
+			t.Errorf("requestOf(%v) = %q, want %q", tc.obj, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -89,27 +91,11 @@ func (x *OwnerIndex) Owned(namespace string, uid types.UID) ([]*v2alpha2.PodGrou
 	}
 	var out []*v2alpha2.PodGroup
 	for ns, byName := range x.more[uid] {
-		if namespace != "" && ns != namespace {
-			continue
-		}
-		for _, pg := range byName {
-			out = append(out, pg)
+		if namespace == "" || ns == namespace {
+			out = slices.AppendSeq(out, maps.Values(byName))
 		}
 	}
 	return out, nil
-}
-
-// Len is the number of indexed PodGroups.
-func (x *OwnerIndex) Len() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	n := len(x.one)
-	for _, byNS := range x.more {
-		for _, byName := range byNS {
-			n += len(byName)
-		}
-	}
-	return n
 }
 
 // OnAdd implements toolscache.ResourceEventHandler.
@@ -164,22 +150,17 @@ func sameKey(a, b *v2alpha2.PodGroup) bool {
 
 // add indexes pg under uid, replacing the object of the same namespace and name: O(1).
 func (x *OwnerIndex) add(uid types.UID, pg *v2alpha2.PodGroup) {
-	if cur, ok := x.one[uid]; ok {
-		if sameKey(cur, pg) {
+	byNS, several := x.more[uid]
+	if !several {
+		cur, ok := x.one[uid]
+		if !ok || sameKey(cur, pg) {
 			x.one[uid] = pg
 			return
 		}
 		delete(x.one, uid)
-		byNS := map[string]map[string]*v2alpha2.PodGroup{}
+		byNS = map[string]map[string]*v2alpha2.PodGroup{}
 		x.more[uid] = byNS
 		put(byNS, cur)
-		put(byNS, pg)
-		return
-	}
-	byNS, ok := x.more[uid]
-	if !ok {
-		x.one[uid] = pg
-		return
 	}
 	put(byNS, pg)
 }
