@@ -33,7 +33,7 @@ import (
 func TestReporterDryRunReportsAndClears(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
-	tr.SetPlan(p, Definition{Name: "reporter-test", Source: "cluster", KartaUID: "k-uid"}, t0)
+	tr.SetPlan(p, Definition{Name: "reporter-test", KartaUID: "k-uid"}, t0)
 	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
 	rec := record.NewFakeRecorder(10)
 	now := t0

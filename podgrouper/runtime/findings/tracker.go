@@ -21,8 +21,6 @@ import (
 type Definition struct {
 	// Name is the definition's name (the Karta's name).
 	Name string
-	// Source is where it was loaded from: cluster, file or catalog.
-	Source string
 	// KartaUID is the cluster Karta's UID ("" for files and the catalog: no object to report on).
 	KartaUID types.UID
 }
