@@ -36,7 +36,7 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	t.mu.Lock()
 	all := make([]scraped, 0, len(t.workloads))
 	for uid, e := range t.workloads {
-		all = append(all, scraped{uid: uid, namespace: e.namespace, podGroups: e.podGroups, workload: s.workload(e)})
+		all = append(all, scraped{uid: uid, namespace: e.Namespace, podGroups: e.PodGroups, workload: s.workload(e)})
 	}
 	t.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(len(all)))
@@ -67,14 +67,14 @@ const ConditionsTimeout = 10 * time.Second
 // MaxRoleSeries roles and OtherRoles) and its pods per phase. It returns the label slice of the
 // workload's kind, name and namespace.
 func (s *scrape) workload(e *entry) []*dto.LabelPair {
-	wl := s.labels(nil, s.shared(&labelKind, e.kind), s.pair(&labelName, e.name), s.shared(&labelNamespace, e.namespace))
+	wl := s.labels(nil, s.shared(&labelKind, e.Kind), s.pair(&labelName, e.Name), s.shared(&labelNamespace, e.Namespace))
 	s.add(descInfo, wl, 1)
-	s.add(descGPUs, wl, e.gpus)
-	s.add(descGangGPU, wl, e.gangGPUs)
-	for _, st := range e.status {
+	s.add(descGPUs, wl, e.GPUs)
+	s.add(descGangGPU, wl, e.GangGPUs)
+	for _, st := range e.Status {
 		s.add(descStatus, s.labels(wl, s.shared(&labelStatus, st)), 1)
 	}
-	roles, kept := boundedRoles(e.roles)
+	roles, kept := boundedRoles(e.Roles)
 	for _, r := range roles {
 		l := s.labels(wl, s.shared(&labelRole, r.Name))
 		s.add(descRoleGPU, l, r.GPUs)
@@ -83,8 +83,8 @@ func (s *scrape) workload(e *entry) []*dto.LabelPair {
 			s.add(descSegs, l, float64(r.Segments))
 		}
 	}
-	if e.topologyIssues > 0 {
-		s.add(descTopoBad, wl, float64(e.topologyIssues))
+	if e.TopologyIssues > 0 {
+		s.add(descTopoBad, wl, float64(e.TopologyIssues))
 	}
 	for _, st := range boundedStates(e.pods, kept) {
 		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(st.n))

@@ -10,6 +10,7 @@
 package workloadmetrics
 
 import (
+	"errors"
 	"math"
 	"sync"
 
@@ -26,24 +27,18 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
-// registered is the Tracker registered with controller-runtime's registry (the one the manager's
-// metrics endpoint serves), one per process: a second grouper built in the same process (tests)
-// shares the first one's, since the registry can serve one set of gangmap_workload_* series.
-var (
-	registeredMu sync.Mutex
-	registered   *Tracker
-)
-
-// Registered registers t with controller-runtime's registry unless a Tracker already is, and
-// returns the registered Tracker (t or the first one).
+// Registered registers t with controller-runtime's registry (the one the manager's metrics
+// endpoint serves) unless a Tracker already is, and returns the registered Tracker (t or the
+// first one): a second grouper built in the same process (tests) shares the first one's, since
+// the registry can serve one set of gangmap_workload_* series.
 func Registered(t *Tracker) *Tracker {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registered == nil {
-		registered = t
-		crmetrics.Registry.MustRegister(t)
+	var dup prometheus.AlreadyRegisteredError
+	if err := crmetrics.Registry.Register(t); errors.As(err, &dup) {
+		return dup.ExistingCollector.(*Tracker)
+	} else if err != nil {
+		panic(err)
 	}
-	return registered
+	return t
 }
 
 // Workload is what the series of one grouped workload show.
@@ -161,23 +156,12 @@ type podCount struct {
 	n int
 }
 
-// entry is one tracked workload: its Workload but the UID (the map's key), and its pods' counts.
+// entry is one tracked workload: its Workload and its pods' counts.
 type entry struct {
-	namespace, kind, name string
-	status                []string
-	gpus, gangGPUs        float64
-	topologyIssues        int32
-	roles                 []Role
-	podGroups             []string
-	serial                uint64
+	Workload
+	serial uint64
 	// pods counts the workload's pods per role and phase (nil: none); no count is 0.
 	pods map[podState]int
-}
-
-// set records w's values in the entry.
-func (t *Tracker) set(e *entry, w *Workload) {
-	e.namespace, e.kind, e.name, e.status, e.roles = w.Namespace, w.Kind, w.Name, w.Status, w.Roles
-	e.gpus, e.gangGPUs, e.podGroups, e.topologyIssues = w.GPUs, w.GangGPUs, w.PodGroups, w.TopologyIssues
 }
 
 // count adds n pods of the state (a count that reaches 0 is dropped).
@@ -215,7 +199,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.workloads[w.UID]; ok {
-		t.set(e, &w)
+		e.Workload = w
 		return true
 	}
 	if _, gone := t.gone.Get(w.UID); gone {
@@ -232,9 +216,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 		return false
 	}
 	t.serial++
-	e := &entry{serial: t.serial}
-	t.set(e, &w)
-	t.workloads[w.UID] = e
+	t.workloads[w.UID] = &entry{Workload: w, serial: t.serial}
 	return true
 }
 
@@ -245,18 +227,6 @@ func (t *Tracker) Tracked(uid types.UID) bool {
 	defer t.mu.Unlock()
 	_, ok := t.workloads[uid]
 	return ok
-}
-
-// Status returns the recorded status of a tracked workload (nil, false when it is not tracked).
-func (t *Tracker) Status(uid types.UID) ([]string, bool) {
-	t.init()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.workloads[uid]
-	if !ok {
-		return nil, false
-	}
-	return e.status, true
 }
 
 // PodRole returns the role recorded for a pod, if any.
