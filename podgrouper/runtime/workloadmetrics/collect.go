@@ -86,34 +86,24 @@ func (s *scrape) workload(e *entry) []*dto.LabelPair {
 	if e.TopologyIssues > 0 {
 		s.add(descTopoBad, wl, float64(e.TopologyIssues))
 	}
-	for _, st := range boundedStates(e.pods, kept) {
-		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(st.n))
+	for st, n := range boundedStates(e.pods, kept) {
+		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(n))
 	}
 	return wl
 }
 
 // boundedStates returns the workload's pod counts per (role, phase) with the roles outside kept
-// summed under OtherRoles (kept nil: every role keeps its own).
-func boundedStates(counts map[podState]int, kept map[string]bool) []podCount {
-	out := make([]podCount, 0, len(counts))
-	var at map[podState]int
+// summed under OtherRoles (kept nil: every role keeps its own, and counts is returned as it is).
+func boundedStates(counts map[podState]int, kept map[string]bool) map[podState]int {
+	if kept == nil {
+		return counts
+	}
+	out := make(map[podState]int, len(kept)+1)
 	for s, n := range counts {
-		if kept == nil { // every state once
-			out = append(out, podCount{podState: s, n: n})
-			continue
-		}
 		if !kept[s.role] {
 			s.role = OtherRoles
 		}
-		if at == nil {
-			at = make(map[podState]int, len(kept)+1)
-		}
-		if i, ok := at[s]; ok {
-			out[i].n += n
-			continue
-		}
-		at[s] = len(out)
-		out = append(out, podCount{podState: s, n: n})
+		out[s] += n
 	}
 	return out
 }

@@ -151,11 +151,6 @@ const goneSize = 4096
 // podState is a pod's role and phase.
 type podState struct{ role, phase string }
 
-type podCount struct {
-	podState
-	n int
-}
-
 // entry is one tracked workload: its Workload and its pods' counts.
 type entry struct {
 	Workload
