@@ -230,25 +230,6 @@ func (c *Compiled) Empty() bool { return c == nil || len(c.rules) == 0 }
 // NeedsNamespaces reports whether matching reads the pod's namespace labels.
 func (c *Compiled) NeedsNamespaces() bool { return c != nil && c.needsNamespaces }
 
-// Kinds returns every kind some rule names.
-func (c *Compiled) Kinds() []schema.GroupKind {
-	if c == nil {
-		return nil
-	}
-	seen := map[schema.GroupKind]bool{}
-	var out []schema.GroupKind
-	for _, r := range c.rules {
-		for _, k := range r.Kinds {
-			gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}
-			if !seen[gk] {
-				seen[gk] = true
-				out = append(out, gk)
-			}
-		}
-	}
-	return out
-}
-
 // OwnerLabelKeys are the label keys of the top owner the policy reads (its rules'
 // queue.fromOwnerLabel), each once, in rule order; nil for a nil policy or when no rule reads one.
 // The slice is the policy's own, the same for every call: callers must not change it.
