@@ -121,7 +121,7 @@ func (r *Reporter) Tick(ctx context.Context) {
 	seen := map[types.UID]bool{}
 	// The workloads without findings matter only if they had some: what was sent is cleared.
 	reportedOn := func(uid types.UID) bool { _, ok := r.state[uid]; return ok }
-	for _, rep := range r.Tracker.EvaluateSome(now, cfg, reportedOn) {
+	for _, rep := range r.Tracker.Evaluate(now, cfg, reportedOn) {
 		uid := types.UID(rep.Workload.UID)
 		st := r.state[uid]
 		if st == nil {

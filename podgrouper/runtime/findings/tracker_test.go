@@ -94,7 +94,7 @@ func countsOf(tr *Tracker, uid types.UID) counts {
 
 func evaluate(t *testing.T, tr *Tracker, now time.Time, cfg Config) []Finding {
 	t.Helper()
-	reps := tr.Evaluate(now, cfg)
+	reps := tr.Evaluate(now, cfg, nil)
 	require.Len(t, reps, 1)
 	return reps[0].Findings
 }
@@ -243,7 +243,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tr.Evaluate(t0, cfg)
+		tr.Evaluate(t0, cfg, nil)
 	}
 }
 
@@ -261,7 +261,7 @@ func TestTrackerDoesNotKeepThePlan(t *testing.T) {
 	require.Equal(t, "d", tr.workloads[uid].definition.Name, "the same plan again is a no-op")
 	runtime.GC()
 	require.Nil(t, ref.Value(), "the plan was collected")
-	reports := tr.Evaluate(t0, cfg)
+	reports := tr.Evaluate(t0, cfg, nil)
 	require.Len(t, reports, 1)
 	require.Equal(t, names, reports[0].PodGroups)
 	require.Equal(t, int64(1), countsOf(tr, uid).Created["leader"])
@@ -286,8 +286,8 @@ func TestEqualPlanKeepsTheClock(t *testing.T) {
 	require.Contains(t, fs[0].Message, "requires 3 pods of the role, 1 exist")
 }
 
-// EvaluateSome reports the workloads with findings and those it is asked for; Evaluate all.
-func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
+// Evaluate reports the workloads with findings and those it is asked for; with no filter, all.
+func TestEvaluateReportsFindingsAndTheAskedFor(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -304,10 +304,10 @@ func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
 		return out
 	}
 	none := func(types.UID) bool { return false }
-	require.Equal(t, []string{uid}, names(tr.EvaluateSome(t0, cfg, none)))
+	require.Equal(t, []string{uid}, names(tr.Evaluate(t0, cfg, none)))
 	asked := func(u types.UID) bool { return u == "healthy-uid" }
-	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.EvaluateSome(t0, cfg, asked)))
-	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg)))
+	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg, asked)))
+	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg, nil)))
 }
 
 // A selector that misses the workers (issue 27: a misspelt value): the leader's pod is claimed,

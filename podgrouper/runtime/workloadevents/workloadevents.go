@@ -133,13 +133,6 @@ func (a *Aggregator) Flush() {
 	}
 }
 
-// Open is the number of episodes open now.
-func (a *Aggregator) Open() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.open)
-}
-
 // expire is the timer of episode e of uid: it ends e when it has been quiet for Quiet or is
 // Longest old, else waits again until the earlier of the two.
 func (a *Aggregator) expire(uid types.UID, e *Episode) {
