@@ -275,16 +275,11 @@ func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase st
 	e, ok := t.workloads[uid]
 	if !ok {
 		if old, had := t.Pods.Metric(pod); had && old.Owner != uid {
-			t.forgetPodLocked(pod)
+			t.swapPodLocked(pod, nil)
 		}
 		return
 	}
-	m := podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase}
-	if old, had := t.Pods.SwapMetric(pod, &m); had {
-		if oe := t.live(old); oe != nil {
-			oe.count(podState{role: old.Role, phase: old.Phase}, -1)
-		}
-	}
+	t.swapPodLocked(pod, &podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase})
 	e.count(podState{role: role, phase: phase}, 1)
 }
 
@@ -293,11 +288,12 @@ func (t *Tracker) ForgetPod(pod types.NamespacedName) {
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.forgetPodLocked(pod)
+	t.swapPodLocked(pod, nil)
 }
 
-func (t *Tracker) forgetPodLocked(pod types.NamespacedName) {
-	if old, had := t.Pods.SwapMetric(pod, nil); had {
+// swapPodLocked records the pod's record m (nil: none), taking its previous one off its entry.
+func (t *Tracker) swapPodLocked(pod types.NamespacedName, m *podbook.Metric) {
+	if old, had := t.Pods.SwapMetric(pod, m); had {
 		if e := t.live(old); e != nil {
 			e.count(podState{role: old.Role, phase: old.Phase}, -1)
 		}
