@@ -196,7 +196,7 @@ func SelectorsOf(c *definitions.Compiled) string {
 		ps := comp.Def.PodSelector
 		var want []string
 		if ts := ps.ComponentTypeSelector; ts != nil {
-			if k := exprText(ts.KeyPath); k != "" {
+			if k := cmp.Or(ts.KeyPath.JQ, ts.KeyPath.CEL); k != "" {
 				if ts.Value != nil {
 					want = append(want, fmt.Sprintf("%s == %q", k, *ts.Value))
 				} else {
@@ -208,7 +208,7 @@ func SelectorsOf(c *definitions.Compiled) string {
 			}
 		}
 		if is := ps.ComponentInstanceSelector; is != nil {
-			want = append(want, exprText(is.IDPath)+" names an instance")
+			want = append(want, cmp.Or(is.IDPath.JQ, is.IDPath.CEL)+" names an instance")
 		}
 		if len(want) > 0 {
 			parts = append(parts, comp.Name+": "+strings.Join(want, " and "))
@@ -219,11 +219,4 @@ func SelectorsOf(c *definitions.Compiled) string {
 		out = out[:maxSelectorsText] + "..."
 	}
 	return out
-}
-
-func exprText(e definitions.Expr) string {
-	if e.JQ != "" {
-		return e.JQ
-	}
-	return e.CEL
 }

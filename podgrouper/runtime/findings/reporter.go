@@ -103,20 +103,16 @@ func (r *Reporter) Start(ctx context.Context) error {
 	return nil
 }
 
-func (r *Reporter) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // Tick evaluates once and reports what changed.
 func (r *Reporter) Tick(ctx context.Context) {
 	if r.state == nil {
 		r.state = map[types.UID]*reported{}
 	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
 	cfg := r.Config.WithDefaults()
-	now := r.now()
+	now := r.Now()
 	r.checkAdmission(ctx, now)
 	seen := map[types.UID]bool{}
 	// The workloads without findings matter only if they had some: what was sent is cleared.

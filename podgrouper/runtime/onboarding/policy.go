@@ -182,13 +182,7 @@ func validateSettings(r Rule, path *field.Path) field.ErrorList {
 	}
 	if q := r.Queue; q != nil {
 		qp := path.Child("queue")
-		set := 0
-		for _, v := range []string{q.Value, q.FromNamespaceLabel, q.FromOwnerLabel} {
-			if v != "" {
-				set++
-			}
-		}
-		if set != 1 {
+		if set := slices.DeleteFunc([]string{q.Value, q.FromNamespaceLabel, q.FromOwnerLabel}, func(v string) bool { return v == "" }); len(set) != 1 {
 			errs = append(errs, field.Invalid(qp, q, "set exactly one of value, fromNamespaceLabel, fromOwnerLabel"))
 		}
 		if q.Value != "" {
