@@ -71,7 +71,6 @@ type reported struct {
 	// dirty says the annotation must be written (again: a PodGroup may not exist yet).
 	dirty      bool
 	transition time.Time
-	current    []Finding
 }
 
 type findingKey struct {
@@ -218,7 +217,6 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 	if uncleared := cleared - MaxHealthFindings; uncleared > 0 {
 		r.events(rep, corev1.EventTypeNormal, ReasonCleared, fmt.Sprintf("%d more finding(s) cleared: the pods now agree with the gang plan", uncleared), nil)
 	}
-	st.current = rep.Findings
 	if st.dirty && !r.DryRun && r.Client != nil {
 		st.dirty = !r.annotate(ctx, rep, st)
 	}
@@ -227,7 +225,7 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 // annotate writes the HealthAnnotation on the workload's PodGroups; it reports whether every
 // PodGroup was written (a missing one is retried on the next tick).
 func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool {
-	h := Health{Healthy: len(st.current) == 0, Findings: st.current, LastTransitionTime: st.transition.UTC().Format(time.RFC3339)}
+	h := Health{Healthy: len(rep.Findings) == 0, Findings: rep.Findings, LastTransitionTime: st.transition.UTC().Format(time.RFC3339)}
 	if len(h.Findings) > MaxHealthFindings {
 		h.Findings, h.Omitted = h.Findings[:MaxHealthFindings], len(h.Findings)-MaxHealthFindings
 	}
