@@ -94,11 +94,7 @@ func clearedText(reason Reason) string {
 
 // Start implements manager.Runnable: Tick at once and then every Interval until ctx ends.
 func (r *Reporter) Start(ctx context.Context) error {
-	iv := r.Interval
-	if iv <= 0 {
-		iv = 2 * time.Second
-	}
-	wait.NonSlidingUntilWithContext(ctx, r.Tick, iv)
+	wait.NonSlidingUntilWithContext(ctx, r.Tick, cmp.Or(r.Interval, 2*time.Second))
 	return nil
 }
 
