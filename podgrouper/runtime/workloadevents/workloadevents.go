@@ -194,15 +194,8 @@ func (a *Aggregator) init() {
 	if a.afterFunc == nil {
 		a.afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
-	if a.Quiet <= 0 {
-		a.Quiet = DefaultQuiet
-	}
-	if a.Longest <= 0 {
-		a.Longest = DefaultLongest
-	}
-	if a.MaxOpen <= 0 {
-		a.MaxOpen = DefaultMaxOpen
-	}
+	a.Quiet, a.Longest = cmp.Or(max(a.Quiet, 0), DefaultQuiet), cmp.Or(max(a.Longest, 0), DefaultLongest)
+	a.MaxOpen = cmp.Or(max(a.MaxOpen, 0), DefaultMaxOpen)
 }
 
 // DetailList renders the episode's details, each after its count of pods, by count then detail:
