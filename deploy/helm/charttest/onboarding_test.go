@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
 )
@@ -45,8 +46,9 @@ func TestOnboardingPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the grouper refuses the rendered policy: %v", err)
 		}
-		if got, want := len(policy.Kinds()), 1; got != want || policy.Empty() {
-			t.Fatalf("rendered policy has kinds %v, want the values' one rule", policy.Kinds())
+		var rules onboarding.Policy
+		if err := yaml.Unmarshal([]byte(cm.Data["policy.yaml"]), &rules); err != nil || len(rules.Rules) != 1 || len(rules.Rules[0].Kinds) != 1 || policy.Empty() {
+			t.Fatalf("rendered policy has rules %+v (%v), want the values' one rule of one kind", rules.Rules, err)
 		}
 		m := mountAt(c, "/etc/gangmap/onboarding")
 		vol := volume(t, dep, "onboarding")

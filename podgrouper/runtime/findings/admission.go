@@ -3,6 +3,7 @@ package findings
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,13 +49,12 @@ type WorkloadPods interface {
 	PodsOf(ctx context.Context, namespace string, uid types.UID) []AdmissionPod
 }
 
-// AdmissionCheck is one workload due for the admission model.
-type AdmissionCheck struct {
-	UID       types.UID
-	Namespace string
-	// PodGroups are the plan's PodGroup names (a name may hold a key placeholder:
-	// podgroup.ActualNames).
-	PodGroups []string
+// admissionCheck is one workload due for the admission model, with the plan's PodGroup names (a
+// name may hold a key placeholder: podgroup.ActualNames).
+type admissionCheck struct {
+	uid       types.UID
+	namespace string
+	podGroups []string
 }
 
 // Blocked is a written PodGroup the model says KAI cannot admit: which, the sub-group that
@@ -70,46 +70,44 @@ type blockedState struct {
 	since time.Duration
 }
 
-// AdmissionDue returns up to max workloads due for the admission check (their pods or plan
+// admissionDue returns up to max workloads due for the admission check (their pods or plan
 // changed since the last check, or the last check found them blocked) and marks them checked.
-func (t *Tracker) AdmissionDue(max int) []AdmissionCheck {
+func (t *Tracker) admissionDue(max int) []admissionCheck {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []AdmissionCheck
+	var out []admissionCheck
 	for uid, w := range t.workloads {
 		if len(out) >= max {
 			break
 		}
-		blocked := w.rare.blocked != nil
-		if !w.planned || (!w.admissionDue && !blocked) {
+		if !w.planned || (!w.admissionDue && w.rare.blocked == nil) {
 			continue
 		}
 		w.admissionDue = false
-		out = append(out, AdmissionCheck{UID: uid, Namespace: w.namespace, PodGroups: append([]string(nil), w.podGroups...)})
+		out = append(out, admissionCheck{uid: uid, namespace: w.namespace, podGroups: slices.Clone(w.podGroups)})
 	}
 	return out
 }
 
-// SetAdmission records the check's verdict on the workload: b, or nil when every written
-// PodGroup can be admitted (or is waiting for pods the operator may still create). The time a
-// verdict holds since restarts when it names another PodGroup or sub-group.
-func (t *Tracker) SetAdmission(uid types.UID, b *Blocked, now time.Time) {
+// setAdmission records the check's verdict on the workload: b, or nil when every written
+// PodGroup can be admitted (or is waiting for pods the operator may still create); putOff marks
+// it due again instead (its check was put off to the next tick). The time a verdict holds since
+// restarts when it names another PodGroup or sub-group.
+func (t *Tracker) setAdmission(uid types.UID, b *Blocked, putOff bool, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := t.workloads[uid]
-	if w == nil {
-		return
-	}
-	if b == nil {
+	switch {
+	case w == nil:
+	case putOff:
+		w.admissionDue = true
+	case b == nil:
 		w.rare.blocked = nil
-		return
+	case w.rare.blocked != nil && w.rare.blocked.PodGroup == b.PodGroup && w.rare.blocked.SubGroup == b.SubGroup:
+		w.rare.blocked.Reason = b.Reason
+	default:
+		w.rare.blocked = &blockedState{Blocked: *b, since: t.since(now)}
 	}
-	r := &w.rare
-	if r.blocked != nil && r.blocked.PodGroup == b.PodGroup && r.blocked.SubGroup == b.SubGroup {
-		r.blocked.Reason = b.Reason
-		return
-	}
-	r.blocked = &blockedState{Blocked: *b, since: t.since(now)}
 }
 
 // blockedFinding is the workload's GangNotAdmittable finding from the model, once its verdict
@@ -120,10 +118,8 @@ func (r *rareState) blockedFinding(at time.Duration, cfg Config, fs []Finding) *
 	if b == nil || at-b.since < cfg.NotAdmittableGrace {
 		return nil
 	}
-	for _, f := range fs {
-		if f.Reason == GangNotAdmittable && f.Role == b.SubGroup {
-			return nil
-		}
+	if slices.ContainsFunc(fs, func(f Finding) bool { return f.Reason == GangNotAdmittable && f.Role == b.SubGroup }) {
+		return nil
 	}
 	what := "KAI cannot admit PodGroup " + b.PodGroup
 	if b.SubGroup != "" {
@@ -139,33 +135,31 @@ func (r *Reporter) checkAdmission(ctx context.Context, now time.Time) {
 		return
 	}
 	budget := MaxAdmissionPods
-	for _, c := range r.Tracker.AdmissionDue(MaxAdmissionChecks) {
+	for _, c := range r.Tracker.admissionDue(MaxAdmissionChecks) {
 		if budget <= 0 {
-			r.Tracker.markDue(c.UID) // next tick
+			r.Tracker.setAdmission(c.uid, nil, true, now) // next tick
 			continue
 		}
-		pods := r.Pods.PodsOf(ctx, c.Namespace, c.UID)
+		pods := r.Pods.PodsOf(ctx, c.namespace, c.uid)
 		budget -= len(pods) + 1
 		b, err := r.blocked(ctx, c, pods)
 		if err != nil {
-			ctrl.LoggerFrom(ctx).V(1).Info("Admission check skipped", "namespace", c.Namespace, "uid", c.UID, "error", err.Error())
-			r.Tracker.markDue(c.UID)
-			continue
+			ctrl.LoggerFrom(ctx).V(1).Info("Admission check skipped", "namespace", c.namespace, "uid", c.uid, "error", err.Error())
 		}
-		r.Tracker.SetAdmission(c.UID, b, now)
+		r.Tracker.setAdmission(c.uid, b, err != nil, now)
 	}
 }
 
 // blocked runs each written PodGroup of the workload with its pods through the model and returns
 // the first one it says KAI cannot admit (nil when none). A PodGroup not written yet is skipped.
-func (r *Reporter) blocked(ctx context.Context, c AdmissionCheck, pods []AdmissionPod) (*Blocked, error) {
-	names, _, err := podgroup.ActualNames(ctx, r.Client, r.Owners, c.Namespace, c.UID, c.PodGroups)
+func (r *Reporter) blocked(ctx context.Context, c admissionCheck, pods []AdmissionPod) (*Blocked, error) {
+	names, _, err := podgroup.ActualNames(ctx, r.Client, r.Owners, c.namespace, c.uid, c.podGroups)
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
 		pg := &v2alpha2.PodGroup{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: name}, pg, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.namespace, Name: name}, pg, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -192,13 +186,4 @@ func (r *Reporter) blocked(ctx context.Context, c AdmissionCheck, pods []Admissi
 		return b, nil
 	}
 	return nil, nil
-}
-
-// markDue marks the workload due for the admission check again (its check was put off).
-func (t *Tracker) markDue(uid types.UID) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w := t.workloads[uid]; w != nil {
-		w.admissionDue = true
-	}
 }

@@ -96,11 +96,14 @@ type Finding struct {
 }
 
 // String renders "Reason(role): message".
-func (f Finding) String() string {
+func (f Finding) String() string { return f.name() + ": " + f.Message }
+
+// name renders "Reason(role)", or "Reason" for the workload.
+func (f Finding) name() string {
 	if f.Role == "" {
-		return fmt.Sprintf("%s: %s", f.Reason, f.Message)
+		return string(f.Reason)
 	}
-	return fmt.Sprintf("%s(%s): %s", f.Reason, f.Role, f.Message)
+	return string(f.Reason) + "(" + f.Role + ")"
 }
 
 // Config holds the grace periods and thresholds. Zero values mean the defaults.
@@ -149,27 +152,17 @@ func Summary(fs []Finding) string {
 	if len(fs) == 0 {
 		return "None"
 	}
-	parts := make([]string, 0, len(fs))
-	for _, f := range fs {
-		if f.Role != "" {
-			parts = append(parts, string(f.Reason)+"("+f.Role+")")
-		} else {
-			parts = append(parts, string(f.Reason))
-		}
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.name()
 	}
 	return strings.Join(parts, ", ")
 }
 
 // sortFindings orders findings by Reasons order, then role.
 func sortFindings(fs []Finding) {
-	rank := func(r Reason) int {
-		if i := slices.Index(Reasons, r); i >= 0 {
-			return i
-		}
-		return len(Reasons)
-	}
 	slices.SortStableFunc(fs, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(rank(a.Reason), rank(b.Reason)), strings.Compare(a.Role, b.Role))
+		return cmp.Or(cmp.Compare(slices.Index(Reasons, a.Reason), slices.Index(Reasons, b.Reason)), strings.Compare(a.Role, b.Role))
 	})
 }
 
@@ -179,11 +172,8 @@ func DefinitionOf(c *definitions.Compiled) Definition {
 		return Definition{}
 	}
 	d := Definition{Name: c.Name()}
-	if c.Loaded != nil {
-		d.Source = string(c.Loaded.Source)
-		if c.Loaded.Source == definitions.SourceCluster {
-			d.KartaUID = types.UID(c.Loaded.Karta.Metadata.UID)
-		}
+	if c.Loaded != nil && c.Loaded.Source == definitions.SourceCluster {
+		d.KartaUID = types.UID(c.Loaded.Karta.Metadata.UID)
 	}
 	return d
 }
@@ -206,7 +196,7 @@ func SelectorsOf(c *definitions.Compiled) string {
 		ps := comp.Def.PodSelector
 		var want []string
 		if ts := ps.ComponentTypeSelector; ts != nil {
-			if k := exprText(ts.KeyPath); k != "" {
+			if k := cmp.Or(ts.KeyPath.JQ, ts.KeyPath.CEL); k != "" {
 				if ts.Value != nil {
 					want = append(want, fmt.Sprintf("%s == %q", k, *ts.Value))
 				} else {
@@ -218,7 +208,7 @@ func SelectorsOf(c *definitions.Compiled) string {
 			}
 		}
 		if is := ps.ComponentInstanceSelector; is != nil {
-			want = append(want, exprText(is.IDPath)+" names an instance")
+			want = append(want, cmp.Or(is.IDPath.JQ, is.IDPath.CEL)+" names an instance")
 		}
 		if len(want) > 0 {
 			parts = append(parts, comp.Name+": "+strings.Join(want, " and "))
@@ -229,11 +219,4 @@ func SelectorsOf(c *definitions.Compiled) string {
 		out = out[:maxSelectorsText] + "..."
 	}
 	return out
-}
-
-func exprText(e definitions.Expr) string {
-	if e.JQ != "" {
-		return e.JQ
-	}
-	return e.CEL
 }

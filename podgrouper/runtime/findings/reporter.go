@@ -1,8 +1,10 @@
 package findings
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,7 +71,6 @@ type reported struct {
 	// dirty says the annotation must be written (again: a PodGroup may not exist yet).
 	dirty      bool
 	transition time.Time
-	current    []Finding
 }
 
 type findingKey struct {
@@ -85,30 +86,16 @@ type sentFinding struct {
 
 // clearedText says why a finding of reason cleared, for its GangFindingCleared Event.
 func clearedText(reason Reason) string {
-	switch reason {
-	case TopologyUnresolved:
-		return "the plan now honours the workload's topology and segment requests"
-	case TopologyNotFound:
-		return "the KAI Topology and the levels the constraints name now exist"
-	}
-	return "the pods now agree with the gang plan"
+	return cmp.Or(map[Reason]string{
+		TopologyUnresolved: "the plan now honours the workload's topology and segment requests",
+		TopologyNotFound:   "the KAI Topology and the levels the constraints name now exist",
+	}[reason], "the pods now agree with the gang plan")
 }
 
 // Start implements manager.Runnable: Tick at once and then every Interval until ctx ends.
 func (r *Reporter) Start(ctx context.Context) error {
-	iv := r.Interval
-	if iv <= 0 {
-		iv = 2 * time.Second
-	}
-	wait.NonSlidingUntilWithContext(ctx, r.Tick, iv)
+	wait.NonSlidingUntilWithContext(ctx, r.Tick, cmp.Or(r.Interval, 2*time.Second))
 	return nil
-}
-
-func (r *Reporter) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // Tick evaluates once and reports what changed.
@@ -116,13 +103,16 @@ func (r *Reporter) Tick(ctx context.Context) {
 	if r.state == nil {
 		r.state = map[types.UID]*reported{}
 	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
 	cfg := r.Config.WithDefaults()
-	now := r.now()
+	now := r.Now()
 	r.checkAdmission(ctx, now)
 	seen := map[types.UID]bool{}
 	// The workloads without findings matter only if they had some: what was sent is cleared.
 	reportedOn := func(uid types.UID) bool { _, ok := r.state[uid]; return ok }
-	for _, rep := range r.Tracker.EvaluateSome(now, cfg, reportedOn) {
+	for _, rep := range r.Tracker.Evaluate(now, cfg, reportedOn) {
 		uid := types.UID(rep.Workload.UID)
 		st := r.state[uid]
 		if st == nil {
@@ -179,31 +169,21 @@ func moveGauge(st *reported, before, now map[Reason]bool) {
 // most MaxHealthFindings Events of findings (and as many of cleared ones) go out per call; the
 // findings past them are recorded as sent and said in one summary Event (see MaxHealthFindings).
 func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now time.Time, cfg Config) {
-	// The Events' objects, made for the first Event (most ticks send none).
-	var workload, karta *corev1.ObjectReference
-	objects := func() {
-		if workload == nil {
-			workload, karta = workloadObject(rep.Workload), kartaObject(rep.Definition)
-		}
-	}
-	var sent, unsent, cleared, uncleared int
+	var sent, cleared int
 	before := reasonsOf(st.sent)
 	defer func() { moveGauge(st, before, reasonsOf(st.sent)) }()
-	cur := map[findingKey]Finding{}
+	cur := make(map[findingKey]bool, len(rep.Findings))
 	for _, f := range rep.Findings {
 		k := findingKey{f.Reason, f.Role}
-		cur[k] = f
-		last, had := st.sent[k]
-		changed := had && last.counts != f.Counts
-		if !had {
+		cur[k] = true
+		switch last, had := st.sent[k]; {
+		case !had:
 			Total.WithLabelValues(st.kind, st.definition, string(f.Reason)).Inc()
 			st.dirty, st.transition = true, now
-		}
-		if changed {
+		case last.counts != f.Counts:
 			// The annotation says what the finding counts now (the transition time stays).
 			st.dirty = true
-		}
-		if had && !changed && now.Sub(last.at) < cfg.ResendInterval {
+		case now.Sub(last.at) < cfg.ResendInterval:
 			continue
 		}
 		if st.sent == nil {
@@ -211,42 +191,28 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 			st.sent = map[findingKey]sentFinding{}
 		}
 		st.sent[k] = sentFinding{at: now, counts: f.Counts}
-		if sent++; sent > MaxHealthFindings {
-			unsent++
-			continue
-		}
-		objects()
-		r.event(workload, corev1.EventTypeWarning, string(f.Reason), "%s", withRole(f))
-		if karta != nil {
-			r.event(karta, corev1.EventTypeWarning, string(f.Reason), "%s %s/%s: %s", rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, withRole(f))
+		if sent++; sent <= MaxHealthFindings {
+			msg := withRole(f)
+			r.events(rep, corev1.EventTypeWarning, string(f.Reason), msg, func(w string) string { return w + ": " + msg })
 		}
 	}
 	for k := range st.sent {
-		if _, ok := cur[k]; ok {
+		if cur[k] {
 			continue
 		}
 		delete(st.sent, k)
 		st.dirty, st.transition = true, now
-		if cleared++; cleared > MaxHealthFindings {
-			uncleared++
-			continue
-		}
-		f := Finding{Reason: k.reason, Role: k.role}
-		objects()
-		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%s cleared: %s", label(f), clearedText(f.Reason))
-		if karta != nil {
-			r.event(karta, corev1.EventTypeNormal, ReasonCleared, "%s cleared on %s %s/%s: %s", label(f), rep.Workload.Kind, rep.Workload.Namespace, rep.Workload.Name, clearedText(f.Reason))
+		if cleared++; cleared <= MaxHealthFindings {
+			what, why := k.label(), clearedText(k.reason)
+			r.events(rep, corev1.EventTypeNormal, ReasonCleared, what+" cleared: "+why, func(w string) string { return what + " cleared on " + w + ": " + why })
 		}
 	}
-	if unsent > 0 {
-		objects()
-		r.event(workload, corev1.EventTypeWarning, ReasonMoreFindings, "%d more finding(s) not sent as Events (at most %d at once); the PodGroup's %s annotation lists the first %d and counts the rest", unsent, MaxHealthFindings, HealthAnnotation, MaxHealthFindings)
+	if unsent := sent - MaxHealthFindings; unsent > 0 {
+		r.events(rep, corev1.EventTypeWarning, ReasonMoreFindings, fmt.Sprintf("%d more finding(s) not sent as Events (at most %d at once); the PodGroup's %s annotation lists the first %d and counts the rest", unsent, MaxHealthFindings, HealthAnnotation, MaxHealthFindings), nil)
 	}
-	if uncleared > 0 {
-		objects()
-		r.event(workload, corev1.EventTypeNormal, ReasonCleared, "%d more finding(s) cleared: the pods now agree with the gang plan", uncleared)
+	if uncleared := cleared - MaxHealthFindings; uncleared > 0 {
+		r.events(rep, corev1.EventTypeNormal, ReasonCleared, fmt.Sprintf("%d more finding(s) cleared: the pods now agree with the gang plan", uncleared), nil)
 	}
-	st.current = rep.Findings
 	if st.dirty && !r.DryRun && r.Client != nil {
 		st.dirty = !r.annotate(ctx, rep, st)
 	}
@@ -255,7 +221,7 @@ func (r *Reporter) report(ctx context.Context, rep Report, st *reported, now tim
 // annotate writes the HealthAnnotation on the workload's PodGroups; it reports whether every
 // PodGroup was written (a missing one is retried on the next tick).
 func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool {
-	h := Health{Healthy: len(st.current) == 0, Findings: st.current, LastTransitionTime: st.transition.UTC().Format(time.RFC3339)}
+	h := Health{Healthy: len(rep.Findings) == 0, Findings: rep.Findings, LastTransitionTime: st.transition.UTC().Format(time.RFC3339)}
 	if len(h.Findings) > MaxHealthFindings {
 		h.Findings, h.Omitted = h.Findings[:MaxHealthFindings], len(h.Findings)-MaxHealthFindings
 	}
@@ -299,17 +265,25 @@ func (r *Reporter) setAnnotation(ctx context.Context, key types.NamespacedName, 
 	return r.Client.Update(ctx, pg)
 }
 
-func (r *Reporter) event(obj *corev1.ObjectReference, typ, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(obj, typ, reason, format, args...)
+// events records an Event on the workload and, when its definition is a cluster Karta and
+// onKarta is set, one on the Karta whose message onKarta renders from "Kind namespace/name".
+func (r *Reporter) events(rep Report, typ, reason, msg string, onKarta func(workload string) string) {
+	if r.Recorder == nil {
+		return
+	}
+	w := rep.Workload
+	r.Recorder.Event(workloadObject(w), typ, reason, msg)
+	if k := kartaObject(rep.Definition); k != nil && onKarta != nil {
+		r.Recorder.Event(k, typ, reason, onKarta(w.Kind+" "+w.Namespace+"/"+w.Name))
 	}
 }
 
-func label(f Finding) string {
-	if f.Role == "" {
-		return string(f.Reason)
+// label renders "Reason (role role)", or "Reason" for the workload.
+func (k findingKey) label() string {
+	if k.role == "" {
+		return string(k.reason)
 	}
-	return string(f.Reason) + " (role " + f.Role + ")"
+	return string(k.reason) + " (role " + k.role + ")"
 }
 
 func withRole(f Finding) string {

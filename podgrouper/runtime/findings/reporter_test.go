@@ -33,7 +33,7 @@ import (
 func TestReporterDryRunReportsAndClears(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
-	tr.SetPlan(p, Definition{Name: "reporter-test", Source: "cluster", KartaUID: "k-uid"}, t0)
+	tr.SetPlan(p, Definition{Name: "reporter-test", KartaUID: "k-uid"}, t0)
 	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
 	rec := record.NewFakeRecorder(10)
 	now := t0
@@ -264,7 +264,7 @@ func TestReporterBoundsAWorkloadsFindings(t *testing.T) {
 	assert.Len(t, h.Findings, MaxHealthFindings)
 	assert.Equal(t, n-1-MaxHealthFindings, h.Omitted)
 
-	all, err := json.Marshal(Health{Findings: tr.Evaluate(now, cfg)[0].Findings})
+	all, err := json.Marshal(Health{Findings: tr.Evaluate(now, cfg, nil)[0].Findings})
 	require.NoError(t, err)
 	assert.Greater(t, len(all), 256<<10, "all %d findings would pass the API server's limit on a PodGroup's annotations", n-1)
 	for i, role := range p.Roles[1:] {
@@ -298,18 +298,18 @@ func TestGaugeCountsWorkloadsNotRoles(t *testing.T) {
 	g := Gauge.WithLabelValues("JobSet", "gauge-per-workload", string(GangUnsatisfiable))
 
 	r.Tick(ctx)
-	require.Len(t, tr.Evaluate(now, cfg)[0].Findings, 2, "roles 1 and 2 have no pods")
+	require.Len(t, tr.Evaluate(now, cfg, nil)[0].Findings, 2, "roles 1 and 2 have no pods")
 	assert.Equal(t, 1.0, testutil.ToFloat64(g), "one workload")
 
 	tr.Observe(pod("second"), Observation{Owner: uid, Role: p.Roles[1].Name}, now)
 	now = now.Add(time.Second)
 	r.Tick(ctx)
-	require.Len(t, tr.Evaluate(now, cfg)[0].Findings, 1)
+	require.Len(t, tr.Evaluate(now, cfg, nil)[0].Findings, 1)
 	assert.Equal(t, 1.0, testutil.ToFloat64(g), "role 2 still short")
 
 	tr.Observe(pod("third"), Observation{Owner: uid, Role: p.Roles[2].Name}, now)
 	now = now.Add(time.Second)
 	r.Tick(ctx)
-	assert.Empty(t, tr.Evaluate(now, cfg)[0].Findings)
+	assert.Empty(t, tr.Evaluate(now, cfg, nil)[0].Findings)
 	assert.Zero(t, testutil.ToFloat64(g))
 }

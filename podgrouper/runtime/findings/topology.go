@@ -2,7 +2,7 @@ package findings
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -65,15 +65,11 @@ func (st *topologyState) findings(lookup kaitopology.Lookup) []Finding {
 	}
 	var fs []Finding
 	byRole := map[string][]string{}
-	var roles []string
 	for _, is := range st.issues {
-		if _, ok := byRole[is.Role]; !ok {
-			roles = append(roles, is.Role)
-		}
 		byRole[is.Role] = append(byRole[is.Role], is.Reason)
 	}
-	for _, role := range roles {
-		msg := strings.Join(byRole[role], "; ")
+	for role, reasons := range byRole { // in any order: the findings are sorted by role
+		msg := strings.Join(reasons, "; ")
 		fs = append(fs, Finding{Reason: TopologyUnresolved, Role: role, Counts: msg, Message: msg +
 			" (the plan writes the rest of the gang as usual; fix the kai.scheduler/ topology annotations or the definition, and check with gangmap plan)"})
 	}
@@ -120,7 +116,7 @@ func (u topologyUse) check(lookup kaitopology.Lookup) (Finding, bool) {
 	if len(bad) == 0 {
 		return Finding{}, false
 	}
-	sort.Strings(bad)
+	slices.Sort(bad)
 	verb := "is not a level"
 	if len(bad) > 1 {
 		verb = "are not levels"

@@ -123,7 +123,7 @@ func TestReporterSendsAndClearsTopologyNotFound(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	sw := &topologySwitch{}
 	tr.Topologies = sw
-	tr.SetPlan(seedPlanWith(t, 4, segmented.workload, segmented.template), Definition{Name: "topology-test", Source: "cluster", KartaUID: "k-uid"}, t0)
+	tr.SetPlan(seedPlanWith(t, 4, segmented.workload, segmented.template), Definition{Name: "topology-test", KartaUID: "k-uid"}, t0)
 	rec := record.NewFakeRecorder(10)
 	r := &Reporter{Tracker: tr, Config: cfg, Recorder: rec, DryRun: true, Now: func() time.Time { return t0 }}
 	g := Gauge.WithLabelValues("JobSet", "topology-test", string(TopologyNotFound))

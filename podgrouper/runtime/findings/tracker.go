@@ -21,8 +21,6 @@ import (
 type Definition struct {
 	// Name is the definition's name (the Karta's name).
 	Name string
-	// Source is where it was loaded from: cluster, file or catalog.
-	Source string
 	// KartaUID is the cluster Karta's UID ("" for files and the catalog: no object to report on).
 	KartaUID types.UID
 }
@@ -207,30 +205,9 @@ func (t *Tracker) Observe(pod types.NamespacedName, o Observation, now time.Time
 		if old == o {
 			return
 		}
-		t.removeLocked(pod, old, now)
+		t.countLocked(pod, old, -1, now)
 	}
-	w := t.workloads[o.Owner]
-	if w == nil {
-		w = &workload{}
-		t.workloads[o.Owner] = w
-	}
-	w.pods++
-	w.admissionDue = true
-	switch {
-	case o.Unclaimed:
-		r := &w.rare
-		r.unclaimed++
-		if r.unclaimedPod == "" {
-			r.unclaimedPod = pod.Name
-		}
-	case o.Role != "":
-		rs := w.role(o.Role)
-		rs.created++
-		if !o.Terminal {
-			rs.live++
-		}
-		rs.update(t.since(now), true)
-	}
+	t.countLocked(pod, o, 1, now)
 }
 
 // maxLabelsText bounds the labels text NoteUnclaimed keeps, in bytes.
@@ -270,38 +247,50 @@ func (t *Tracker) Forget(pod types.NamespacedName, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if old, ok := t.pods.SwapFinding(pod, nil); ok {
-		t.removeLocked(pod, old, now)
+		t.countLocked(pod, old, -1, now)
 	}
 }
 
-// removeLocked takes a pod's previous observation o off its workload's counters (the Book no
-// longer holds it).
-func (t *Tracker) removeLocked(pod types.NamespacedName, o Observation, now time.Time) {
+// countLocked adds (d 1) or takes off (d -1) the pod's observation o on its workload's counters
+// (the Book holds it, or no longer does); a workload without a plan goes with its last pod.
+func (t *Tracker) countLocked(pod types.NamespacedName, o Observation, d int32, now time.Time) {
 	w := t.workloads[o.Owner]
 	if w == nil {
-		return
+		if d < 0 {
+			return
+		}
+		w = &workload{}
+		t.workloads[o.Owner] = w
 	}
-	if w.pods--; w.pods == 0 && !w.planned {
+	if w.pods += d; w.pods == 0 && !w.planned {
 		delete(t.workloads, o.Owner)
 		return
 	}
 	w.admissionDue = true
-	switch {
-	case o.Unclaimed:
-		if r := &w.rare; r.unclaimed > 0 {
-			r.unclaimed--
-			if r.unclaimedPod == pod.Name {
-				r.unclaimedPod, r.unclaimedLabels = "", ""
-			}
-			if r.unclaimed == 0 {
-				r.selectors = ""
-			}
+	switch r := &w.rare; {
+	case o.Unclaimed && d > 0:
+		r.unclaimed++
+		if r.unclaimedPod == "" {
+			r.unclaimedPod = pod.Name
 		}
+	case o.Unclaimed && r.unclaimed > 0:
+		r.unclaimed--
+		if r.unclaimedPod == pod.Name {
+			r.unclaimedPod, r.unclaimedLabels = "", ""
+		}
+		if r.unclaimed == 0 {
+			r.selectors = ""
+		}
+	case o.Unclaimed:
 	case o.Role != "":
-		if rs := w.roles.get(o.Role); rs != nil {
-			rs.created--
+		rs := w.roles.get(o.Role)
+		if rs == nil && d > 0 {
+			rs = w.roles.add(o.Role)
+		}
+		if rs != nil {
+			rs.created += d
 			if !o.Terminal {
-				rs.live--
+				rs.live += d
 			}
 			rs.update(t.since(now), true)
 		}
@@ -324,16 +313,12 @@ type Report struct {
 	Findings  []Finding
 }
 
-// Evaluate returns the findings of every workload whose plan is known, at time now.
-func (t *Tracker) Evaluate(now time.Time, cfg Config) []Report {
-	return t.EvaluateSome(now, cfg, func(types.UID) bool { return true })
-}
-
-// EvaluateSome returns the findings, at time now, of every workload whose plan is known and that
-// has findings or for which report (called under the Tracker's lock: it must not call the
-// Tracker) returns true. The Reporter asks for the workloads it reported on before: a tick over
-// 10,000 healthy workloads allocated 1.9 MB of Reports (BenchmarkReporterTick).
-func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID) bool) []Report {
+// Evaluate returns the findings, at time now, of every workload whose plan is known and that
+// has findings or for which report (nil: every workload; called under the Tracker's lock: it
+// must not call the Tracker) returns true. The Reporter asks for the workloads it reported on
+// before: a tick over 10,000 healthy workloads allocated 1.9 MB of Reports
+// (BenchmarkReporterTick).
+func (t *Tracker) Evaluate(now time.Time, cfg Config, report func(types.UID) bool) []Report {
 	cfg = cfg.WithDefaults()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -344,7 +329,7 @@ func (t *Tracker) EvaluateSome(now time.Time, cfg Config, report func(types.UID)
 			continue
 		}
 		fs := w.findings(at, cfg, t.Topologies)
-		if len(fs) == 0 && !report(uid) {
+		if len(fs) == 0 && report != nil && !report(uid) {
 			continue
 		}
 		r := Report{Workload: gang.WorkloadRef{APIVersion: w.apiVersion, Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: string(uid)},

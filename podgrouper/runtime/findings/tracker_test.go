@@ -72,9 +72,29 @@ func reasons(fs []Finding) []string {
 	return out
 }
 
+// counts is a workload's observed pods: live and created per role, and unclaimed.
+type counts struct {
+	Live, Created map[string]int64
+	Unclaimed     int64
+}
+
+// countsOf reads the workload's counters (zero counts for an unknown workload).
+func countsOf(tr *Tracker, uid types.UID) counts {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	c := counts{Live: map[string]int64{}, Created: map[string]int64{}}
+	if w := tr.workloads[uid]; w != nil {
+		c.Unclaimed = w.rare.unclaimed
+		for _, rs := range w.roles.list {
+			c.Live[rs.name], c.Created[rs.name] = int64(rs.live), int64(rs.created)
+		}
+	}
+	return c
+}
+
 func evaluate(t *testing.T, tr *Tracker, now time.Time, cfg Config) []Finding {
 	t.Helper()
-	reps := tr.Evaluate(now, cfg)
+	reps := tr.Evaluate(now, cfg, nil)
 	require.Len(t, reps, 1)
 	return reps[0].Findings
 }
@@ -92,7 +112,7 @@ func TestNoFindingWhenPodsMatch(t *testing.T) {
 	for _, o := range []struct{ pod, role string }{{"l", "leader"}, {"w0", "workers"}, {"w1", "workers"}, {"w1", "workers"}} {
 		tr.Observe(pod(o.pod), Observation{Owner: uid, Role: o.role}, t0)
 	}
-	require.Equal(t, Counts{Live: map[string]int64{"leader": 1, "workers": 2}, Created: map[string]int64{"leader": 1, "workers": 2}}, tr.Counts(uid))
+	require.Equal(t, counts{Live: map[string]int64{"leader": 1, "workers": 2}, Created: map[string]int64{"leader": 1, "workers": 2}}, countsOf(tr, uid))
 	require.Empty(t, evaluate(t, tr, t0.Add(time.Hour), cfg))
 }
 
@@ -223,7 +243,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tr.Evaluate(t0, cfg)
+		tr.Evaluate(t0, cfg, nil)
 	}
 }
 
@@ -241,10 +261,10 @@ func TestTrackerDoesNotKeepThePlan(t *testing.T) {
 	require.Equal(t, "d", tr.workloads[uid].definition.Name, "the same plan again is a no-op")
 	runtime.GC()
 	require.Nil(t, ref.Value(), "the plan was collected")
-	reports := tr.Evaluate(t0, cfg)
+	reports := tr.Evaluate(t0, cfg, nil)
 	require.Len(t, reports, 1)
 	require.Equal(t, names, reports[0].PodGroups)
-	require.Equal(t, int64(1), tr.Counts(uid).Created["leader"])
+	require.Equal(t, int64(1), countsOf(tr, uid).Created["leader"])
 }
 
 // The same plan built again (the grouper's plan cache evicted it, and a pod event rebuilt it)
@@ -266,8 +286,8 @@ func TestEqualPlanKeepsTheClock(t *testing.T) {
 	require.Contains(t, fs[0].Message, "requires 3 pods of the role, 1 exist")
 }
 
-// EvaluateSome reports the workloads with findings and those it is asked for; Evaluate all.
-func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
+// Evaluate reports the workloads with findings and those it is asked for; with no filter, all.
+func TestEvaluateReportsFindingsAndTheAskedFor(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	p := seedPlan(t, 2)
 	tr.SetPlan(p, Definition{Name: "d"}, t0)
@@ -284,10 +304,10 @@ func TestEvaluateSomeReportsFindingsAndTheAskedFor(t *testing.T) {
 		return out
 	}
 	none := func(types.UID) bool { return false }
-	require.Equal(t, []string{uid}, names(tr.EvaluateSome(t0, cfg, none)))
+	require.Equal(t, []string{uid}, names(tr.Evaluate(t0, cfg, none)))
 	asked := func(u types.UID) bool { return u == "healthy-uid" }
-	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.EvaluateSome(t0, cfg, asked)))
-	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg)))
+	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg, asked)))
+	require.Equal(t, []string{uid, "healthy-uid"}, names(tr.Evaluate(t0, cfg, nil)))
 }
 
 // A selector that misses the workers (issue 27: a misspelt value): the leader's pod is claimed,

@@ -177,7 +177,7 @@ func TestObserverCountsDecisionsAndForgetsDeletions(t *testing.T) {
 	require.True(t, obs.Metrics.Tracked(s.Workload.GetUID()))
 	kind.deleted(s.Workload)
 	assert.False(t, obs.Metrics.Tracked(s.Workload.GetUID()), "a deleted workload has no series")
-	assert.Empty(t, obs.Findings.Evaluate(time.Now().Add(time.Hour), findings.Config{}), "nor findings")
+	assert.Empty(t, obs.Findings.Evaluate(time.Now().Add(time.Hour), findings.Config{}, nil), "nor findings")
 	cancel()
 	require.NoError(t, <-done)
 }

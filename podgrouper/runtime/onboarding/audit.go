@@ -156,12 +156,8 @@ func (a *NamespaceAuditor) Audit(ctx context.Context, policyChanged bool) error 
 	}
 	a.reported = current
 	namespaceProblems.Reset()
-	perRule := map[string]int{}
 	for _, p := range current {
-		perRule[p.Rule]++
-	}
-	for r, n := range perRule {
-		namespaceProblems.WithLabelValues(r).Set(float64(n))
+		namespaceProblems.WithLabelValues(p.Rule).Inc()
 	}
 	return nil
 }

@@ -69,14 +69,4 @@ func (c *Compiled) CheckNamespace(ns string, nsLabels map[string]string) []*Name
 
 // ReadsNamespaceQueues reports whether some rule takes the queue from a namespace label (so
 // namespaces are worth checking).
-func (c *Compiled) ReadsNamespaceQueues() bool {
-	if c == nil {
-		return false
-	}
-	for _, r := range c.rules {
-		if r.Queue != nil && r.Queue.FromNamespaceLabel != "" {
-			return true
-		}
-	}
-	return false
-}
+func (c *Compiled) ReadsNamespaceQueues() bool { return c != nil && c.namespaceQueues }

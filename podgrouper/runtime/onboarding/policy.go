@@ -85,8 +85,9 @@ type QueueSource struct {
 // Compiled is a validated policy, ready to match pods. It is immutable.
 type Compiled struct {
 	rules []*compiledRule
-	// needsNamespaces says some rule reads the namespace (a selector or a namespace-label queue).
-	needsNamespaces bool
+	// needsNamespaces says some rule reads the namespace (a selector or a namespace-label queue),
+	// namespaceQueues that some rule takes its queue from a namespace label.
+	needsNamespaces, namespaceQueues bool
 	// ownerLabels are the top-owner label keys the rules read (OwnerLabelKeys).
 	ownerLabels []string
 }
@@ -162,7 +163,7 @@ func compile(p *Policy, known func(schema.GroupKind) bool) (*Compiled, field.Err
 		}
 		errs = append(errs, validateSettings(r, path)...)
 		if r.Queue != nil && r.Queue.FromNamespaceLabel != "" {
-			c.needsNamespaces = true
+			c.needsNamespaces, c.namespaceQueues = true, true
 		}
 		if r.Queue != nil && r.Queue.FromOwnerLabel != "" && !slices.Contains(c.ownerLabels, r.Queue.FromOwnerLabel) {
 			c.ownerLabels = append(c.ownerLabels, r.Queue.FromOwnerLabel)
@@ -181,13 +182,7 @@ func validateSettings(r Rule, path *field.Path) field.ErrorList {
 	}
 	if q := r.Queue; q != nil {
 		qp := path.Child("queue")
-		set := 0
-		for _, v := range []string{q.Value, q.FromNamespaceLabel, q.FromOwnerLabel} {
-			if v != "" {
-				set++
-			}
-		}
-		if set != 1 {
+		if set := slices.DeleteFunc([]string{q.Value, q.FromNamespaceLabel, q.FromOwnerLabel}, func(v string) bool { return v == "" }); len(set) != 1 {
 			errs = append(errs, field.Invalid(qp, q, "set exactly one of value, fromNamespaceLabel, fromOwnerLabel"))
 		}
 		if q.Value != "" {
@@ -204,33 +199,20 @@ func validateSettings(r Rule, path *field.Path) field.ErrorList {
 			}
 		}
 	}
+	// KAI's grouping keys (the PodGroup name, the sub-group label, the skip annotation:
+	// onboard.CheckKey) are written by the grouper per pod: a rule must never set them on every pod.
 	for k, v := range r.Labels {
-		e := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...)
-		if len(e) > 0 {
+		if err := onboard.CheckKey(k); err != nil {
+			errs = append(errs, field.Forbidden(path.Child("labels").Key(k), err.Error()))
+		} else if e := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(e) > 0 {
 			errs = append(errs, field.Invalid(path.Child("labels").Key(k), v, strings.Join(e, "; ")))
 		}
 	}
 	for k := range r.Annotations {
-		if e := validation.IsQualifiedName(k); len(e) > 0 {
+		if err := onboard.CheckKey(k); err != nil {
+			errs = append(errs, field.Forbidden(path.Child("annotations").Key(k), err.Error()))
+		} else if e := validation.IsQualifiedName(k); len(e) > 0 {
 			errs = append(errs, field.Invalid(path.Child("annotations").Key(k), k, strings.Join(e, "; ")))
-		}
-	}
-	return append(errs, groupingKeyErrors(r, path)...)
-}
-
-// groupingKeyErrors refuses labels and annotations that are KAI's grouping keys (the PodGroup
-// name, the sub-group label, the skip annotation: onboard.CheckKey), which the grouper writes
-// per pod and a rule must never set on every pod.
-func groupingKeyErrors(r Rule, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, m := range []struct {
-		name string
-		keys map[string]string
-	}{{"labels", r.Labels}, {"annotations", r.Annotations}} {
-		for k := range m.keys {
-			if err := onboard.CheckKey(k); err != nil {
-				errs = append(errs, field.Forbidden(path.Child(m.name).Key(k), err.Error()))
-			}
 		}
 	}
 	return errs
@@ -241,25 +223,6 @@ func (c *Compiled) Empty() bool { return c == nil || len(c.rules) == 0 }
 
 // NeedsNamespaces reports whether matching reads the pod's namespace labels.
 func (c *Compiled) NeedsNamespaces() bool { return c != nil && c.needsNamespaces }
-
-// Kinds returns every kind some rule names.
-func (c *Compiled) Kinds() []schema.GroupKind {
-	if c == nil {
-		return nil
-	}
-	seen := map[schema.GroupKind]bool{}
-	var out []schema.GroupKind
-	for _, r := range c.rules {
-		for _, k := range r.Kinds {
-			gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}
-			if !seen[gk] {
-				seen[gk] = true
-				out = append(out, gk)
-			}
-		}
-	}
-	return out
-}
 
 // OwnerLabelKeys are the label keys of the top owner the policy reads (its rules'
 // queue.fromOwnerLabel), each once, in rule order; nil for a nil policy or when no rule reads one.

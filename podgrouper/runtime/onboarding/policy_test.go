@@ -37,7 +37,8 @@ func TestParseAndMatch(t *testing.T) {
 	c, err := Parse([]byte(goodPolicy), "policy.yaml", knownCustomJob)
 	require.NoError(t, err)
 	assert.True(t, c.NeedsNamespaces())
-	assert.Equal(t, []schema.GroupKind{customJob}, c.Kinds())
+	assert.Equal(t, []Kind{{Group: customJob.Group, Kind: customJob.Kind}}, c.rules[0].Kinds)
+	assert.Equal(t, map[schema.GroupKind]bool{customJob: true}, c.rules[1].kinds)
 
 	m := c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{"onboard": "yes", "team-queue": "team-a"}}, "kai-scheduler", "kai.scheduler/queue")
 	require.NotNil(t, m)
@@ -118,11 +119,12 @@ func TestSourceKeepsLastValidPolicy(t *testing.T) {
 	assert.True(t, s.Current().Empty())
 	known = true
 	require.NoError(t, s.Sync(ctx), "the same file, read again once the definition exists")
-	require.False(t, s.Current().Empty())
+	good := s.Current()
+	require.False(t, good.Empty())
 
 	require.NoError(t, os.WriteFile(p, []byte("rules: [{name: x}]"), 0o600))
 	require.Error(t, s.Sync(ctx))
-	assert.Equal(t, []schema.GroupKind{customJob}, s.Current().Kinds(), "the previous policy stays")
+	assert.Same(t, good, s.Current(), "the previous policy stays")
 }
 
 // TestCheckNamespace: at load and on namespace changes, a namespace a rule selects that lacks the

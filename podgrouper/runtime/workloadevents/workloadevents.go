@@ -98,7 +98,7 @@ func (a *Aggregator) Add(workload *unstructured.Unstructured, pod, detail string
 		evicted = a.evictOldestLocked()
 		e = &Episode{Workload: Identity(workload), Started: a.now(), Details: map[string]int{}}
 		a.open[uid] = e
-		e.stop = a.afterFunc(a.quiet(), func() { a.expire(uid, e) })
+		e.stop = a.afterFunc(a.Quiet, func() { a.expire(uid, e) })
 	}
 	e.Pods++
 	e.Last = a.now()
@@ -133,13 +133,6 @@ func (a *Aggregator) Flush() {
 	}
 }
 
-// Open is the number of episodes open now.
-func (a *Aggregator) Open() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.open)
-}
-
 // expire is the timer of episode e of uid: it ends e when it has been quiet for Quiet or is
 // Longest old, else waits again until the earlier of the two.
 func (a *Aggregator) expire(uid types.UID, e *Episode) {
@@ -149,8 +142,8 @@ func (a *Aggregator) expire(uid types.UID, e *Episode) {
 		return // ended already (flushed, evicted)
 	}
 	now := a.now()
-	end := e.Last.Add(a.quiet())
-	if longest := e.Started.Add(a.longest()); longest.Before(end) {
+	end := e.Last.Add(a.Quiet)
+	if longest := e.Started.Add(a.Longest); longest.Before(end) {
 		end = longest
 	}
 	if now.Before(end) {
@@ -165,11 +158,7 @@ func (a *Aggregator) expire(uid types.UID, e *Episode) {
 
 // evictOldestLocked removes and returns the oldest open episode when MaxOpen are open, else nil.
 func (a *Aggregator) evictOldestLocked() *Episode {
-	limit := a.MaxOpen
-	if limit <= 0 {
-		limit = DefaultMaxOpen
-	}
-	if len(a.open) < limit {
+	if len(a.open) < a.MaxOpen {
 		return nil
 	}
 	var oldest *Episode
@@ -192,30 +181,21 @@ func (a *Aggregator) write(e *Episode) {
 	a.Recorder.Event(e.Workload, a.Type, a.Reason, a.Message(e))
 }
 
+// init makes the map of open episodes and sets the zero bounds to their defaults, at the first
+// Add or Flush.
 func (a *Aggregator) init() {
-	if a.open == nil {
-		a.open = map[types.UID]*Episode{}
+	if a.open != nil {
+		return
 	}
+	a.open = map[types.UID]*Episode{}
 	if a.now == nil {
 		a.now = time.Now
 	}
 	if a.afterFunc == nil {
 		a.afterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
-}
-
-func (a *Aggregator) quiet() time.Duration {
-	if a.Quiet > 0 {
-		return a.Quiet
-	}
-	return DefaultQuiet
-}
-
-func (a *Aggregator) longest() time.Duration {
-	if a.Longest > 0 {
-		return a.Longest
-	}
-	return DefaultLongest
+	a.Quiet, a.Longest = cmp.Or(max(a.Quiet, 0), DefaultQuiet), cmp.Or(max(a.Longest, 0), DefaultLongest)
+	a.MaxOpen = cmp.Or(max(a.MaxOpen, 0), DefaultMaxOpen)
 }
 
 // DetailList renders the episode's details, each after its count of pods, by count then detail:

@@ -142,11 +142,11 @@ func TestOneEventPerWorkloadEpisode(t *testing.T) {
 		c.advance(100 * time.Millisecond)
 	}
 	assert.Empty(t, rec.all(), "no Event while the episodes last")
-	assert.Equal(t, 100, a.Open())
+	assert.Equal(t, 100, open(a))
 	c.advance(DefaultQuiet)
 	events := rec.all()
 	require.Len(t, events, 100)
-	assert.Equal(t, 0, a.Open())
+	assert.Equal(t, 0, open(a))
 	seen := map[string]bool{}
 	for _, e := range events {
 		name := e.object[len("ns/"):]
@@ -211,7 +211,7 @@ func TestMaxOpenWritesOldestEarly(t *testing.T) {
 	require.Len(t, events, 2)
 	assert.Equal(t, "ns/w0", events[0].object)
 	assert.Equal(t, "ns/w1", events[1].object)
-	assert.Equal(t, 3, a.Open())
+	assert.Equal(t, 3, open(a))
 	c.advance(DefaultQuiet)
 	assert.Len(t, rec.all(), 5)
 }
@@ -239,4 +239,11 @@ func TestConcurrentAdds(t *testing.T) {
 	for _, e := range events {
 		assert.Equal(t, "80", e.message, e.object)
 	}
+}
+
+// open is the number of episodes open now.
+func open(a *Aggregator) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.open)
 }

@@ -36,7 +36,7 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 	t.mu.Lock()
 	all := make([]scraped, 0, len(t.workloads))
 	for uid, e := range t.workloads {
-		all = append(all, scraped{uid: uid, namespace: e.namespace, podGroups: e.podGroups, workload: s.workload(e)})
+		all = append(all, scraped{uid: uid, namespace: e.Namespace, podGroups: e.PodGroups, workload: s.workload(e)})
 	}
 	t.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(len(all)))
@@ -67,14 +67,14 @@ const ConditionsTimeout = 10 * time.Second
 // MaxRoleSeries roles and OtherRoles) and its pods per phase. It returns the label slice of the
 // workload's kind, name and namespace.
 func (s *scrape) workload(e *entry) []*dto.LabelPair {
-	wl := s.labels(nil, s.shared(&labelKind, e.kind), s.pair(&labelName, e.name), s.shared(&labelNamespace, e.namespace))
+	wl := s.labels(nil, s.shared(&labelKind, e.Kind), s.pair(&labelName, e.Name), s.shared(&labelNamespace, e.Namespace))
 	s.add(descInfo, wl, 1)
-	s.add(descGPUs, wl, e.gpus)
-	s.add(descGangGPU, wl, e.gangGPUs)
-	for _, st := range e.status {
+	s.add(descGPUs, wl, e.GPUs)
+	s.add(descGangGPU, wl, e.GangGPUs)
+	for _, st := range e.Status {
 		s.add(descStatus, s.labels(wl, s.shared(&labelStatus, st)), 1)
 	}
-	roles, kept := boundedRoles(e.roles)
+	roles, kept := boundedRoles(e.Roles)
 	for _, r := range roles {
 		l := s.labels(wl, s.shared(&labelRole, r.Name))
 		s.add(descRoleGPU, l, r.GPUs)
@@ -83,37 +83,27 @@ func (s *scrape) workload(e *entry) []*dto.LabelPair {
 			s.add(descSegs, l, float64(r.Segments))
 		}
 	}
-	if e.topologyIssues > 0 {
-		s.add(descTopoBad, wl, float64(e.topologyIssues))
+	if e.TopologyIssues > 0 {
+		s.add(descTopoBad, wl, float64(e.TopologyIssues))
 	}
-	for _, st := range boundedStates(e.pods, kept) {
-		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(st.n))
+	for st, n := range boundedStates(e.pods, kept) {
+		s.add(descPods, s.labels(wl, s.shared(&labelPhase, st.phase), s.shared(&labelRole, st.role)), float64(n))
 	}
 	return wl
 }
 
 // boundedStates returns the workload's pod counts per (role, phase) with the roles outside kept
-// summed under OtherRoles (kept nil: every role keeps its own).
-func boundedStates(counts map[podState]int, kept map[string]bool) []podCount {
-	out := make([]podCount, 0, len(counts))
-	var at map[podState]int
+// summed under OtherRoles (kept nil: every role keeps its own, and counts is returned as it is).
+func boundedStates(counts map[podState]int, kept map[string]bool) map[podState]int {
+	if kept == nil {
+		return counts
+	}
+	out := make(map[podState]int, len(kept)+1)
 	for s, n := range counts {
-		if kept == nil { // every state once
-			out = append(out, podCount{podState: s, n: n})
-			continue
-		}
 		if !kept[s.role] {
 			s.role = OtherRoles
 		}
-		if at == nil {
-			at = make(map[podState]int, len(kept)+1)
-		}
-		if i, ok := at[s]; ok {
-			out[i].n += n
-			continue
-		}
-		at[s] = len(out)
-		out = append(out, podCount{podState: s, n: n})
+		out[s] += n
 	}
 	return out
 }

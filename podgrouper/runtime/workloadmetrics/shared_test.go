@@ -19,13 +19,10 @@ func TestTrackerKeepsEachWorkloadsLists(t *testing.T) {
 	for _, w := range []Workload{mk("a", "running", 9), mk("b", "running", 9), mk("c", "failed", 8), mk("a", "running", 9)} {
 		require.True(t, tr.SetWorkload(w))
 	}
-	assert.Equal(t, []Role{{Name: "coordinator", GPUs: 1}, {Name: "worker", GPUs: 8}}, tr.workloads["c"].roles)
-	assert.Equal(t, "CustomJob.e2e.example.com", tr.workloads["a"].kind)
-	st, ok := tr.Status("c")
-	require.True(t, ok)
-	assert.Equal(t, []string{"failed"}, st)
-	st, _ = tr.Status("a")
-	assert.Equal(t, []string{"running"}, st)
+	assert.Equal(t, []Role{{Name: "coordinator", GPUs: 1}, {Name: "worker", GPUs: 8}}, tr.workloads["c"].Roles)
+	assert.Equal(t, "CustomJob.e2e.example.com", tr.workloads["a"].Kind)
+	assert.Equal(t, []string{"failed"}, tr.workloads["c"].Status)
+	assert.Equal(t, []string{"running"}, tr.workloads["a"].Status)
 }
 
 // The tracker remembers the last goneSize forgotten workloads: a late update of one of them is

@@ -10,6 +10,7 @@
 package workloadmetrics
 
 import (
+	"errors"
 	"math"
 	"sync"
 
@@ -26,24 +27,18 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 )
 
-// registered is the Tracker registered with controller-runtime's registry (the one the manager's
-// metrics endpoint serves), one per process: a second grouper built in the same process (tests)
-// shares the first one's, since the registry can serve one set of gangmap_workload_* series.
-var (
-	registeredMu sync.Mutex
-	registered   *Tracker
-)
-
-// Registered registers t with controller-runtime's registry unless a Tracker already is, and
-// returns the registered Tracker (t or the first one).
+// Registered registers t with controller-runtime's registry (the one the manager's metrics
+// endpoint serves) unless a Tracker already is, and returns the registered Tracker (t or the
+// first one): a second grouper built in the same process (tests) shares the first one's, since
+// the registry can serve one set of gangmap_workload_* series.
 func Registered(t *Tracker) *Tracker {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registered == nil {
-		registered = t
-		crmetrics.Registry.MustRegister(t)
+	var dup prometheus.AlreadyRegisteredError
+	if err := crmetrics.Registry.Register(t); errors.As(err, &dup) {
+		return dup.ExistingCollector.(*Tracker)
+	} else if err != nil {
+		panic(err)
 	}
-	return registered
+	return t
 }
 
 // Workload is what the series of one grouped workload show.
@@ -156,28 +151,12 @@ const goneSize = 4096
 // podState is a pod's role and phase.
 type podState struct{ role, phase string }
 
-type podCount struct {
-	podState
-	n int
-}
-
-// entry is one tracked workload: its Workload but the UID (the map's key), and its pods' counts.
+// entry is one tracked workload: its Workload and its pods' counts.
 type entry struct {
-	namespace, kind, name string
-	status                []string
-	gpus, gangGPUs        float64
-	topologyIssues        int32
-	roles                 []Role
-	podGroups             []string
-	serial                uint64
+	Workload
+	serial uint64
 	// pods counts the workload's pods per role and phase (nil: none); no count is 0.
 	pods map[podState]int
-}
-
-// set records w's values in the entry.
-func (t *Tracker) set(e *entry, w *Workload) {
-	e.namespace, e.kind, e.name, e.status, e.roles = w.Namespace, w.Kind, w.Name, w.Status, w.Roles
-	e.gpus, e.gangGPUs, e.podGroups, e.topologyIssues = w.GPUs, w.GangGPUs, w.PodGroups, w.TopologyIssues
 }
 
 // count adds n pods of the state (a count that reaches 0 is dropped).
@@ -215,7 +194,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.workloads[w.UID]; ok {
-		t.set(e, &w)
+		e.Workload = w
 		return true
 	}
 	if _, gone := t.gone.Get(w.UID); gone {
@@ -232,9 +211,7 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 		return false
 	}
 	t.serial++
-	e := &entry{serial: t.serial}
-	t.set(e, &w)
-	t.workloads[w.UID] = e
+	t.workloads[w.UID] = &entry{Workload: w, serial: t.serial}
 	return true
 }
 
@@ -245,18 +222,6 @@ func (t *Tracker) Tracked(uid types.UID) bool {
 	defer t.mu.Unlock()
 	_, ok := t.workloads[uid]
 	return ok
-}
-
-// Status returns the recorded status of a tracked workload (nil, false when it is not tracked).
-func (t *Tracker) Status(uid types.UID) ([]string, bool) {
-	t.init()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.workloads[uid]
-	if !ok {
-		return nil, false
-	}
-	return e.status, true
 }
 
 // PodRole returns the role recorded for a pod, if any.
@@ -310,16 +275,11 @@ func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase st
 	e, ok := t.workloads[uid]
 	if !ok {
 		if old, had := t.Pods.Metric(pod); had && old.Owner != uid {
-			t.forgetPodLocked(pod)
+			t.swapPodLocked(pod, nil)
 		}
 		return
 	}
-	m := podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase}
-	if old, had := t.Pods.SwapMetric(pod, &m); had {
-		if oe := t.live(old); oe != nil {
-			oe.count(podState{role: old.Role, phase: old.Phase}, -1)
-		}
-	}
+	t.swapPodLocked(pod, &podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase})
 	e.count(podState{role: role, phase: phase}, 1)
 }
 
@@ -328,11 +288,12 @@ func (t *Tracker) ForgetPod(pod types.NamespacedName) {
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.forgetPodLocked(pod)
+	t.swapPodLocked(pod, nil)
 }
 
-func (t *Tracker) forgetPodLocked(pod types.NamespacedName) {
-	if old, had := t.Pods.SwapMetric(pod, nil); had {
+// swapPodLocked records the pod's record m (nil: none), taking its previous one off its entry.
+func (t *Tracker) swapPodLocked(pod types.NamespacedName, m *podbook.Metric) {
+	if old, had := t.Pods.SwapMetric(pod, m); had {
 		if e := t.live(old); e != nil {
 			e.count(podState{role: old.Role, phase: old.Phase}, -1)
 		}
