@@ -14,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
-	"github.com/gangmap/gangmap/internal/kaisamples"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/internal/kaisamples"
+	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
