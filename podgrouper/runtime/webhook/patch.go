@@ -27,6 +27,17 @@ func groupOps(pod *podview.Decoded, podGroup, subGroup string) ([]patchOp, error
 		return nil, errors.New("no PodGroup name to set")
 	}
 	ann := map[string]string{kaikeys.SkipPodGrouper: "true", kaikeys.PodGroupName: podGroup}
+	ops := metadataOps(pod, ann, subGroup, kaikeys.SkipPodGrouper, kaikeys.PodGroupName)
+	if _, has := pod.Pod.Labels[kaikeys.SubGroupName]; subGroup == "" && has {
+		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(kaikeys.SubGroupName)})
+	}
+	return ops, nil
+}
+
+// metadataOps are the operations that give the pod the annotations ann (keys in order) and, when
+// subGroup is not "", the sub-group label: the whole metadata when the object has none, else
+// setKeys of each.
+func metadataOps(pod *podview.Decoded, ann map[string]string, subGroup string, keys ...string) []patchOp {
 	var lbl map[string]string
 	if subGroup != "" {
 		lbl = map[string]string{kaikeys.SubGroupName: subGroup}
@@ -36,18 +47,13 @@ func groupOps(pod *podview.Decoded, podGroup, subGroup string) ([]patchOp, error
 		if lbl != nil {
 			md["labels"] = lbl
 		}
-		return []patchOp{{Op: "add", Path: "/metadata", Value: md}}, nil
+		return []patchOp{{Op: "add", Path: "/metadata", Value: md}}
 	}
-	ops := make([]patchOp, 0, 3)
-	ops = setKeys(ops, "/metadata/annotations", pod.Pod.Annotations, ann, kaikeys.SkipPodGrouper, kaikeys.PodGroupName)
-	_, has := pod.Pod.Labels[kaikeys.SubGroupName]
-	switch {
-	case subGroup != "":
+	ops := setKeys(make([]patchOp, 0, 3), "/metadata/annotations", pod.Pod.Annotations, ann, keys...)
+	if lbl != nil {
 		ops = setKeys(ops, "/metadata/labels", pod.Pod.Labels, lbl, kaikeys.SubGroupName)
-	case has:
-		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(kaikeys.SubGroupName)})
 	}
-	return ops, nil
+	return ops
 }
 
 // setKeys appends the operations that give the map at path (cur, nil when the object has none)
