@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -139,12 +140,10 @@ func (s *SelfSigned) renew(data map[string][]byte) (map[string][]byte, bool, err
 		validity = 365 * 24 * time.Hour
 	}
 	out := map[string][]byte{}
-	for k, v := range data {
-		out[k] = v
-	}
+	maps.Copy(out, data)
 	changed := false
 	ca, caKey, err := parsePair(out[SecretCACert], out[SecretCAKey])
-	if err != nil || fresh(ca, now, 10*validity) != nil {
+	if err != nil || expiring(ca, now, 10*validity) {
 		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "gangmap-webhook-ca"}, IsCA: true, BasicConstraintsValid: true,
 			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
 		if ca, caKey, out[SecretCACert], out[SecretCAKey], err = issue(tmpl, nil, nil, now, 10*validity); err != nil {
@@ -153,8 +152,12 @@ func (s *SelfSigned) renew(data map[string][]byte) (map[string][]byte, bool, err
 		changed = true
 	}
 	cert, _, err := parsePair(out[SecretCert], out[SecretKey])
-	if changed || err != nil || fresh(cert, now, validity) != nil || !slices.Equal(cert.DNSNames, s.DNSNames) || cert.CheckSignatureFrom(ca) != nil {
-		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: firstOr(s.DNSNames, "gangmap-webhook")}, DNSNames: s.DNSNames,
+	if changed || err != nil || expiring(cert, now, validity) || !slices.Equal(cert.DNSNames, s.DNSNames) || cert.CheckSignatureFrom(ca) != nil {
+		cn := "gangmap-webhook"
+		if len(s.DNSNames) > 0 {
+			cn = s.DNSNames[0]
+		}
+		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: cn}, DNSNames: s.DNSNames,
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 		if _, _, out[SecretCert], out[SecretKey], err = issue(tmpl, ca, caKey, now, validity); err != nil {
 			return nil, false, err
@@ -164,12 +167,9 @@ func (s *SelfSigned) renew(data map[string][]byte) (map[string][]byte, bool, err
 	return out, changed, nil
 }
 
-// fresh is nil when cert is valid now and has more than a third of validity left.
-func fresh(cert *x509.Certificate, now time.Time, validity time.Duration) error {
-	if now.Before(cert.NotBefore) || now.Add(validity/3).After(cert.NotAfter) {
-		return errors.New("expired or expiring")
-	}
-	return nil
+// expiring reports whether cert is not valid now or has at most a third of validity left.
+func expiring(cert *x509.Certificate, now time.Time, validity time.Duration) bool {
+	return now.Before(cert.NotBefore) || now.Add(validity/3).After(cert.NotAfter)
 }
 
 func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, now time.Time, validity time.Duration) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte, error) {
@@ -279,11 +279,4 @@ func (s *SelfSigned) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
-}
-
-func firstOr(s []string, def string) string {
-	if len(s) > 0 {
-		return s[0]
-	}
-	return def
 }

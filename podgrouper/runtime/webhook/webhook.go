@@ -9,6 +9,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -251,16 +252,10 @@ func decisionValues(req admission.Request, pod *corev1.Pod, d *decide.Decision) 
 // podName is the pod's name for logs: the request's name, else the decoded pod's name or
 // generateName (read from the pod decoded once, never parsed again for a log line).
 func podName(req admission.Request, pod *corev1.Pod) string {
-	switch {
-	case req.Name != "":
+	if pod == nil {
 		return req.Name
-	case pod == nil:
-		return ""
-	case pod.Name != "":
-		return pod.Name
-	default:
-		return pod.GenerateName
 	}
+	return cmp.Or(req.Name, pod.Name, pod.GenerateName)
 }
 
 // hold admits a pod of a kind gangmap groups whose decision failed with KAI's skip annotation
