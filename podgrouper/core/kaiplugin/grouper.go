@@ -121,19 +121,13 @@ const (
 )
 
 var (
-	decisions = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+	decisions = withSeries(promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_kai_plugin_decisions_total",
 		Help: "Pods gangmap's grouper decided inside KAI's pod-grouper, by result: Grouped (a PodGroup, a gang or KAI's default one for a pod in no gang), NoPodGroup (none: KAI leaves the pod alone), Error (KAI retries the pod and records a PodGrouperWarning Event).",
-	}, []string{"result"})
+	}, []string{"result"}), resultGrouped, resultNone, resultError)
 	decisionSeconds = promauto.With(metrics.Registry).NewHistogram(prometheus.HistogramOpts{
 		Name:    "gangmap_kai_plugin_decision_duration_seconds",
 		Help:    "Time gangmap's grouper took to decide one pod's PodGroup inside KAI's pod-grouper (plan from cache or built, pod placement, re-read of a stale workload).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
 	})
 )
-
-func init() {
-	for _, r := range []string{resultGrouped, resultNone, resultError} {
-		decisions.WithLabelValues(r)
-	}
-}
