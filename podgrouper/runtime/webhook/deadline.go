@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -37,14 +36,10 @@ func (m *PodMutator) decideWithin(ctx context.Context, pod *corev1.Pod) (*decide
 		d, err := m.Decider.DecideShared(ctx, pod)
 		done <- result{d, err}
 	}()
-	timer := time.NewTimer(m.Timeout)
-	defer timer.Stop()
 	select {
 	case r := <-done:
 		return r.d, r.err
-	case <-timer.C:
-		return nil, fmt.Errorf("%w (%v)", ErrDecisionTimeout, m.Timeout)
-	case <-ctx.Done():
+	case <-ctx.Done(): // at m.Timeout, or when the request's context ends first
 		return nil, fmt.Errorf("%w (%v): %w", ErrDecisionTimeout, m.Timeout, ctx.Err())
 	}
 }
