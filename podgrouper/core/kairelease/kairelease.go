@@ -13,6 +13,7 @@ package kairelease
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -209,23 +210,21 @@ func Parse(version string) (*Release, error) {
 		return nil, fmt.Errorf("KAI release %q is a tag on the v0.10 line that KAI retracts (v0.17.0 go.mod): set v0.10", version)
 	}
 	last := lines[len(lines)-1]
-	if major > 0 || minor > last.minor {
-		r := build(last, -1)
-		r.Requested = version
+	i := slices.IndexFunc(lines, func(l line) bool { return l.minor == minor })
+	var r *Release
+	switch {
+	case major > 0 || minor > last.minor:
+		r = build(last, -1)
 		r.Warning = fmt.Sprintf("KAI release %q is newer than the latest release gangmap knows (%s): treated as %s; check its native-kind table (--native-kinds-add/--native-kinds-remove)", version, Latest, Latest)
-		return r, nil
-	}
-	for _, l := range lines {
-		if l.minor == minor {
-			r := build(l, patch)
-			r.Requested = version
-			return r, nil
-		}
-	}
-	if minor == 11 {
+	case i >= 0:
+		r = build(lines[i], patch)
+	case minor == 11:
 		return nil, fmt.Errorf("KAI release %q: there is no v0.11 release; known releases are %s", version, strings.Join(Known(), ", "))
+	default:
+		return nil, fmt.Errorf("KAI release %q is older than %s, the oldest gangmap supports; known releases are %s", version, Oldest, strings.Join(Known(), ", "))
 	}
-	return nil, fmt.Errorf("KAI release %q is older than %s, the oldest gangmap supports; known releases are %s", version, Oldest, strings.Join(Known(), ", "))
+	r.Requested = version
+	return r, nil
 }
 
 // MustParse is Parse for built-in constants; it panics on an error.
