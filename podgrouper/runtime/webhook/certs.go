@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -68,7 +69,7 @@ func (s *SelfSigned) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable: Ensure every Interval until ctx ends.
 func (s *SelfSigned) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval())
+	t := time.NewTicker(cmp.Or(max(s.Interval, 0), time.Hour)) // unset or not positive: an hour
 	defer t.Stop()
 	for {
 		select {
@@ -134,11 +135,11 @@ func (s *SelfSigned) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 // renew returns data with a CA and serving certificate valid for at least a third of their
 // validity, and whether anything changed.
 func (s *SelfSigned) renew(data map[string][]byte) (map[string][]byte, bool, error) {
-	now := s.now()
-	validity := s.Validity
-	if validity <= 0 {
-		validity = 365 * 24 * time.Hour
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
 	}
+	validity := cmp.Or(max(s.Validity, 0), 365*24*time.Hour) // unset or not positive: a year
 	out := map[string][]byte{}
 	maps.Copy(out, data)
 	changed := false
@@ -248,18 +249,4 @@ func (s *SelfSigned) patchCABundle(ctx context.Context, ca []byte) error {
 		return nil
 	}
 	return s.Writer.Update(ctx, mwc)
-}
-
-func (s *SelfSigned) interval() time.Duration {
-	if s.Interval > 0 {
-		return s.Interval
-	}
-	return time.Hour
-}
-
-func (s *SelfSigned) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
 }
