@@ -16,6 +16,7 @@ package kaiplugin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,16 +114,10 @@ func (h *Hub) choose(gvk metav1.GroupVersionKind) Choice {
 
 // Ready reports whether every source in Sources has synced once. It stays true once it is.
 func (h *Hub) Ready() bool {
-	if h.ready.Load() {
-		return true
+	if !h.ready.Load() && !slices.ContainsFunc(h.Sources, func(s SyncedSource) bool { return !s.Synced() }) {
+		h.ready.Store(true)
 	}
-	for _, s := range h.Sources {
-		if !s.Synced() {
-			return false
-		}
-	}
-	h.ready.Store(true)
-	return true
+	return h.ready.Load()
 }
 
 var choices = withSeries(promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{

@@ -84,12 +84,7 @@ var GangmapOnlyFields = map[string][]string{
 
 // hasDeferred reports whether md has a sub-group of a deferred role.
 func hasDeferred(md *podgroup.Metadata) bool {
-	for _, sg := range md.SubGroups {
-		if sg != nil && sg.Deferred != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(md.SubGroups, func(sg *podgroup.SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" })
 }
 
 // subGroup copies one sub-group's metadata.
