@@ -37,8 +37,9 @@ type Verdict struct {
 	// minimum if its finished (Succeeded) ones counted, which KAI never does ("" when none).
 	NotReady bool
 	Finished string
-	// pending is how many of the pods are pending (before any commit).
-	pending int
+	// pending and bound are how many of the pods in the PodGroup's leaves are pending (before any
+	// commit) and bound (after the commits so far).
+	pending, bound int
 }
 
 // Evaluate runs KAI's allocate action on pg and pods as the release rel does (nil: the latest),
@@ -67,8 +68,11 @@ func evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release, untilM
 			continue
 		}
 		leaf.pods = append(leaf.pods, &p)
-		if p.State == Pending {
+		switch p.State {
+		case Pending:
 			v.pending++
+		case Bound:
+			v.bound++
 		}
 	}
 	v.AlreadyMet = root.satisfied()
@@ -109,11 +113,12 @@ func (v *Verdict) run(root *node, tree, untilMet bool) {
 			step[i] = t.Name
 		}
 		pending -= len(tasks)
+		v.bound += len(tasks)
 		v.Steps = append(v.Steps, step)
 		switch {
 		case root.satisfied() && !met:
 			met = true
-			v.BoundAtAdmission = countBound(root)
+			v.BoundAtAdmission = v.bound
 		case !root.satisfied():
 			v.Partial = true
 		}
@@ -122,17 +127,6 @@ func (v *Verdict) run(root *node, tree, untilMet bool) {
 	if !met {
 		v.Blocking, v.Reason = blockerOf(root, tree)
 	}
-}
-
-func countBound(n *node) int {
-	if n.leaf {
-		return n.bound()
-	}
-	c := 0
-	for _, ch := range n.children {
-		c += countBound(ch)
-	}
-	return c
 }
 
 // collect is one attempt's tasks from n: a set's are allocation_info.go
