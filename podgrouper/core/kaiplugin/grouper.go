@@ -1,6 +1,7 @@
 package kaiplugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -70,11 +71,7 @@ type Grouper struct {
 // from the plan (a definition that does not fit the workload), a re-read of the workload, or the
 // timeout.
 func (g *Grouper) Metadata(topOwner *unstructured.Unstructured, pod *corev1.Pod, owners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
-	timeout := g.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(max(g.Timeout, 0), DefaultTimeout))
 	defer cancel()
 	log := g.Log.WithValues("pod", klog.KObj(pod), "workload", klog.KObj(topOwner), "kind", topOwner.GroupVersionKind().String())
 	ctx = logf.IntoContext(ctx, log)
