@@ -1,7 +1,9 @@
 package kaiadmission
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -35,8 +37,9 @@ type Verdict struct {
 	// minimum if its finished (Succeeded) ones counted, which KAI never does ("" when none).
 	NotReady bool
 	Finished string
-	// pending is how many of the pods are pending (before any commit).
-	pending int
+	// pending and bound are how many of the pods in the PodGroup's leaves are pending (before any
+	// commit) and bound (after the commits so far).
+	pending, bound int
 }
 
 // Evaluate runs KAI's allocate action on pg and pods as the release rel does (nil: the latest),
@@ -50,14 +53,7 @@ func Evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release) *Verdi
 func evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release, untilMet bool) *Verdict {
 	v := &Verdict{}
 	tree := rel.SubGroupTreeAdmission()
-	var root *node
-	var leaves map[string]*node
-	var err error
-	if tree {
-		root, leaves, err = buildTree(pg)
-	} else {
-		root, leaves = buildLeaves(pg)
-	}
+	root, leaves, err := buildTree(pg, tree)
 	if err != nil {
 		v.Reason = "KAI cannot read the PodGroup's sub-groups (subgroup_info FromPodGroup): " + err.Error()
 		for _, p := range pods {
@@ -65,50 +61,46 @@ func evaluate(pg *v2alpha2.PodGroup, pods []Pod, rel *kairelease.Release, untilM
 		}
 		return v
 	}
-	pending := 0
-	for i := range pods {
-		p := pods[i]
-		name := p.SubGroup
-		if name == "" {
-			name = defaultSubGroup
-		}
-		leaf := leaves[name]
+	for _, p := range pods {
+		leaf := leaves[cmp.Or(p.SubGroup, defaultSubGroup)]
 		if leaf == nil {
 			v.Stranded = append(v.Stranded, p.Name)
 			continue
 		}
 		leaf.pods = append(leaf.pods, &p)
-		if p.State == Pending {
-			pending++
+		switch p.State {
+		case Pending:
+			v.pending++
+		case Bound:
+			v.bound++
 		}
 	}
-	v.AlreadyMet, v.pending = root.satisfied(), pending
+	v.AlreadyMet = root.satisfied()
 	switch {
-	case pending == 0:
+	case v.pending == 0:
 		v.Admitted = v.AlreadyMet
 		if !v.AlreadyMet {
 			v.Blocking, v.Reason = blockerOf(root, tree)
 			v.Reason = "no pod of the PodGroup is pending, so KAI's allocate action skips it (FilterNonPending); " + v.Reason
 		}
-		return v
 	case !root.ready():
 		v.Admitted, v.NotReady = v.AlreadyMet, true
 		v.Blocking, v.Reason = notReady(root)
 		v.Finished = finishedLeaf(root)
-		return v
+	default:
+		v.run(root, tree, untilMet)
 	}
-	v.run(root, tree, pending, untilMet)
 	return v
 }
 
 // run repeats allocate attempts, as allocate.go Execute pushes a committed job back while it has
 // pending pods, until an attempt has no task.
-func (v *Verdict) run(root *node, tree bool, pending int, untilMet bool) {
+func (v *Verdict) run(root *node, tree, untilMet bool) {
 	met := v.AlreadyMet
-	for pending > 0 && !(untilMet && met) {
+	for pending := v.pending; pending > 0 && !(untilMet && met); {
 		var tasks []*Pod
 		if tree {
-			tasks = collectSet(root)
+			tasks = root.collect()
 		} else {
 			tasks = collectLeaves(root)
 		}
@@ -121,11 +113,12 @@ func (v *Verdict) run(root *node, tree bool, pending int, untilMet bool) {
 			step[i] = t.Name
 		}
 		pending -= len(tasks)
+		v.bound += len(tasks)
 		v.Steps = append(v.Steps, step)
 		switch {
 		case root.satisfied() && !met:
 			met = true
-			v.BoundAtAdmission = countBound(root)
+			v.BoundAtAdmission = v.bound
 		case !root.satisfied():
 			v.Partial = true
 		}
@@ -136,58 +129,49 @@ func (v *Verdict) run(root *node, tree bool, pending int, untilMet bool) {
 	}
 }
 
-func countBound(n *node) int {
+// collect is one attempt's tasks from n: a set's are allocation_info.go
+// collectTasksFromSubGroupSet's; a leaf's are collectTasksFromPodSet's with getNumTasksToAllocate:
+// below its minimum a leaf gives minimum - bound of its pending pods (fewer when fewer are
+// pending), at or above it one.
+func (n *node) collect() []*Pod {
 	if n.leaf {
-		return n.bound()
+		p := n.pending()
+		return p[:min(max(n.min-n.bound(), 1), len(p))]
 	}
-	c := 0
-	for _, ch := range n.children {
-		c += countBound(ch)
-	}
-	return c
-}
-
-// collectSet is allocation_info.go collectTasksFromSubGroupSet.
-func collectSet(s *node) []*Pod {
-	children := s.sorted()
-	if !s.satisfied() {
-		var tasks []*Pod
-		for i := 0; i < s.minToSatisfy() && i < len(children); i++ {
-			c := children[i]
-			if c.satisfied() {
-				continue // collectFromChildInGangPhase: a satisfied child gives nothing
-			}
-			if c.leaf {
-				tasks = append(tasks, collectLeaf(c)...)
-			} else {
-				tasks = append(tasks, collectSet(c)...)
+	children := n.sorted()
+	if n.satisfied() { // the elastic phase: the first child with a task
+		for _, c := range children {
+			if t := c.collect(); len(t) > 0 {
+				return t
 			}
 		}
-		return tasks
+		return nil
 	}
-	for _, c := range children { // the elastic phase: the first child with a task
-		var t []*Pod
-		if c.leaf {
-			t = collectLeaf(c)
-		} else {
-			t = collectSet(c)
-		}
-		if len(t) > 0 {
-			return t
+	var tasks []*Pod
+	for _, c := range firstK(children, n.minToSatisfy()) {
+		if !c.satisfied() { // collectFromChildInGangPhase: a satisfied child gives nothing
+			tasks = append(tasks, c.collect()...)
 		}
 	}
-	return nil
+	return tasks
 }
 
-// collectLeaf is collectTasksFromPodSet with getNumTasksToAllocate: below its minimum a leaf
-// gives minimum - bound of its pending pods (fewer when fewer are pending), at or above it one.
-func collectLeaf(l *node) []*Pod {
-	p := l.pending()
-	n := l.min - l.bound()
-	if n <= 0 {
-		n = 1
+// collectLeaves is GetTasksToAllocate at v0.14.7: leaves are popped in the subgrouporder order
+// (PodSetOrderFn, ties by name) and those with a task give it, until as many leaves gave tasks as
+// there are leaves below their minimum (one when none is).
+func collectLeaves(root *node) []*Pod {
+	want := max(count(root.children, func(l *node) bool { return !l.satisfied() }), 1)
+	var tasks []*Pod
+	for _, l := range root.sorted() {
+		if want == 0 {
+			break
+		}
+		if t := l.collect(); len(t) > 0 {
+			tasks = append(tasks, t...)
+			want--
+		}
 	}
-	return p[:min(n, len(p))]
+	return tasks
 }
 
 // blockerOf names the sub-group that stops an unsatisfied PodGroup when no attempt has a task,
@@ -200,16 +184,11 @@ func blockerOf(root *node, tree bool) (string, string) {
 		if !tree {
 			k = len(children)
 		}
-		var next *node
-		for i := 0; i < k && i < len(children); i++ {
-			if !children[i].satisfied() {
-				next = children[i]
-				break
-			}
-		}
-		if next == nil {
+		i := slices.IndexFunc(firstK(children, k), func(c *node) bool { return !c.satisfied() })
+		if i < 0 {
 			return s.name, fmt.Sprintf("%s requires %d satisfied sub-groups but has only %d", setLabel(s), k, len(children))
 		}
+		next := children[i]
 		if !next.leaf {
 			s = next
 			continue
@@ -248,45 +227,35 @@ func leafCounts(l *node) string {
 	return fmt.Sprintf("has %s of its minMember %d", strings.Join(parts, ", "), l.min)
 }
 
-// notReady names the first leaf (by name, depth first) that keeps the PodGroup from being ready
-// for scheduling, with KAI's own message (status_updater recordJobNotReadyEvent).
-func notReady(root *node) (string, string) {
-	var first string
-	var msgs []string
-	var walk func(n *node)
-	walk = func(n *node) {
-		for _, c := range byName(n.children) {
-			switch {
-			case c.ready():
-			case c.leaf:
-				if first == "" {
-					first = c.name
-				}
-				alive, gated := 0, 0
-				for _, p := range c.pods {
-					if p.State.alive() {
-						alive++
-					}
-					if p.State == Gated {
-						gated++
-					}
-				}
-				msgs = append(msgs, fmt.Sprintf("waiting for %d pods for sub-group %q, currently %d exist, %d are gated", c.min, c.name, alive, gated))
-			default:
-				walk(c)
-			}
-		}
-	}
-	walk(root)
-	return first, "KAI's allocate action skips the PodGroup as not ready for scheduling (FilterUnready: IsReadyForScheduling): " + strings.Join(msgs, "; ")
-}
-
-func byName(ns []*node) []*node {
-	out := append([]*node(nil), ns...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].name < out[j-1].name; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
+// unreadyLeaves lists the leaves that keep n from being ready for scheduling, by name, depth
+// first.
+func unreadyLeaves(n *node) []*node {
+	var out []*node
+	for _, c := range byName(n.children) {
+		switch {
+		case c.ready():
+		case c.leaf:
+			out = append(out, c)
+		default:
+			out = append(out, unreadyLeaves(c)...)
 		}
 	}
 	return out
+}
+
+// notReady names the first leaf that keeps the PodGroup from being ready for scheduling, with
+// KAI's own message (status_updater recordJobNotReadyEvent).
+func notReady(root *node) (string, string) {
+	leaves := unreadyLeaves(root)
+	msgs := make([]string, len(leaves))
+	for i, c := range leaves {
+		gated := count(c.pods, func(p *Pod) bool { return p.State == Gated })
+		alive := count(c.pods, func(p *Pod) bool { return p.State.alive() })
+		msgs[i] = fmt.Sprintf("waiting for %d pods for sub-group %q, currently %d exist, %d are gated", c.min, c.name, alive, gated)
+	}
+	first := ""
+	if len(leaves) > 0 {
+		first = leaves[0].name
+	}
+	return first, "KAI's allocate action skips the PodGroup as not ready for scheduling (FilterUnready: IsReadyForScheduling): " + strings.Join(msgs, "; ")
 }

@@ -36,36 +36,14 @@ func (v *Verdict) Stuck() bool {
 	return !v.Admitted
 }
 
-// finishedLeaf names the first not-ready leaf (by name, depth first) whose alive ungated pods
-// are below its minimum while its alive ungated and Succeeded pods together meet it; "" when
-// none.
+// finishedLeaf names the first not-ready leaf (unreadyLeaves) whose alive ungated pods are below
+// its minimum while its alive ungated and Succeeded pods together meet it; "" when none.
 func finishedLeaf(root *node) string {
-	var walk func(n *node) string
-	walk = func(n *node) string {
-		for _, c := range byName(n.children) {
-			if c.ready() {
-				continue
-			}
-			if !c.leaf {
-				if name := walk(c); name != "" {
-					return name
-				}
-				continue
-			}
-			usable, done := 0, 0
-			for _, p := range c.pods {
-				switch {
-				case p.State.alive() && p.State != Gated:
-					usable++
-				case p.State == Succeeded:
-					done++
-				}
-			}
-			if usable < c.min && usable+done >= c.min {
-				return c.name
-			}
+	for _, c := range unreadyLeaves(root) {
+		done := count(c.pods, func(p *Pod) bool { return p.State == Succeeded })
+		if u := c.usable(); u < c.min && u+done >= c.min {
+			return c.name
 		}
-		return ""
 	}
-	return walk(root)
+	return ""
 }

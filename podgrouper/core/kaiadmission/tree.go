@@ -1,9 +1,12 @@
 package kaiadmission
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 )
@@ -21,61 +24,64 @@ type node struct {
 	minSubGroup *int32
 	children    []*node
 	pods        []*Pod
-	parent      *node
 }
 
-// buildTree is subgroup_info/factory.go FromPodGroup plus job_info.go setSubGroups: the root set
-// takes spec.minSubGroup; a sub-group with children is a set with its minSubGroup, one without
-// is a leaf whose minimum is its minMember (0 when unset); parents are matched lower-cased
-// (formatParentName). Without sub-groups the root holds the "default" leaf of minimum
-// max(spec.minMember, 1). The error is KAI's (a duplicate name, a missing parent): KAI then keeps
-// no sub-group of the PodGroup.
-func buildTree(pg *v2alpha2.PodGroup) (*node, map[string]*node, error) {
-	root := &node{name: "", minSubGroup: pg.Spec.MinSubGroup}
+// buildTree returns the PodGroup's root set and its leaves by name. Without sub-groups the root
+// holds the "default" leaf of minimum max(spec.minMember, 1) (job_info.go setSubGroups); a leaf's
+// minimum is its minMember (0 when unset).
+//
+// With tree (v0.15 and later) it is subgroup_info/factory.go FromPodGroup: the root set takes
+// spec.minSubGroup; a sub-group with children is a set with its minSubGroup, one without is a
+// leaf; parents are matched lower-cased (formatParentName). The error is KAI's (a duplicate name,
+// a missing parent): KAI then keeps no sub-group of the PodGroup.
+//
+// Without tree (v0.9 to v0.14) it is one flat list of leaves (the sub-groups without children),
+// all of them required (job_info.go setSubGroups and IsReadyForScheduling at v0.14.7): the root
+// is a set over them with no minSubGroup, so that ready and satisfied mean "every leaf" as there.
+func buildTree(pg *v2alpha2.PodGroup, tree bool) (*node, map[string]*node, error) {
+	root := &node{}
+	if tree {
+		root.minSubGroup = pg.Spec.MinSubGroup
+	}
 	leaves := map[string]*node{}
 	if len(pg.Spec.SubGroups) == 0 {
-		m := int32(1)
-		if pg.Spec.MinMember != nil {
-			m = max(*pg.Spec.MinMember, 1)
-		}
-		d := &node{name: defaultSubGroup, leaf: true, min: int(m), parent: root}
-		root.children = append(root.children, d)
-		leaves[defaultSubGroup] = d
+		d := &node{name: defaultSubGroup, leaf: true, min: int(max(ptr.Deref(pg.Spec.MinMember, 1), 1))}
+		root.children, leaves[defaultSubGroup] = []*node{d}, d
 		return root, leaves, nil
 	}
-	all := map[string]*v2alpha2.SubGroup{}
-	hasChildren := map[string]bool{}
-	for i := range pg.Spec.SubGroups {
-		sg := &pg.Spec.SubGroups[i]
-		if _, dup := all[sg.Name]; dup {
-			return nil, nil, fmt.Errorf("subgroup <%s> already exists", sg.Name)
-		}
-		all[sg.Name] = sg
+	hasChildren, seen := map[string]bool{}, map[string]bool{}
+	for _, sg := range pg.Spec.SubGroups {
 		hasChildren[parentName(sg.Parent)] = true
 	}
 	nodes := map[string]*node{"": root}
-	for i := range pg.Spec.SubGroups {
-		sg := &pg.Spec.SubGroups[i]
-		n := &node{name: sg.Name}
-		if hasChildren[sg.Name] {
-			n.minSubGroup = sg.MinSubGroup
-		} else {
-			n.leaf = true
-			if sg.MinMember != nil {
-				n.min = int(max(*sg.MinMember, 0))
-			}
+	for _, sg := range pg.Spec.SubGroups {
+		dup := seen[sg.Name]
+		if dup && tree {
+			return nil, nil, fmt.Errorf("subgroup <%s> already exists", sg.Name)
 		}
-		nodes[sg.Name] = n
+		seen[sg.Name] = true
+		n := &node{name: sg.Name, leaf: !hasChildren[sg.Name]}
+		if n.leaf {
+			n.min = int(max(ptr.Deref(sg.MinMember, 0), 0))
+		} else {
+			n.minSubGroup = sg.MinSubGroup
+		}
+		switch {
+		case tree:
+			nodes[sg.Name] = n
+		case n.leaf && !dup:
+			root.children, leaves[sg.Name] = append(root.children, n), n
+		}
 	}
-	for i := range pg.Spec.SubGroups {
-		sg := &pg.Spec.SubGroups[i]
+	if !tree {
+		return root, leaves, nil
+	}
+	for _, sg := range pg.Spec.SubGroups {
 		p, ok := nodes[parentName(sg.Parent)]
 		if !ok {
 			return nil, nil, fmt.Errorf("parent subgroup <%s> of <%s> not found", parentName(sg.Parent), sg.Name)
 		}
-		n := nodes[sg.Name]
-		n.parent = p
-		p.children = append(p.children, n)
+		p.children = append(p.children, nodes[sg.Name])
 	}
 	// Only leaves under the root are KAI's PodSets (GetDescendantPodSets); a parent cycle is
 	// never reached from the root, and its pods are in no PodSet.
@@ -93,22 +99,25 @@ func buildTree(pg *v2alpha2.PodGroup) (*node, map[string]*node, error) {
 	return root, leaves, nil
 }
 
-func parentName(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return strings.ToLower(*p)
-}
+func parentName(p *string) string { return strings.ToLower(ptr.Deref(p, "")) }
 
-// bound is a leaf's active allocated pods (podset.go GetNumActiveAllocatedTasks).
-func (n *node) bound() int {
+// count is how many of xs f accepts.
+func count[T any](xs []T, f func(T) bool) int {
 	c := 0
-	for _, p := range n.pods {
-		if p.State.allocated() {
+	for _, x := range xs {
+		if f(x) {
 			c++
 		}
 	}
 	return c
+}
+
+// bound is a leaf's active allocated pods (podset.go GetNumActiveAllocatedTasks).
+func (n *node) bound() int { return count(n.pods, func(p *Pod) bool { return p.State.allocated() }) }
+
+// usable is a leaf's alive, ungated pods (podset.go IsReadyForScheduling).
+func (n *node) usable() int {
+	return count(n.pods, func(p *Pod) bool { return p.State.alive() && p.State != Gated })
 }
 
 // pending lists a leaf's pods KAI would allocate (pod_info.go ShouldAllocate), by name (KAI's
@@ -120,7 +129,7 @@ func (n *node) pending() []*Pod {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b *Pod) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -130,10 +139,7 @@ func (n *node) minToSatisfy() int {
 	if n.leaf {
 		return n.min
 	}
-	if n.minSubGroup != nil {
-		return int(*n.minSubGroup)
-	}
-	return len(n.children)
+	return int(ptr.Deref(n.minSubGroup, int32(len(n.children))))
 }
 
 // members is GetNumActiveAllocatedMembers: a leaf's bound pods, a set's satisfied children
@@ -142,13 +148,7 @@ func (n *node) members() int {
 	if n.leaf {
 		return n.bound()
 	}
-	c := 0
-	for _, ch := range n.children {
-		if ch.satisfied() {
-			c++
-		}
-	}
-	return c
+	return count(n.children, (*node).satisfied)
 }
 
 // satisfied is IsMinRequirementSatisfied (a set) or bound >= minAvailable (a leaf).
@@ -158,35 +158,26 @@ func (n *node) satisfied() bool { return n.members() >= n.minToSatisfy() }
 // has at least K ready children.
 func (n *node) ready() bool {
 	if n.leaf {
-		c := 0
-		for _, p := range n.pods {
-			if p.State.alive() && p.State != Gated {
-				c++
-			}
-		}
-		return c >= n.min
+		return n.usable() >= n.min
 	}
-	c := 0
-	for _, ch := range n.children {
-		if ch.ready() {
-			c++
-		}
-	}
-	return c >= n.minToSatisfy()
+	return count(n.children, (*node).ready) >= n.minToSatisfy()
 }
 
 // sorted returns the children in KAI's order: session_plugins.go SubGroupOrderFn, which asks the
 // subgrouporder plugin and breaks its ties by name.
 func (n *node) sorted() []*node {
-	out := append([]*node(nil), n.children...)
-	sort.Slice(out, func(i, j int) bool {
-		if c := orderByAllocationRatio(out[i].members(), out[i].minToSatisfy(), out[j].members(), out[j].minToSatisfy()); c != 0 {
-			return c < 0
-		}
-		return out[i].name < out[j].name
+	return slices.SortedFunc(slices.Values(n.children), func(a, b *node) int {
+		return cmp.Or(orderByAllocationRatio(a.members(), a.minToSatisfy(), b.members(), b.minToSatisfy()), strings.Compare(a.name, b.name))
 	})
-	return out
 }
+
+// byName returns ns sorted by name.
+func byName(ns []*node) []*node {
+	return slices.SortedFunc(slices.Values(ns), func(a, b *node) int { return strings.Compare(a.name, b.name) })
+}
+
+// firstK is the first k of children (all when fewer, none when k <= 0).
+func firstK(children []*node, k int) []*node { return children[:min(max(k, 0), len(children))] }
 
 // orderByAllocationRatio is plugins/subgrouporder/subgroup_order.go orderByAllocationRatio
 // (the same rule as v0.14's PodSetOrderFn for leaves): unsatisfied children tie and come first;
@@ -206,24 +197,7 @@ func orderByAllocationRatio(lCount, lThreshold, rCount, rThreshold int) int {
 	case rThreshold == 0 && lThreshold > 0:
 		return -1
 	case lThreshold == 0 && rThreshold == 0:
-		return cmpInt(lCount, rCount)
+		return cmp.Compare(lCount, rCount)
 	}
-	lr, rr := float64(lCount)/float64(lThreshold), float64(rCount)/float64(rThreshold)
-	switch {
-	case lr < rr:
-		return -1
-	case rr < lr:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case b < a:
-		return 1
-	}
-	return 0
+	return cmp.Compare(float64(lCount)/float64(lThreshold), float64(rCount)/float64(rThreshold))
 }

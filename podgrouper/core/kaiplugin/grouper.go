@@ -1,6 +1,7 @@
 package kaiplugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -70,11 +71,7 @@ type Grouper struct {
 // from the plan (a definition that does not fit the workload), a re-read of the workload, or the
 // timeout.
 func (g *Grouper) Metadata(topOwner *unstructured.Unstructured, pod *corev1.Pod, owners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
-	timeout := g.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(max(g.Timeout, 0), DefaultTimeout))
 	defer cancel()
 	log := g.Log.WithValues("pod", klog.KObj(pod), "workload", klog.KObj(topOwner), "kind", topOwner.GroupVersionKind().String())
 	ctx = logf.IntoContext(ctx, log)
@@ -121,19 +118,13 @@ const (
 )
 
 var (
-	decisions = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+	decisions = withSeries(promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_kai_plugin_decisions_total",
 		Help: "Pods gangmap's grouper decided inside KAI's pod-grouper, by result: Grouped (a PodGroup, a gang or KAI's default one for a pod in no gang), NoPodGroup (none: KAI leaves the pod alone), Error (KAI retries the pod and records a PodGrouperWarning Event).",
-	}, []string{"result"})
+	}, []string{"result"}), resultGrouped, resultNone, resultError)
 	decisionSeconds = promauto.With(metrics.Registry).NewHistogram(prometheus.HistogramOpts{
 		Name:    "gangmap_kai_plugin_decision_duration_seconds",
 		Help:    "Time gangmap's grouper took to decide one pod's PodGroup inside KAI's pod-grouper (plan from cache or built, pod placement, re-read of a stale workload).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
 	})
 )
-
-func init() {
-	for _, r := range []string{resultGrouped, resultNone, resultError} {
-		decisions.WithLabelValues(r)
-	}
-}

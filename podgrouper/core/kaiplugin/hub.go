@@ -16,6 +16,7 @@ package kaiplugin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/core/native"
 )
 
 // Choice is the grouper KAI's pod-grouper uses for pods whose top owner has a given kind.
@@ -114,37 +114,24 @@ func (h *Hub) choose(gvk metav1.GroupVersionKind) Choice {
 
 // Ready reports whether every source in Sources has synced once. It stays true once it is.
 func (h *Hub) Ready() bool {
-	if h.ready.Load() {
-		return true
+	if !h.ready.Load() && !slices.ContainsFunc(h.Sources, func(s SyncedSource) bool { return !s.Synced() }) {
+		h.ready.Store(true)
 	}
-	for _, s := range h.Sources {
-		if !s.Synced() {
-			return false
-		}
-	}
-	h.ready.Store(true)
-	return true
+	return h.ready.Load()
 }
 
-var choices = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+var choices = withSeries(promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_kai_plugin_choices_total",
 	Help: "Pods KAI's pod-grouper asked gangmap's plugin hub about, by the grouper chosen for the top owner's kind: Native (KAI's own plugin), Gangmap (an active definition), Default (KAI's default grouper), Waiting (definitions still loading after the start; retried).",
-}, []string{"choice"})
+}, []string{"choice"}), string(Native), string(Gangmap), string(Default), string(Waiting))
 
-func init() {
-	for _, c := range []Choice{Native, Gangmap, Default, Waiting} {
-		choices.WithLabelValues(string(c))
+// withSeries makes vec's series of the label values at zero, so that they are exported before
+// their first count, and returns vec.
+func withSeries(vec *prometheus.CounterVec, values ...string) *prometheus.CounterVec {
+	for _, v := range values {
+		vec.WithLabelValues(v)
 	}
-}
-
-// TableNatives is gangmap's native table (podgrouper/core/native, KAI's hub table per release) as
-// NativePlugins: what the standalone grouper believes KAI groups natively. Inside KAI the real
-// table (DefaultPluginsHub) is used; tests and offline tools use this.
-type TableNatives struct{ Table *native.Table }
-
-// HasMatchingPlugin implements NativePlugins.
-func (t TableNatives) HasMatchingPlugin(gvk metav1.GroupVersionKind) bool {
-	return t.Table.Has(schema.GroupVersionKind(gvk))
+	return vec
 }
 
 // ErrOwnerUnreadable is the error of a pod KAI's pod controller would group by an owner short of

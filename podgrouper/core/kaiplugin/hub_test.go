@@ -114,3 +114,13 @@ func TestChooseUnusableDefinition(t *testing.T) {
 	assert.Equal(t, Gangmap, h.Choose(llmisvc))
 	assert.Equal(t, Default, h.Choose(kubevirtVM))
 }
+
+// TableNatives is gangmap's native table (podgrouper/core/native, KAI's hub table per release) as
+// NativePlugins: what the standalone grouper believes KAI groups natively (inside KAI the real
+// table, DefaultPluginsHub, is used).
+type TableNatives struct{ Table *native.Table }
+
+// HasMatchingPlugin implements NativePlugins.
+func (t TableNatives) HasMatchingPlugin(gvk metav1.GroupVersionKind) bool {
+	return t.Table.Has(schema.GroupVersionKind(gvk))
+}

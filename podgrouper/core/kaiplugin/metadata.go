@@ -2,6 +2,7 @@ package kaiplugin
 
 import (
 	"maps"
+	"slices"
 
 	"k8s.io/utils/ptr"
 
@@ -83,27 +84,17 @@ var GangmapOnlyFields = map[string][]string{
 
 // hasDeferred reports whether md has a sub-group of a deferred role.
 func hasDeferred(md *podgroup.Metadata) bool {
-	for _, sg := range md.SubGroups {
-		if sg != nil && sg.Deferred != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(md.SubGroups, func(sg *podgroup.SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" })
 }
 
-// subGroup copies one sub-group's metadata (nil stays nil).
+// subGroup copies one sub-group's metadata.
 func subGroup(sg *podgroup.SubGroupMetadata) *podgroup.SubGroupMetadata {
-	if sg == nil {
-		return nil
-	}
 	out := &podgroup.SubGroupMetadata{
-		Name:         sg.Name,
-		MinAvailable: sg.MinAvailable,
-		MinSubGroup:  clone(sg.MinSubGroup),
-		Parent:       clone(sg.Parent),
-	}
-	if sg.PodsReferences != nil {
-		out.PodsReferences = append(make([]string, 0, len(sg.PodsReferences)), sg.PodsReferences...)
+		Name:           sg.Name,
+		MinAvailable:   sg.MinAvailable,
+		MinSubGroup:    clone(sg.MinSubGroup),
+		Parent:         clone(sg.Parent),
+		PodsReferences: slices.Clone(sg.PodsReferences),
 	}
 	if t := sg.TopologyConstraints; t != nil {
 		out.TopologyConstraints = &podgroup.TopologyConstraintMetadata{

@@ -130,13 +130,7 @@ func (s *Shadow) firstTelling(uid types.UID, what string) bool {
 	return true
 }
 
-var shadowOutcomes = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+var shadowOutcomes = withSeries(promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_kai_plugin_shadow_total",
 	Help: "Shadow mode (--gangmap-shadow): pods of a kind gangmap would group, by how gangmap's PodGroup compares with the one KAI's own grouper gave and KAI wrote: Same, Different, GangmapNoPodGroup, GangmapError.",
-}, []string{"outcome"})
-
-func init() {
-	for _, o := range []string{ShadowSame, ShadowDifferent, ShadowGangmapError, ShadowNoPodGroup} {
-		shadowOutcomes.WithLabelValues(o)
-	}
-}
+}, []string{"outcome"}), ShadowSame, ShadowDifferent, ShadowGangmapError, ShadowNoPodGroup)

@@ -13,6 +13,7 @@ package kairelease
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -136,7 +137,6 @@ type line struct {
 type patchTable struct {
 	from, to int
 	kinds    []string
-	note     string
 }
 
 // base is the 38-entry set present unchanged in every line v0.9.20 → v0.17.0 (kai-releases.md §1).
@@ -162,26 +162,24 @@ var base = []string{
 
 // The entries that vary between lines (kai-releases.md §1, "Entries that vary").
 const (
-	podCliqueSet       = "grove.io/v1alpha1/PodCliqueSet"
-	dynamoComponent    = "nvidia.com/v1alpha1/DynamoComponentDeployment"
-	dynamoGraphV1a1    = "nvidia.com/v1alpha1/DynamoGraphDeployment"
-	dynamoGraphAny     = "nvidia.com/*/DynamoGraphDeployment"
-	jobSet             = "jobset.x-k8s.io/v1alpha2/JobSet"
-	trainJob           = "trainer.kubeflow.org/v1alpha1/TrainJob"
-	noteV09MainCut     = "v0.9.2 and v0.9.3 were cut from main and carry PodCliqueSet"
-	noteV010EarlyPatch = "v0.10.0–v0.10.4 lack the Dynamo entries of v0.10.5"
-	noteV012EarlyPatch = "v0.12.0–v0.12.4 still have v0.10.5's Dynamo entries (grove)"
+	podCliqueSet    = "grove.io/v1alpha1/PodCliqueSet"
+	dynamoComponent = "nvidia.com/v1alpha1/DynamoComponentDeployment"
+	dynamoGraphV1a1 = "nvidia.com/v1alpha1/DynamoGraphDeployment"
+	dynamoGraphAny  = "nvidia.com/*/DynamoGraphDeployment"
+	jobSet          = "jobset.x-k8s.io/v1alpha2/JobSet"
+	trainJob        = "trainer.kubeflow.org/v1alpha1/TrainJob"
 )
 
 func with(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 
 // lines are the release lines v0.9–v0.17 (there are no v0.11 tags).
 var lines = []line{
-	{minor: 9, lastTag: "v0.9.20", kinds: with(), patches: []patchTable{{2, 3, with(podCliqueSet), noteV09MainCut}}},
-	{minor: 10, lastTag: "v0.10.5", kinds: with(podCliqueSet, dynamoComponent, dynamoGraphV1a1),
-		patches: []patchTable{{0, 4, with(podCliqueSet), noteV010EarlyPatch}}},
-	{minor: 12, lastTag: "v0.12.23", kinds: with(podCliqueSet, dynamoGraphV1a1),
-		patches: []patchTable{{0, 4, with(podCliqueSet, dynamoComponent, dynamoGraphV1a1), noteV012EarlyPatch}}},
+	// v0.9.2 and v0.9.3 were cut from main and carry PodCliqueSet.
+	{minor: 9, lastTag: "v0.9.20", kinds: with(), patches: []patchTable{{2, 3, with(podCliqueSet)}}},
+	// v0.10.0–v0.10.4 lack the Dynamo entries of v0.10.5.
+	{minor: 10, lastTag: "v0.10.5", kinds: with(podCliqueSet, dynamoComponent, dynamoGraphV1a1), patches: []patchTable{{0, 4, with(podCliqueSet)}}},
+	// v0.12.0–v0.12.4 still have v0.10.5's Dynamo entries (grove).
+	{minor: 12, lastTag: "v0.12.23", kinds: with(podCliqueSet, dynamoGraphV1a1), patches: []patchTable{{0, 4, with(podCliqueSet, dynamoComponent, dynamoGraphV1a1)}}},
 	{minor: 13, lastTag: "v0.13.4", kinds: with(podCliqueSet, dynamoGraphV1a1, jobSet, trainJob)},
 	{minor: 14, lastTag: "v0.14.7", kinds: with(podCliqueSet, dynamoGraphV1a1, jobSet, trainJob)},
 	{minor: 15, lastTag: "v0.15.3", kinds: with(podCliqueSet, dynamoGraphV1a1, jobSet, trainJob)},
@@ -212,23 +210,21 @@ func Parse(version string) (*Release, error) {
 		return nil, fmt.Errorf("KAI release %q is a tag on the v0.10 line that KAI retracts (v0.17.0 go.mod): set v0.10", version)
 	}
 	last := lines[len(lines)-1]
-	if major > 0 || minor > last.minor {
-		r := build(last, -1)
-		r.Requested = version
+	i := slices.IndexFunc(lines, func(l line) bool { return l.minor == minor })
+	var r *Release
+	switch {
+	case major > 0 || minor > last.minor:
+		r = build(last, -1)
 		r.Warning = fmt.Sprintf("KAI release %q is newer than the latest release gangmap knows (%s): treated as %s; check its native-kind table (--native-kinds-add/--native-kinds-remove)", version, Latest, Latest)
-		return r, nil
-	}
-	for _, l := range lines {
-		if l.minor == minor {
-			r := build(l, patch)
-			r.Requested = version
-			return r, nil
-		}
-	}
-	if minor == 11 {
+	case i >= 0:
+		r = build(lines[i], patch)
+	case minor == 11:
 		return nil, fmt.Errorf("KAI release %q: there is no v0.11 release; known releases are %s", version, strings.Join(Known(), ", "))
+	default:
+		return nil, fmt.Errorf("KAI release %q is older than %s, the oldest gangmap supports; known releases are %s", version, Oldest, strings.Join(Known(), ", "))
 	}
-	return nil, fmt.Errorf("KAI release %q is older than %s, the oldest gangmap supports; known releases are %s", version, Oldest, strings.Join(Known(), ", "))
+	r.Requested = version
+	return r, nil
 }
 
 // MustParse is Parse for built-in constants; it panics on an error.

@@ -33,11 +33,6 @@ func DecodePod(raw []byte) (*Decoded, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, in); err != nil {
 		return nil, fmt.Errorf("decoding the pod: %w", err)
 	}
-	return fromJSON(in), nil
-}
-
-// fromJSON is the view of a decoded pod.
-func fromJSON(in *podJSON) *Decoded {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}}
 	if m := in.Metadata; m != nil {
 		pod.ObjectMeta = metav1.ObjectMeta{
@@ -53,7 +48,7 @@ func fromJSON(in *podJSON) *Decoded {
 		Containers: containersOf(s.Containers), InitContainers: containersOf(s.InitContainers),
 	}
 	pod.Status.Phase = in.Status.Phase
-	return &Decoded{Pod: pod, HasMetadata: in.Metadata != nil}
+	return &Decoded{Pod: pod, HasMetadata: in.Metadata != nil}, nil
 }
 
 func containersOf(in []containerJSON) []corev1.Container {

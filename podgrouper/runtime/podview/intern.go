@@ -1,9 +1,7 @@
 package podview
 
 import (
-	"encoding/binary"
 	"hash/maphash"
-	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -124,13 +122,12 @@ func sameTree(a, b any) bool {
 // ok is false when v holds a value of a type a decoded JSON object cannot hold (then v is
 // returned, its subtrees possibly shared in a copy, and is not cached).
 func (in *Interner) share(v any) (any, uint64, bool) {
-	var h maphash.Hash
-	h.SetSeed(in.seed)
-	var b [9]byte
 	switch t := v.(type) {
 	case map[string]any:
 		return in.shareMap(t)
 	case []any:
+		var h maphash.Hash
+		h.SetSeed(in.seed)
 		h.WriteByte('l')
 		ok := true
 		var moved []any
@@ -143,38 +140,16 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 			if moved != nil {
 				moved[i] = c
 			}
-			binary.LittleEndian.PutUint64(b[:8], ch)
-			_, _ = h.Write(b[:8])
+			maphash.WriteComparable(&h, ch)
 		}
 		if moved != nil {
-			v = moved
+			return in.lookup(moved, h.Sum64(), ok)
 		}
-		if !ok {
-			return v, 0, false
-		}
-		return in.lookup(v, h.Sum64()), h.Sum64(), true
-	case string:
-		h.WriteByte('s')
-		writeString(&h, t)
-	case int64:
-		b[0] = 'i'
-		binary.LittleEndian.PutUint64(b[1:], uint64(t))
-		_, _ = h.Write(b[:])
-	case float64:
-		b[0] = 'f'
-		binary.LittleEndian.PutUint64(b[1:], math.Float64bits(t))
-		_, _ = h.Write(b[:])
-	case bool:
-		h.WriteByte('b')
-		if t {
-			h.WriteByte(1)
-		}
-	case nil:
-		h.WriteByte('n')
-	default:
-		return v, 0, false
+		return in.lookup(v, h.Sum64(), ok)
+	case string, int64, float64, bool, nil:
+		return v, maphash.Comparable(in.seed, v), true
 	}
-	return v, h.Sum64(), true
+	return v, 0, false
 }
 
 // shareMap is share of a map: a new map holding the shared children when any of them moved,
@@ -182,13 +157,12 @@ func (in *Interner) share(v any) (any, uint64, bool) {
 func (in *Interner) shareMap(t map[string]any) (any, uint64, bool) {
 	var h maphash.Hash
 	h.SetSeed(in.seed)
-	var b [8]byte
+	h.WriteByte('m')
 	keys := make([]string, 0, len(t))
 	for k := range t {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	h.WriteByte('m')
 	ok, moved := true, false
 	var small [8]any // most maps are small: no allocation for their children
 	children := small[:0]
@@ -200,37 +174,28 @@ func (in *Interner) shareMap(t map[string]any) (any, uint64, bool) {
 		ok = ok && cok
 		children = append(children, c)
 		moved = moved || !sameTree(t[k], c)
-		writeString(&h, k)
-		binary.LittleEndian.PutUint64(b[:], ch)
-		_, _ = h.Write(b[:])
+		maphash.WriteComparable(&h, k)
+		maphash.WriteComparable(&h, ch)
 	}
-	var v any = t
-	if moved {
-		m := make(map[string]any, len(t))
-		for i, k := range keys {
-			m[k] = children[i]
-		}
-		v = m
+	if !moved {
+		return in.lookup(t, h.Sum64(), ok)
 	}
+	m := make(map[string]any, len(t))
+	for i, k := range keys {
+		m[k] = children[i]
+	}
+	return in.lookup(m, h.Sum64(), ok)
+}
+
+// lookup returns the cached subtree of hash sum when it equals v, else caches v and returns it,
+// with sum; when not ok (v holds a value no decoded JSON holds), v uncached and no hash.
+func (in *Interner) lookup(v any, sum uint64, ok bool) (any, uint64, bool) {
 	if !ok {
 		return v, 0, false
 	}
-	return in.lookup(v, h.Sum64()), h.Sum64(), true
-}
-
-// lookup returns the cached subtree of hash h when it equals v, else caches v and returns it.
-func (in *Interner) lookup(v any, h uint64) any {
-	if c, ok := in.trees.Get(h); ok && reflect.DeepEqual(c, v) {
-		return c
+	if c, found := in.trees.Get(sum); found && reflect.DeepEqual(c, v) {
+		return c, sum, true
 	}
-	in.trees.Add(h, v)
-	return v
-}
-
-// writeString writes s with its length, so that adjacent strings cannot run into each other.
-func writeString(h *maphash.Hash, s string) {
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-	_, _ = h.Write(n[:])
-	_, _ = h.WriteString(s)
+	in.trees.Add(sum, v)
+	return v, sum, true
 }

@@ -100,11 +100,7 @@ func containers(in []corev1.Container) []corev1.Container {
 func compact(pod *corev1.Pod) {
 	pod.Labels = internMap(pod.Labels)
 	pod.Annotations = internMap(pod.Annotations)
-	for i := range pod.OwnerReferences {
-		r := &pod.OwnerReferences[i]
-		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
-		r.Controller, r.BlockOwnerDeletion = podgroup.CanonicalBool(r.Controller), podgroup.CanonicalBool(r.BlockOwnerDeletion)
-	}
+	internRefs(pod.OwnerReferences)
 	pod.Namespace, pod.GenerateName = intern(pod.Namespace), intern(pod.GenerateName)
 	pod.Spec.SchedulerName, pod.Spec.PriorityClassName, pod.Spec.NodeName = intern(pod.Spec.SchedulerName), intern(pod.Spec.PriorityClassName), intern(pod.Spec.NodeName)
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
@@ -112,6 +108,16 @@ func compact(pod *corev1.Pod) {
 			cs[i].Name = intern(cs[i].Name)
 		}
 	}
+}
+
+// internRefs makes the strings and booleans of refs canonical, in place, and returns refs.
+func internRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for i := range refs {
+		r := &refs[i]
+		r.APIVersion, r.Kind, r.Name, r.UID = intern(r.APIVersion), intern(r.Kind), intern(r.Name), types.UID(intern(string(r.UID)))
+		r.Controller, r.BlockOwnerDeletion = podgroup.CanonicalBool(r.Controller), podgroup.CanonicalBool(r.BlockOwnerDeletion)
+	}
+	return refs
 }
 
 func intern(s string) string {

@@ -64,18 +64,6 @@ type Record struct {
 	phase            corev1.PodPhase
 }
 
-// UID is the pod's metadata.uid.
-func (r *Record) UID() types.UID { return r.uid }
-
-// GenerateName is the pod's metadata.generateName.
-func (r *Record) GenerateName() string { return r.generateName }
-
-// PriorityClassName is the pod's spec.priorityClassName.
-func (r *Record) PriorityClassName() string { return r.priorityClassName }
-
-// OwnerReferences are the pod's owner references, shared with copies of the Record: read only.
-func (r *Record) OwnerReferences() []metav1.OwnerReference { return r.ownerReferences }
-
 // noTime marks a Record's timestamp as absent.
 const noTime = math.MinInt64
 
@@ -95,17 +83,8 @@ func (r *Record) DeepCopyObject() runtime.Object {
 // GetObjectMeta implements metav1.ObjectMetaAccessor, so that client-go's key functions
 // (meta.Accessor) read a Record: a new ObjectMeta with its namespace, name and UID.
 func (r *Record) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: r.UID()}
+	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, UID: r.uid}
 }
-
-// Phase is the pod's status.phase.
-func (r *Record) Phase() corev1.PodPhase { return r.phase }
-
-// CreationTimestamp is the pod's metadata.creationTimestamp (zero when it has none).
-func (r *Record) CreationTimestamp() metav1.Time { return timeOf(r.created) }
-
-// Deleting reports whether the pod has a deletion timestamp.
-func (r *Record) Deleting() bool { return r.deleted != noTime }
 
 // seconds packs t into Unix seconds, noTime for a zero time.
 func seconds(t metav1.Time) int64 {
@@ -129,23 +108,18 @@ func (r *Record) Annotation(key string) (string, bool) { return lookup(r.Annotat
 // ToRecord returns the Record of pod, its strings made canonical (see compact). Nothing of pod is
 // changed.
 func ToRecord(pod *corev1.Pod) *Record {
-	refs := make([]metav1.OwnerReference, len(pod.OwnerReferences))
-	copy(refs, pod.OwnerReferences)
-	v := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, GenerateName: pod.GenerateName, OwnerReferences: refs},
-		Spec: corev1.PodSpec{PriorityClassName: pod.Spec.PriorityClassName}}
-	compact(v)
-	if len(refs) == 0 {
-		refs = nil
+	r := &Record{
+		Namespace: intern(pod.Namespace), Name: pod.Name, Labels: pairs(pod.Labels), Annotations: pairs(pod.Annotations), uid: pod.UID,
+		generateName: intern(pod.GenerateName), priorityClassName: intern(pod.Spec.PriorityClassName),
+		created: seconds(pod.CreationTimestamp), deleted: noTime, phase: corev1.PodPhase(intern(string(pod.Status.Phase))),
 	}
-	deleted := int64(noTime)
+	if len(pod.OwnerReferences) > 0 {
+		r.ownerReferences = internRefs(slices.Clone(pod.OwnerReferences))
+	}
 	if pod.DeletionTimestamp != nil {
-		deleted = pod.DeletionTimestamp.Unix()
+		r.deleted = pod.DeletionTimestamp.Unix()
 	}
-	return &Record{
-		Namespace: v.Namespace, Name: pod.Name, Labels: pairs(pod.Labels), Annotations: pairs(pod.Annotations), uid: pod.UID,
-		generateName: v.GenerateName, priorityClassName: v.Spec.PriorityClassName, ownerReferences: refs,
-		created: seconds(pod.CreationTimestamp), deleted: deleted, phase: corev1.PodPhase(intern(string(pod.Status.Phase))),
-	}
+	return r
 }
 
 // Pod returns a new Pod of the record for a decision: its metadata (new maps and owner
@@ -155,17 +129,17 @@ func ToRecord(pod *corev1.Pod) *Record {
 func (r *Record) Pod(schedulerName string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: r.Namespace, Name: r.Name, GenerateName: r.GenerateName(), UID: r.UID(),
-			CreationTimestamp: r.CreationTimestamp(), Labels: toMap(r.Labels), Annotations: toMap(r.Annotations),
+			Namespace: r.Namespace, Name: r.Name, GenerateName: r.generateName, UID: r.uid,
+			CreationTimestamp: timeOf(r.created), Labels: toMap(r.Labels), Annotations: toMap(r.Annotations),
 		},
-		Spec:   corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: r.PriorityClassName()},
-		Status: corev1.PodStatus{Phase: r.Phase()},
+		Spec:   corev1.PodSpec{SchedulerName: schedulerName, PriorityClassName: r.priorityClassName},
+		Status: corev1.PodStatus{Phase: r.phase},
 	}
-	if r.Deleting() {
+	if r.deleted != noTime {
 		t := timeOf(r.deleted)
 		p.DeletionTimestamp = &t
 	}
-	if refs := r.OwnerReferences(); refs != nil {
+	if refs := r.ownerReferences; refs != nil {
 		p.OwnerReferences = make([]metav1.OwnerReference, len(refs))
 		for i := range refs {
 			refs[i].DeepCopyInto(&p.OwnerReferences[i])

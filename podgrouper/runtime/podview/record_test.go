@@ -48,7 +48,7 @@ func TestRecordPodIsACopy(t *testing.T) {
 		again.OwnerReferences[0].Name != "j" || again.DeletionTimestamp.Unix() != 1764590000 {
 		t.Errorf("the cached record changed through a reader's copy: %+v", again.ObjectMeta)
 	}
-	if other := ToRecord(richPod()); !*other.OwnerReferences()[0].Controller {
+	if other := ToRecord(richPod()); !*other.ownerReferences[0].Controller {
 		t.Error("a shared owner-reference flag was changed")
 	}
 }
@@ -131,10 +131,10 @@ func TestRecordPacksTimesAndPhase(t *testing.T) {
 		if diff := cmp.Diff(tc.created, got.CreationTimestamp); diff != "" {
 			t.Errorf("%s: creation timestamp (-want +got):\n%s", tc.name, diff)
 		}
-		if diff := cmp.Diff(tc.deleted, got.DeletionTimestamp); diff != "" || rec.Deleting() != (tc.deleted != nil) {
-			t.Errorf("%s: deletion timestamp (-want +got):\n%s (Deleting %v)", tc.name, diff, rec.Deleting())
+		if diff := cmp.Diff(tc.deleted, got.DeletionTimestamp); diff != "" || (rec.deleted != noTime) != (tc.deleted != nil) {
+			t.Errorf("%s: deletion timestamp (-want +got):\n%s (Deleting %v)", tc.name, diff, (rec.deleted != noTime))
 		}
-		if got.Status.Phase != tc.wantPhase || rec.Phase() != tc.wantPhase {
+		if got.Status.Phase != tc.wantPhase || rec.phase != tc.wantPhase {
 			t.Errorf("%s: phase %q, want %q", tc.name, got.Status.Phase, tc.wantPhase)
 		}
 	}
@@ -147,8 +147,8 @@ func TestRecordUID(t *testing.T) {
 		pod := richPod()
 		pod.UID = uid
 		rec := ToRecord(pod)
-		if rec.UID() != uid || rec.Pod("s").UID != uid {
-			t.Errorf("UID %q: read back %q / %q", uid, rec.UID(), rec.Pod("s").UID)
+		if rec.uid != uid || rec.Pod("s").UID != uid {
+			t.Errorf("UID %q: read back %q / %q", uid, rec.uid, rec.Pod("s").UID)
 		}
 		if key, err := cache.MetaNamespaceKeyFunc(rec); err != nil || key != "ns/p" {
 			t.Errorf("UID %q: store key %q, %v", uid, key, err)
@@ -156,11 +156,11 @@ func TestRecordUID(t *testing.T) {
 	}
 	a, b := richPod(), richPod()
 	a.UID, b.UID = "0f8e6c1a-3b2d-4e5f-9a8b-000000000001", "0f8e6c1a-3b2d-4e5f-9a8b-000000000002"
-	if ra, rb := ToRecord(a), ToRecord(b); ra.UID() != a.UID || rb.UID() != b.UID {
-		t.Errorf("two pods of one owner: UIDs %q and %q", ra.UID(), rb.UID())
+	if ra, rb := ToRecord(a), ToRecord(b); ra.uid != a.UID || rb.uid != b.UID {
+		t.Errorf("two pods of one owner: UIDs %q and %q", ra.uid, rb.uid)
 	}
 	a.UID, b.UID = "pod-a", "pod-b"
-	if ra, rb := ToRecord(a), ToRecord(b); ra.UID() != "pod-a" || rb.UID() != "pod-b" {
-		t.Errorf("pods with other UIDs: UIDs %q and %q", ra.UID(), rb.UID())
+	if ra, rb := ToRecord(a), ToRecord(b); ra.uid != "pod-a" || rb.uid != "pod-b" {
+		t.Errorf("pods with other UIDs: UIDs %q and %q", ra.uid, rb.uid)
 	}
 }

@@ -2,15 +2,17 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -67,7 +69,7 @@ func (s *SelfSigned) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable: Ensure every Interval until ctx ends.
 func (s *SelfSigned) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval())
+	t := time.NewTicker(cmp.Or(max(s.Interval, 0), time.Hour)) // unset or not positive: an hour
 	defer t.Stop()
 	for {
 		select {
@@ -133,30 +135,35 @@ func (s *SelfSigned) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 // renew returns data with a CA and serving certificate valid for at least a third of their
 // validity, and whether anything changed.
 func (s *SelfSigned) renew(data map[string][]byte) (map[string][]byte, bool, error) {
-	now := s.now()
-	validity := s.Validity
-	if validity <= 0 {
-		validity = 365 * 24 * time.Hour
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
 	}
+	validity := cmp.Or(max(s.Validity, 0), 365*24*time.Hour) // unset or not positive: a year
 	out := map[string][]byte{}
-	for k, v := range data {
-		out[k] = v
-	}
+	maps.Copy(out, data)
 	changed := false
-	ca, caKey, err := parsePair(out[SecretCACert], out[SecretCAKey])
-	if err != nil || fresh(ca, now, 10*validity) != nil {
+	ca, err := tls.X509KeyPair(out[SecretCACert], out[SecretCAKey])
+	if err != nil || expiring(ca.Leaf, now, 10*validity) {
 		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "gangmap-webhook-ca"}, IsCA: true, BasicConstraintsValid: true,
 			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-		if ca, caKey, out[SecretCACert], out[SecretCAKey], err = issue(tmpl, nil, nil, now, 10*validity); err != nil {
+		if out[SecretCACert], out[SecretCAKey], err = issue(tmpl, nil, now, 10*validity); err != nil {
+			return nil, false, err
+		}
+		if ca, err = tls.X509KeyPair(out[SecretCACert], out[SecretCAKey]); err != nil {
 			return nil, false, err
 		}
 		changed = true
 	}
-	cert, _, err := parsePair(out[SecretCert], out[SecretKey])
-	if changed || err != nil || fresh(cert, now, validity) != nil || !slices.Equal(cert.DNSNames, s.DNSNames) || cert.CheckSignatureFrom(ca) != nil {
-		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: firstOr(s.DNSNames, "gangmap-webhook")}, DNSNames: s.DNSNames,
+	cert, err := tls.X509KeyPair(out[SecretCert], out[SecretKey])
+	if changed || err != nil || expiring(cert.Leaf, now, validity) || !slices.Equal(cert.Leaf.DNSNames, s.DNSNames) || cert.Leaf.CheckSignatureFrom(ca.Leaf) != nil {
+		cn := "gangmap-webhook"
+		if len(s.DNSNames) > 0 {
+			cn = s.DNSNames[0]
+		}
+		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: cn}, DNSNames: s.DNSNames,
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-		if _, _, out[SecretCert], out[SecretKey], err = issue(tmpl, ca, caKey, now, validity); err != nil {
+		if out[SecretCert], out[SecretKey], err = issue(tmpl, &ca, now, validity); err != nil {
 			return nil, false, err
 		}
 		changed = true
@@ -164,58 +171,35 @@ func (s *SelfSigned) renew(data map[string][]byte) (map[string][]byte, bool, err
 	return out, changed, nil
 }
 
-// fresh is nil when cert is valid now and has more than a third of validity left.
-func fresh(cert *x509.Certificate, now time.Time, validity time.Duration) error {
-	if now.Before(cert.NotBefore) || now.Add(validity/3).After(cert.NotAfter) {
-		return errors.New("expired or expiring")
-	}
-	return nil
+// expiring reports whether cert is not valid now or has at most a third of validity left.
+func expiring(cert *x509.Certificate, now time.Time, validity time.Duration) bool {
+	return now.Before(cert.NotBefore) || now.Add(validity/3).After(cert.NotAfter)
 }
 
-func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, now time.Time, validity time.Duration) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte, error) {
+// issue signs tmpl, valid from an hour before now for validity, with a new P-256 key, by parent
+// (self-signed when nil), and returns the certificate and its key PEM-encoded.
+func issue(tmpl *x509.Certificate, parent *tls.Certificate, now time.Time, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	if err != nil {
-		return nil, nil, nil, nil, err
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126)); err != nil {
+		return nil, nil, err
 	}
-	tmpl.SerialNumber = serial
 	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
-	if parent == nil {
-		parent, parentKey = tmpl, key
+	signer, signerKey := tmpl, any(key)
+	if parent != nil {
+		signer, signerKey = parent.Leaf, parent.PrivateKey
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
 	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-}
-
-func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, nil, errors.New("missing certificate or key")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
 		return nil, nil, err
 	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cert, key, nil
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // writeFiles writes tls.crt and tls.key when they differ (write then rename, so the webhook
@@ -265,25 +249,4 @@ func (s *SelfSigned) patchCABundle(ctx context.Context, ca []byte) error {
 		return nil
 	}
 	return s.Writer.Update(ctx, mwc)
-}
-
-func (s *SelfSigned) interval() time.Duration {
-	if s.Interval > 0 {
-		return s.Interval
-	}
-	return time.Hour
-}
-
-func (s *SelfSigned) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
-}
-
-func firstOr(s []string, def string) string {
-	if len(s) > 0 {
-		return s[0]
-	}
-	return def
 }

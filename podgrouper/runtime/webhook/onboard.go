@@ -96,23 +96,20 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("rule", match.Rule, "workload", klog.KRef(top.Namespace, top.Name), "kind", t.Kind)
 	ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
-	report := !dryRunRequest // Events and counts only for pods that are created
+	report := func(result, typ, msg string) { // Events and counts only for pods that are created
+		if !dryRunRequest {
+			o.report(ref, match.Rule, result, typ, msg)
+		}
+	}
 	if match.Refused != nil {
 		log.V(1).Info("Pod not onboarded: the rule's queue source is missing on the namespace", "problem", match.Refused.Error())
-		if report {
-			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedRefused).Inc()
-		}
-		if report && o.Recorder != nil {
-			o.Recorder.Event(ref, corev1.EventTypeWarning, onboardedEventReason, "Pods not onboarded: "+match.Refused.Error())
-		}
+		report(OnboardedRefused, corev1.EventTypeWarning, "Pods not onboarded: "+match.Refused.Error())
 		return nil, nil
 	}
 	changes, err := match.Settings.Changes(podDocument(pod), onboard.PodSlots(nil))
 	var skip *onboard.SkipError
 	if errors.As(err, &skip) {
-		if report {
-			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedOtherSched).Inc()
-		}
+		report(OnboardedOtherSched, "", "")
 		log.V(1).Info("Pod names another scheduler; the onboarding rule does not override it", "scheduler", skip.Scheduler)
 		return nil, nil
 	}
@@ -120,29 +117,27 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		return nil, err
 	}
 	if m.DryRun {
-		if report {
-			onboarding.Onboarded.WithLabelValues(match.Rule, OnboardedDryRun).Inc()
-		}
+		report(OnboardedDryRun, "", "")
 		log.Info("Dry-run: the onboarding policy would set on the pod", "changes", len(changes))
 		return nil, nil
 	}
 	ops := onboardPod(pod, changes)
 	log.V(1).Info("Pod onboarded", "changes", len(changes), "problem", match.Problem, "dryRunRequest", dryRunRequest)
-	if report {
-		o.reportOnboarded(ref, match.Rule, match.Problem, pod.Spec.SchedulerName)
+	// a Warning when the pod got no queue label (the problem says why)
+	msg := fmt.Sprintf("Pods onboarded to %s by onboarding rule %s", pod.Spec.SchedulerName, match.Rule)
+	if match.Problem != "" {
+		report(OnboardedNoQueue, corev1.EventTypeWarning, msg+" without a queue label: "+match.Problem)
+	} else {
+		report(OnboardedResult, corev1.EventTypeNormal, msg)
 	}
 	return ops, nil
 }
 
-// reportOnboarded counts a pod onboarded by rule in gangmap_onboarded_pods_total and records the
-// Event on its workload ref: a Warning when the pod got no queue label (problem says why).
-func (o *Onboarder) reportOnboarded(ref *corev1.ObjectReference, rule, problem, scheduler string) {
-	result, typ, msg := OnboardedResult, corev1.EventTypeNormal, fmt.Sprintf("Pods onboarded to %s by onboarding rule %s", scheduler, rule)
-	if problem != "" {
-		result, typ, msg = OnboardedNoQueue, corev1.EventTypeWarning, msg+" without a queue label: "+problem
-	}
+// report counts a pod of rule in gangmap_onboarded_pods_total by result and, unless msg is "",
+// records the Event on its workload ref.
+func (o *Onboarder) report(ref *corev1.ObjectReference, rule, result, typ, msg string) {
 	onboarding.Onboarded.WithLabelValues(rule, result).Inc()
-	if o.Recorder != nil {
+	if msg != "" && o.Recorder != nil {
 		o.Recorder.Event(ref, typ, onboardedEventReason, msg)
 	}
 }

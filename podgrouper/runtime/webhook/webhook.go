@@ -9,20 +9,25 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -94,7 +99,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	var pod *corev1.Pod
 	defer func() {
 		if p := recover(); p != nil {
-			resp = m.admitUnchanged(ctx, req, pod, "Panic", fmt.Errorf("panic: %v", p))
+			resp = m.admitUnchanged(ctx, req, pod, nil, "Panic", fmt.Errorf("panic: %v", p))
 		}
 	}()
 	if req.Operation != admissionv1.Create || req.Resource.Resource != "pods" || req.SubResource != "" {
@@ -102,7 +107,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	}
 	decoded, err := podview.DecodePod(req.Object.Raw)
 	if err != nil {
-		return m.admitUnchanged(ctx, req, nil, "Decode", err)
+		return m.admitUnchanged(ctx, req, nil, nil, "Decode", err)
 	}
 	pod = decoded.Pod
 	// On CREATE the pod's namespace may be empty in the object; the request has it (as KAI's
@@ -110,20 +115,10 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	if pod.Spec.SchedulerName != m.Decider.SchedulerName && !m.Onboarding.mayOnboard(pod, decoded.HasMetadata) {
-		return skipped("not a pod of gangmap's scheduler")
-	}
-	if m.ObjectSelector != nil && !m.ObjectSelector.Empty() && !m.ObjectSelector.Matches(labels.Set(pod.Labels)) {
-		return skipped("the object selector excludes the pod")
-	}
-	if m.NamespaceSelector != nil && !m.NamespaceSelector.Empty() {
-		ns := &corev1.Namespace{}
-		if err := m.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
-			return m.admitUnchanged(ctx, req, pod, "Namespace", err)
-		}
-		if !m.NamespaceSelector.Matches(labels.Set(ns.Labels)) {
-			return skipped("the namespace selector excludes the pod's namespace")
-		}
+	if skip, err := m.excluded(ctx, decoded); err != nil {
+		return m.admitUnchanged(ctx, req, pod, nil, "Namespace", err)
+	} else if skip != "" {
+		return skipped(skip)
 	}
 	if m.Timeout > 0 && onboardingActive(m.Onboarding) {
 		// bounds onboarding's reads; decideWithin bounds the decision
@@ -133,40 +128,64 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	}
 	pre, err := m.onboardPod(ctx, pod, decoded.HasMetadata, req.DryRun != nil && *req.DryRun)
 	if err != nil {
-		return m.admitUnchanged(ctx, req, pod, "Onboard", err)
+		return m.admitUnchanged(ctx, req, pod, nil, "Onboard", err)
 	}
 	if pod.Spec.SchedulerName != m.Decider.SchedulerName {
 		return skipped("not a pod of gangmap's scheduler")
 	}
+	return m.group(ctx, req, decoded, pre)
+}
+
+// excluded says why the webhook leaves the pod alone before onboarding and the decision ("" when
+// it does not): another scheduler's pod no onboarding rule may take, or a pod the selectors
+// exclude. Error: reading the pod's namespace.
+func (m *PodMutator) excluded(ctx context.Context, decoded *podview.Decoded) (string, error) {
+	pod := decoded.Pod
+	switch {
+	case pod.Spec.SchedulerName != m.Decider.SchedulerName && !m.Onboarding.mayOnboard(pod, decoded.HasMetadata):
+		return "not a pod of gangmap's scheduler", nil
+	case m.ObjectSelector != nil && !m.ObjectSelector.Empty() && !m.ObjectSelector.Matches(labels.Set(pod.Labels)):
+		return "the object selector excludes the pod", nil
+	case m.NamespaceSelector == nil || m.NamespaceSelector.Empty():
+		return "", nil
+	}
+	ns := &corev1.Namespace{}
+	if err := m.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+		return "", err
+	}
+	if !m.NamespaceSelector.Matches(labels.Set(ns.Labels)) {
+		return "the namespace selector excludes the pod's namespace", nil
+	}
+	return "", nil
+}
+
+// group decides the pod's PodGroup and answers with the onboarding patch pre (nil: none) and the
+// patch of gangmap's keys (groupOps).
+func (m *PodMutator) group(ctx context.Context, req admission.Request, decoded *podview.Decoded, pre []patchOp) admission.Response {
+	pod := decoded.Pod
 	var d *decide.Decision
+	var err error
 	if !m.Decider.KnownNotGrouped(pod) {
 		d, err = m.decideWithin(ctx, pod)
 	}
-	if decide.IsInvalidOwnerReference(err) {
+	switch {
+	case decide.IsInvalidOwnerReference(err):
 		// Not an error to log per admission: the pod has no owner for gangmap; the pod controller
 		// tells the pod once, with a Warning Event, after it exists.
 		if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
 			log.Info("Owner reference ignored", "pod", klog.KRef(req.Namespace, pod.Name), "reason", err.Error())
 		}
 		return skipped("the pod's owner reference names no owner it may have")
-	}
-	if (errors.Is(err, workloadmap.ErrPlanBuildsBusy) || decide.ClaimedFailure(err)) && !m.DryRun {
-		return m.hold(ctx, req, decoded, pod, pre, err)
-	}
-	if err != nil {
-		if pre != nil {
-			// onboarded, not grouped: the pod controller groups the (now KAI) pod moments later
-			return m.admitWith(ctx, req, pod, pre, "Decide", err)
-		}
-		return m.admitUnchanged(ctx, req, pod, "Decide", err)
-	}
-	if d == nil {
-		if pre != nil {
-			return patched(pre, "onboarded; not a pod gangmap groups")
-		}
+	case (errors.Is(err, workloadmap.ErrPlanBuildsBusy) || decide.ClaimedFailure(err)) && !m.DryRun:
+		return m.hold(ctx, req, decoded, pre, err)
+	case err != nil:
+		// with pre: onboarded, not grouped: the pod controller groups the (now KAI) pod moments later
+		return m.admitUnchanged(ctx, req, pod, pre, "Decide", err)
+	case d == nil && pre != nil:
+		return patched(pre, "onboarded; not a pod gangmap groups")
+	case d == nil:
 		return skipped("not a pod gangmap groups")
-	}
-	if m.DryRun {
+	case m.DryRun:
 		admittedDryRun.Inc()
 		if log := ctrl.LoggerFrom(ctx).V(2); log.Enabled() {
 			log.Info("Dry-run: the webhook would give the pod its PodGroup", decisionValues(req, pod, d)...)
@@ -175,7 +194,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	}
 	ops, err := groupOps(decoded, d.Metadata.Name, d.SubGroup)
 	if err != nil {
-		return m.admitWith(ctx, req, pod, pre, "Encode", err)
+		return m.admitUnchanged(ctx, req, pod, pre, "Encode", err)
 	}
 	admittedMutated.Inc()
 	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
@@ -187,29 +206,82 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	return patched(append(pre, ops...), "")
 }
 
-// patched allows the pod with the JSON patch of ops (onboarding's first, then gangmap's group keys).
+// patched allows the pod with the JSON patch of ops (onboarding's first, then gangmap's group
+// keys). Encoding cannot fail: every value is a string or a map of strings (or of such maps).
 func patched(ops []patchOp, msg string) admission.Response {
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		return admission.Allowed("gangmap could not encode its patch; admitted unchanged")
-	}
-	pt := admissionv1.PatchTypeJSONPatch
-	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, Patch: patch, PatchType: &pt}}
-	if msg != "" {
-		resp.Result = &metav1.Status{Message: msg}
-	}
+	resp := admission.Allowed(msg)
+	resp.Patch, _ = json.Marshal(ops)
+	resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
 	return resp
 }
 
-// admitWith is admitUnchanged for a pod the onboarding policy already changed: the onboarding
-// patch is kept (the pod controller groups the pod later), the error counted and logged.
-func (m *PodMutator) admitWith(ctx context.Context, req admission.Request, pod *corev1.Pod, pre []patchOp, reason string, err error) admission.Response {
-	resp := m.admitUnchanged(ctx, req, pod, reason, err)
-	if len(pre) == 0 {
-		return resp
-	}
-	return patched(pre, "onboarded; gangmap could not decide its PodGroup (the pod controller groups it)")
+// patchOp is one JSON Patch (RFC 6902) operation.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
 }
+
+// groupOps are the JSON patch (RFC 6902) operations that make on the admitted pod the change
+// the pod controller makes: KAI's skip annotation and pod-group-name set, the sub-group label set
+// (or removed when the pod has no sub-group). They touch nothing else: `add` (which also replaces
+// an existing member) of /metadata/annotations/<key> and /metadata/labels/<key>, `add` of the
+// whole /metadata/annotations or /metadata/labels map (or of /metadata) when the object has none,
+// and `remove` of a stale sub-group label. Keys are escaped as JSON pointers ("~" as "~0", "/" as
+// "~1"). None when the pod already carries every key. Error: an empty podGroup.
+func groupOps(pod *podview.Decoded, podGroup, subGroup string) ([]patchOp, error) {
+	if podGroup == "" {
+		return nil, errors.New("no PodGroup name to set")
+	}
+	ann := map[string]string{kaikeys.SkipPodGrouper: "true", kaikeys.PodGroupName: podGroup}
+	ops := metadataOps(pod, ann, subGroup, kaikeys.SkipPodGrouper, kaikeys.PodGroupName)
+	if _, has := pod.Pod.Labels[kaikeys.SubGroupName]; subGroup == "" && has {
+		ops = append(ops, patchOp{Op: "remove", Path: "/metadata/labels/" + escapePointer(kaikeys.SubGroupName)})
+	}
+	return ops, nil
+}
+
+// metadataOps are the operations that give the pod the annotations ann (keys in order) and, when
+// subGroup is not "", the sub-group label: the whole metadata when the object has none, else
+// setKeys of each.
+func metadataOps(pod *podview.Decoded, ann map[string]string, subGroup string, keys ...string) []patchOp {
+	var lbl map[string]string
+	if subGroup != "" {
+		lbl = map[string]string{kaikeys.SubGroupName: subGroup}
+	}
+	if !pod.HasMetadata {
+		md := map[string]any{"annotations": ann}
+		if lbl != nil {
+			md["labels"] = lbl
+		}
+		return []patchOp{{Op: "add", Path: "/metadata", Value: md}}
+	}
+	ops := setKeys(make([]patchOp, 0, 3), "/metadata/annotations", pod.Pod.Annotations, ann, keys...)
+	if lbl != nil {
+		ops = setKeys(ops, "/metadata/labels", pod.Pod.Labels, lbl, kaikeys.SubGroupName)
+	}
+	return ops
+}
+
+// setKeys appends the operations that give the map at path (cur, nil when the object has none)
+// the values in want, for keys in order: the whole map when there is none, else an `add` per key
+// whose value differs.
+func setKeys(ops []patchOp, path string, cur, want map[string]string, keys ...string) []patchOp {
+	if cur == nil {
+		return append(ops, patchOp{Op: "add", Path: path, Value: want})
+	}
+	for _, k := range keys {
+		if v, ok := cur[k]; !ok || v != want[k] {
+			ops = append(ops, patchOp{Op: "add", Path: path + "/" + escapePointer(k), Value: want[k]})
+		}
+	}
+	return ops
+}
+
+// pointerEscaper escapes a JSON pointer reference token (RFC 6901: "~" as "~0", "/" as "~1").
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }
 
 // onboardingActive reports whether an onboarding policy with rules is in force (a rule may then
 // apply to a pod of another scheduler).
@@ -217,14 +289,22 @@ func onboardingActive(o *Onboarder) bool {
 	return o != nil && o.Policy != nil && !o.Policy().Empty()
 }
 
-// admitUnchanged allows the pod as it is after an error: gangmap never blocks a pod creation.
-// pod is the decoded pod, nil when decoding failed.
-func (m *PodMutator) admitUnchanged(ctx context.Context, req admission.Request, pod *corev1.Pod, reason string, err error) admission.Response {
+// admitUnchanged allows the pod after an error, counted and logged: gangmap never blocks a pod
+// creation. pre is the onboarding patch of a pod the policy already changed: it is kept (the pod
+// controller groups the pod later). pod is the decoded pod, nil when decoding failed.
+func (m *PodMutator) admitUnchanged(ctx context.Context, req admission.Request, pod *corev1.Pod, pre []patchOp, reason string, err error) admission.Response {
+	countError(ctx, req, pod, reason, err, "Admitting the pod unchanged; the pod controller will group it")
+	if len(pre) > 0 {
+		return patched(pre, "onboarded; gangmap could not decide its PodGroup (the pod controller groups it)")
+	}
+	return admission.Allowed("gangmap could not decide; admitted unchanged")
+}
+
+// countError counts an admission that failed for reason and logs err with msg.
+func countError(ctx context.Context, req admission.Request, pod *corev1.Pod, reason string, err error, msg string) {
 	admittedError.Inc()
 	admissionErrors.WithLabelValues(reason).Inc()
-	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod unchanged; the pod controller will group it",
-		"reason", reason, "pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
-	return admission.Allowed("gangmap could not decide; admitted unchanged")
+	ctrl.LoggerFrom(ctx).Error(err, msg, "reason", reason, "pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
 }
 
 func skipped(msg string) admission.Response {
@@ -241,16 +321,10 @@ func decisionValues(req admission.Request, pod *corev1.Pod, d *decide.Decision) 
 // podName is the pod's name for logs: the request's name, else the decoded pod's name or
 // generateName (read from the pod decoded once, never parsed again for a log line).
 func podName(req admission.Request, pod *corev1.Pod) string {
-	switch {
-	case req.Name != "":
+	if pod == nil {
 		return req.Name
-	case pod == nil:
-		return ""
-	case pod.Name != "":
-		return pod.Name
-	default:
-		return pod.GenerateName
 	}
+	return cmp.Or(req.Name, pod.Name, pod.GenerateName)
 }
 
 // hold admits a pod of a kind gangmap groups whose decision failed with KAI's skip annotation
@@ -264,21 +338,66 @@ func podName(req admission.Request, pod *corev1.Pod) string {
 // the plan again) or, for a definition that cannot plan the workload, for as long as the
 // controller reports the failure (GroupingFailed Events): a wrong definition fails loudly and
 // never splits a gang.
-func (m *PodMutator) hold(ctx context.Context, req admission.Request, decoded *podview.Decoded, pod *corev1.Pod, pre []patchOp, err error) admission.Response {
+func (m *PodMutator) hold(ctx context.Context, req admission.Request, decoded *podview.Decoded, pre []patchOp, err error) admission.Response {
 	reason, msg := "Held", "gangmap could not decide the pod's PodGroup: the pod is held from KAI's pod-grouper until gangmap's pod controller groups it"
 	if errors.Is(err, workloadmap.ErrPlanBuildsBusy) {
 		reason, msg = "PlanBusy", "gangmap's plan builds are busy: the pod is held from KAI's pod-grouper until gangmap's pod controller groups it"
 	}
-	admittedError.Inc()
-	admissionErrors.WithLabelValues(reason).Inc()
-	ctrl.LoggerFrom(ctx).Error(err, "Admitting the pod held from KAI's pod-grouper; the pod controller will group it",
-		"reason", reason, "pod", klog.KRef(req.Namespace, podName(req, pod)), "uid", req.UID)
+	countError(ctx, req, decoded.Pod, reason, err, "Admitting the pod held from KAI's pod-grouper; the pod controller will group it")
 	skip := map[string]string{kaikeys.SkipPodGrouper: "true", kaikeys.Held: "true"}
-	var ops []patchOp
-	if decoded.HasMetadata {
-		ops = setKeys(nil, "/metadata/annotations", decoded.Pod.Annotations, skip, kaikeys.SkipPodGrouper, kaikeys.Held)
-	} else {
-		ops = []patchOp{{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": skip}}}
-	}
-	return patched(append(pre, ops...), msg)
+	return patched(append(pre, metadataOps(decoded, skip, "", kaikeys.SkipPodGrouper, kaikeys.Held)...), msg)
 }
+
+// ErrDecisionTimeout is the error of a decision that did not finish within PodMutator.Timeout.
+var ErrDecisionTimeout = fmt.Errorf("the decision did not finish in time")
+
+// decideWithin runs the decision on its own goroutine and waits for it at most m.Timeout (none
+// when zero), so the webhook answers within its timeout whatever the decision does: reads that
+// ignore their context, or a plan that is still being built (the plan build goes on and is
+// cached for the pod controller, which repairs the pod). A decision that panics is an error.
+func (m *PodMutator) decideWithin(ctx context.Context, pod *corev1.Pod) (*decide.Decision, error) {
+	if m.Timeout <= 0 {
+		return m.Decider.DecideShared(ctx, pod)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
+	defer cancel()
+	type result struct {
+		d   *decide.Decision
+		err error
+	}
+	done := make(chan result, 1) // buffered: a late decision never blocks its goroutine
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		d, err := m.Decider.DecideShared(ctx, pod)
+		done <- result{d, err}
+	}()
+	select {
+	case r := <-done:
+		return r.d, r.err
+	case <-ctx.Done(): // at m.Timeout, or when the request's context ends first
+		return nil, fmt.Errorf("%w (%v): %w", ErrDecisionTimeout, m.Timeout, ctx.Err())
+	}
+}
+
+var (
+	admissions = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_webhook_admissions_total",
+		Help: "Pod creations gangmap's webhook admitted, by result: Mutated, Skipped (not gangmap's or excluded by the selectors), DryRun, Error (admitted unchanged, or held from KAI's pod-grouper with its skip annotation only).",
+	}, []string{"result"})
+	admissionErrors = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_webhook_errors_total",
+		Help: "Pod creations gangmap's webhook admitted unchanged or held because of an error, by reason (Decode, Namespace, Decide, Encode, Panic: unchanged; PlanBusy, Held: held from KAI's pod-grouper, the decision failed for a kind gangmap groups).",
+	}, []string{"reason"})
+)
+
+// The result counters, resolved once (an admission increments one without a label lookup).
+var (
+	admittedMutated = admissions.WithLabelValues(ResultMutated)
+	admittedSkipped = admissions.WithLabelValues(ResultSkipped)
+	admittedDryRun  = admissions.WithLabelValues(ResultDryRun)
+	admittedError   = admissions.WithLabelValues(ResultError)
+)
