@@ -148,12 +148,10 @@ func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured)
 	namespace := obj.GetNamespace()
 	ns := pg.enter(namespace)
 	nsN := min(n, pg.namespaceCapacity())
-	if !pg.tryBoth(ns, nsN, n) {
-		if err := pg.waitFor(ctx, ns, nsN, n); err != nil {
-			pg.leave(namespace, ns)
-			PlanBuildsRefusedTotal.Inc()
-			return nil, fmt.Errorf("%w: this build needs %d MiB and waited %s", ErrPlanBuildsBusy, (n+1<<20-1)>>20, pg.wait)
-		}
+	if err := pg.waitFor(ctx, ns, nsN, n); err != nil {
+		pg.leave(namespace, ns)
+		PlanBuildsRefusedTotal.Inc()
+		return nil, fmt.Errorf("%w: this build needs %d MiB and waited %s", ErrPlanBuildsBusy, (n+1<<20-1)>>20, pg.wait)
 	}
 	PlanBuildMemoryBytes.Add(float64(n))
 	return func() {
@@ -162,18 +160,6 @@ func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured)
 		ns.sem.Release(nsN)
 		pg.leave(namespace, ns)
 	}, nil
-}
-
-// tryBoth takes, without waiting, nsN of the namespace's share and n of the bound, or nothing.
-func (pg *planGate) tryBoth(ns *namespaceShare, nsN, n int64) bool {
-	if !ns.sem.TryAcquire(nsN) {
-		return false
-	}
-	if !pg.sem.TryAcquire(n) {
-		ns.sem.Release(nsN)
-		return false
-	}
-	return true
 }
 
 // waitFor takes nsN of the namespace's share, then n of the bound, waiting at most pg.wait in
