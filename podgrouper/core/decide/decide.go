@@ -44,13 +44,15 @@ type SharedOwnerReader interface {
 	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
 }
 
-// reportForbidden hands a Forbidden read of an owner of gvk to Access, or logs it without one.
-func (d *Decider) reportForbidden(ctx context.Context, gvk schema.GroupVersionKind, err error) {
+// rbacMissing hands a Forbidden read of an owner of gvk to Access, or logs it without one, and
+// returns its DecideError (RBACMissing).
+func (d *Decider) rbacMissing(ctx context.Context, gvk schema.GroupVersionKind, err error) error {
 	if d.Access != nil {
 		d.Access.ReportForbidden(ctx, gvk, "get", err)
-		return
+	} else {
+		log.FromContext(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", "get")
 	}
-	log.FromContext(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", "get")
+	return &DecideError{Reason: "RBACMissing", Err: err}
 }
 
 // Decider decides whether gangmap groups a pod and, if so, its PodGroup. The pod controller and
@@ -182,7 +184,7 @@ func ClaimedFailure(err error) bool {
 // takes it from the admission request); its name may be empty (generateName), in which case a
 // definition that places pods by name cannot place it and Decide fails.
 func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	return placed(d.DecideSeen(ctx, pod))
+	return placed(d.decide(ctx, pod, false, nil))
 }
 
 // placed drops a Decision without Metadata (the pod is in no gang), keeping the error.
@@ -193,14 +195,9 @@ func placed(dec *Decision, err error) (*Decision, error) {
 	return dec, err
 }
 
-// DecideSeen is Decide, except that a pod of a workload gangmap groups which the definition
+// DecideCached is Decide, except that a pod of a workload gangmap groups which the definition
 // places in no gang (no component claims it, or its role is in no gang) gets a Decision with nil
-// Metadata and what the grouper saw (Seen), for the findings.
-func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	return d.decide(ctx, pod, false, nil)
-}
-
-// DecideCached is DecideSeen for a pod of which only the pod cache's fields are known
+// Metadata and what the grouper saw (Seen), for the findings; and it is for a pod of which only the pod cache's fields are known
 // (podview.Record: metadata, scheduler name, priority class, phase): when the winning
 // definition's pod-side expressions read beyond .metadata (definitions.Compiled.
 // PodReadsOnlyMetadata is false), the pod is first read whole with full, and the Decision's Pod is
@@ -222,7 +219,7 @@ func (d *Decider) DecideShared(ctx context.Context, pod *corev1.Pod) (*Decision,
 
 func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full FullPodFunc) (*Decision, error) {
 	// 1. Only live pods of our scheduler that have owners.
-	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
+	if d.notOurs(pod) {
 		return nil, nil
 	}
 
@@ -231,9 +228,8 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	chain, err := d.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
 	var fe *owners.ForbiddenError
 	if errors.As(err, &fe) {
-		if gvk, ok := refGVK(fe.Ref.APIVersion, fe.Ref.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
-			d.reportForbidden(ctx, gvk, err)
-			return nil, &DecideError{Reason: "RBACMissing", Err: err}
+		if gvk, ok := d.grouped(fe.Ref); ok {
+			return nil, d.rbacMissing(ctx, gvk, err)
 		}
 		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
 		return nil, nil
@@ -262,7 +258,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		// follow the cycle for as long as it runs. A chain only too deep is left to KAI, which
 		// follows it to its top owner (possibly of a kind KAI groups).
 		for _, r := range ce.Refs {
-			if gvk, ok := refGVK(r.APIVersion, r.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
+			if _, ok := d.grouped(r); ok {
 				return nil, &DecideError{Reason: OwnerChain, Err: err}
 			}
 		}
@@ -271,10 +267,8 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
 	}
 	if f := chain.Forbidden; f != nil {
-		if gvk, ok := refGVK(f.APIVersion, f.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
-			err := fmt.Errorf("may not read owner %s %s of a kind gangmap groups; not grouping by the last readable owner", f.Kind, f.Name)
-			d.reportForbidden(ctx, gvk, err)
-			return nil, &DecideError{Reason: "RBACMissing", Err: err}
+		if gvk, ok := d.grouped(*f); ok {
+			return nil, d.rbacMissing(ctx, gvk, fmt.Errorf("may not read owner %s %s of a kind gangmap groups; not grouping by the last readable owner", f.Kind, f.Name))
 		}
 	}
 	top := chain.Top()
@@ -424,7 +418,7 @@ func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind,
 // that it cannot tell so cheaply: call Decide. The admission webhook asks it first, so a pod of
 // a native kind costs no decision goroutine and no owner read.
 func (d *Decider) KnownNotGrouped(pod *corev1.Pod) bool {
-	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
+	if d.notOurs(pod) {
 		return true
 	}
 	if d.Walker == nil {
@@ -432,6 +426,11 @@ func (d *Decider) KnownNotGrouped(pod *corev1.Pod) bool {
 	}
 	top, ok := d.Walker.CachedTop(pod.Namespace, pod.OwnerReferences)
 	return ok && d.Hub.GetPodGrouperPlugin(top.GroupVersionKind()) == nil
+}
+
+// notOurs says the pod is of another scheduler, being deleted or without owner references.
+func (d *Decider) notOurs(pod *corev1.Pod) bool {
+	return pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0
 }
 
 // readOwner reads the top owner the walk found, by its namespace and name: shared with the
@@ -475,12 +474,11 @@ func IsInvalidOwnerReference(err error) bool {
 	return errors.As(err, &de) && de.Reason == InvalidOwnerReference
 }
 
-func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return schema.GroupVersionKind{}, false
-	}
-	return gv.WithKind(kind), true
+// grouped returns the kind ref names, and whether gangmap groups it (hub.Grouped).
+func (d *Decider) grouped(ref metav1.OwnerReference) (schema.GroupVersionKind, bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	gvk := gv.WithKind(ref.Kind)
+	return gvk, err == nil && d.Hub.Decide(gvk) == hub.Grouped
 }
 
 // OwnerChain is the DecideError reason of a pod whose owner chain, through an owner of a kind

@@ -174,37 +174,53 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 	if len(refs) == 0 {
 		return nil, ErrNoOwner
 	}
-	w.init()
 	chain := &Chain{}
-	seen := map[types.UID]bool{}
+	_, err := w.follow(namespace, refs, func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
+		obj, err := w.get(ctx, namespace, ref)
+		var ie *InvalidReferenceError
+		switch {
+		case err != nil && apierrors.IsForbidden(err): // IsForbidden allocates, even for nil
+			if len(chain.Owners) == 0 {
+				return nil, &ForbiddenError{Ref: ref, Err: err}
+			}
+			chain.Truncated, chain.Forbidden = true, &ref
+			return nil, nil
+		case errors.As(err, &ie):
+			return nil, err
+		case err != nil:
+			return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
+		}
+		chain.Owners = append(chain.Owners, obj)
+		return obj, nil
+	})
+	if ce := (*ChainError)(nil); errors.As(err, &ce) && ce.Cycle {
+		ce.Refs = followedRefs(refs, chain.Owners)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return chain, nil
+}
+
+// follow is the walk of Walk and CachedTop: from refs in namespace, at each level it picks the
+// reference (Pick) and resolves it with get, until an owner without references (the top owner,
+// returned), get's error, or get's nil owner (the walk stops: nil, nil). A cycle or a chain
+// deeper than MaxDepth is a *ChainError (Refs unset).
+func (w *Walker) follow(namespace string, refs []metav1.OwnerReference, get func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error)) (*metav1.PartialObjectMetadata, error) {
+	w.init()
+	var seen [MaxDepth]types.UID
 	ref := Pick(refs)
 	for depth := 0; ; depth++ {
 		if depth >= MaxDepth {
 			return nil, &ChainError{Msg: fmt.Sprintf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name)}
 		}
-		if seen[ref.UID] {
-			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: followedRefs(refs, chain.Owners), Cycle: true}
+		if slices.Contains(seen[:depth], ref.UID) {
+			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Cycle: true}
 		}
-		seen[ref.UID] = true
-		obj, err := w.get(ctx, namespace, ref)
-		if err != nil && apierrors.IsForbidden(err) { // IsForbidden allocates, even for nil
-			if len(chain.Owners) == 0 {
-				return nil, &ForbiddenError{Ref: ref, Err: err}
-			}
-			chain.Truncated = true
-			chain.Forbidden = &ref
-			return chain, nil
-		}
-		var ie *InvalidReferenceError
-		if errors.As(err, &ie) {
-			return nil, err
-		}
-		if err != nil {
-			return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
-		}
-		chain.Owners = append(chain.Owners, obj)
-		if len(obj.OwnerReferences) == 0 {
-			return chain, nil
+		seen[depth] = ref.UID
+		obj, err := get(namespace, ref)
+		if obj == nil || err != nil || len(obj.OwnerReferences) == 0 {
+			return obj, err
 		}
 		if obj.Namespace == "" {
 			// A cluster-scoped owner's references resolve at cluster scope only.
@@ -335,33 +351,14 @@ func (w *Walker) CachedTop(namespace string, refs []metav1.OwnerReference) (top 
 	if len(refs) == 0 || w.CacheTTL <= 0 {
 		return nil, false
 	}
-	w.init()
-	var seen [MaxDepth]types.UID
-	ref := Pick(refs)
-	for depth := 0; depth < MaxDepth; depth++ {
-		for _, uid := range seen[:depth] {
-			if uid == ref.UID {
-				return nil, false
-			}
-		}
-		seen[depth] = ref.UID
+	top, err := w.follow(namespace, refs, func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
 		gvk, key, err := w.resolve(namespace, ref)
 		if err != nil {
-			return nil, false
+			return nil, err
 		}
-		obj := w.cached(cacheKey{namespace: key.Namespace, uid: ref.UID}, key, gvk)
-		if obj == nil {
-			return nil, false
-		}
-		if len(obj.OwnerReferences) == 0 {
-			return obj, true
-		}
-		if obj.Namespace == "" {
-			namespace = ""
-		}
-		ref = Pick(obj.OwnerReferences)
-	}
-	return nil, false
+		return w.cached(cacheKey{namespace: key.Namespace, uid: ref.UID}, key, gvk), nil
+	})
+	return top, err == nil && top != nil
 }
 
 // elsewhere returns the namespace the walker saw uid in when it is not namespace, else "".
