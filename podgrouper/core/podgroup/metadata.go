@@ -15,6 +15,8 @@
 package podgroup
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -109,13 +111,8 @@ func (m *Metadata) FindSubGroupForPod(namespace, name string) *SubGroupMetadata 
 		return nil
 	}
 	for _, subGroup := range m.SubGroups {
-		if subGroup == nil {
-			continue
-		}
-		for _, podName := range subGroup.PodsReferences {
-			if podName == name {
-				return subGroup
-			}
+		if subGroup != nil && slices.Contains(subGroup.PodsReferences, name) {
+			return subGroup
 		}
 	}
 	return nil
