@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -226,45 +227,8 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 	// 2. Walk owner references to the top owner. An owner of a kind gangmap groups that gangmap may
 	// not read is reported, never silently replaced by the last readable owner.
 	chain, err := d.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
-	var fe *owners.ForbiddenError
-	if errors.As(err, &fe) {
-		if gvk, ok := d.grouped(fe.Ref); ok {
-			return nil, d.rbacMissing(ctx, gvk, err)
-		}
-		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
-		return nil, nil
-	}
-	if err != nil && apierrors.IsNotFound(err) { // IsNotFound allocates, even for nil
-		// An owner is gone: the garbage collector deletes the pod; there is nothing to group.
-		return nil, nil
-	}
-	if err != nil && meta.IsNoMatchError(err) {
-		// An owner of a kind the API server does not serve (the walk's RESTMapper looked it up
-		// afresh): no such object exists, so no definition can apply; KAI groups the pod by its
-		// own rules. Retrying would only log an error and call discovery again at every backoff,
-		// for as long as the pod lives, for a reference any pod's author can write.
-		return nil, nil
-	}
-	var ie *owners.InvalidReferenceError
-	if errors.As(err, &ie) {
-		// A reference to another namespace's object or to a replaced owner: the pod has no owner
-		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
-		return nil, &DecideError{Reason: InvalidOwnerReference, Err: err}
-	}
-	var ce *owners.ChainError
-	if errors.As(err, &ce) && ce.Cycle {
-		// A cycle through an owner of a kind gangmap groups: the pod is gangmap's, held and
-		// reported (OwnerChain, Claimed), not left to KAI's pod-grouper, whose owner walk would
-		// follow the cycle for as long as it runs. A chain only too deep is left to KAI, which
-		// follows it to its top owner (possibly of a kind KAI groups).
-		for _, r := range ce.Refs {
-			if _, ok := d.grouped(r); ok {
-				return nil, &DecideError{Reason: OwnerChain, Err: err}
-			}
-		}
-	}
 	if err != nil {
-		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
+		return nil, d.walkError(ctx, err)
 	}
 	if f := chain.Forbidden; f != nil {
 		if gvk, ok := d.grouped(*f); ok {
@@ -312,6 +276,40 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		dec.Pod = read
 	}
 	return dec, err
+}
+
+// walkError is decide's answer to a failed owner walk: nil when the pod is not gangmap's, else
+// its DecideError.
+func (d *Decider) walkError(ctx context.Context, err error) error {
+	var fe *owners.ForbiddenError
+	var ie *owners.InvalidReferenceError
+	var ce *owners.ChainError
+	switch {
+	case errors.As(err, &fe):
+		if gvk, ok := d.grouped(fe.Ref); ok {
+			return d.rbacMissing(ctx, gvk, err)
+		}
+		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
+		return nil
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		// An owner is gone: the garbage collector deletes the pod; there is nothing to group. Or
+		// an owner is of a kind the API server does not serve (the walk's RESTMapper looked it up
+		// afresh): no such object exists, so no definition can apply; KAI groups the pod by its
+		// own rules. Retrying would only log an error and call discovery again at every backoff,
+		// for as long as the pod lives, for a reference any pod's author can write.
+		return nil
+	case errors.As(err, &ie):
+		// A reference to another namespace's object or to a replaced owner: the pod has no owner
+		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
+		return &DecideError{Reason: InvalidOwnerReference, Err: err}
+	case errors.As(err, &ce) && ce.Cycle && slices.ContainsFunc(ce.Refs, func(r metav1.OwnerReference) bool { _, ok := d.grouped(r); return ok }):
+		// A cycle through an owner of a kind gangmap groups: the pod is gangmap's, held and
+		// reported (OwnerChain, Claimed), not left to KAI's pod-grouper, whose owner walk would
+		// follow the cycle for as long as it runs. A chain only too deep is left to KAI, which
+		// follows it to its top owner (possibly of a kind KAI groups).
+		return &DecideError{Reason: OwnerChain, Err: err}
+	}
+	return &DecideError{Reason: "OwnerWalk", Err: err}
 }
 
 // DecideOwned is Decide for a caller that walked the pod's owners and read its top owner itself:
@@ -395,8 +393,7 @@ func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind,
 		return nil
 	}
 	at := time.Now()
-	fresh := &unstructured.Unstructured{}
-	fresh.SetGroupVersionKind(gvk)
+	fresh := newObject(gvk)
 	if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); err != nil {
 		log.FromContext(ctx).V(2).Info("Cannot re-read the workload for a pod outside its plan", "workload", klog.KObj(owner), "error", err.Error())
 		return nil
@@ -445,12 +442,10 @@ func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, to
 			return owner, nil
 		}
 	}
-	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(gvk)
+	owner := newObject(gvk)
 	err := d.Client.Get(ctx, key, owner)
 	if (apierrors.IsNotFound(err) || (err == nil && owner.GetUID() != top.UID)) && d.APIReader != nil {
-		owner = &unstructured.Unstructured{}
-		owner.SetGroupVersionKind(gvk)
+		owner = newObject(gvk)
 		err = d.APIReader.Get(ctx, key, owner)
 	}
 	if err != nil {
@@ -460,6 +455,13 @@ func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, to
 		return nil, fmt.Errorf("has UID %s, the owner walk found %s", owner.GetUID(), top.UID)
 	}
 	return owner, nil
+}
+
+// newObject is an empty object of gvk to read into.
+func newObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // InvalidOwnerReference is the DecideError reason (and grouping-errors label) of a pod whose owner
