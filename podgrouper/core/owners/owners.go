@@ -30,11 +30,9 @@ var ErrNoOwner = errors.New("the pod has no owner references")
 // Chain is a pod's owners, from its direct owner to its top owner (the last element).
 type Chain struct {
 	Owners []*metav1.PartialObjectMetadata
-	// Truncated says the walk stopped early at an owner it may not read (Forbidden), as KAI does:
-	// the last readable owner is then the top owner.
-	Truncated bool
-	// Forbidden is the reference the walk stopped at when Truncated, so callers can tell whether
-	// the unreadable owner is of a kind they group (then the truncated chain is wrong for them).
+	// Forbidden, when set, says the walk stopped early at this reference, to an owner it may not
+	// read (Forbidden), as KAI does: the last readable owner is then the top owner. Callers can
+	// tell whether the unreadable owner is of a kind they group (then the chain is wrong for them).
 	Forbidden *metav1.OwnerReference
 }
 
@@ -157,9 +155,6 @@ func (e *InvalidReferenceError) Error() string {
 	return ref + " names no object; treated as no owner"
 }
 
-// CrossNamespace says the reference named an object of another namespace.
-func (e *InvalidReferenceError) CrossNamespace() bool { return e.OtherNamespace != "" }
-
 // Walk returns the owner chain of the object with the given namespace and owner references. At
 // each level it follows the controller reference, else the first reference. A namespaced owner is
 // looked up in the pod's namespace only; a cluster-scoped one (known through Mapper) without a
@@ -167,8 +162,7 @@ func (e *InvalidReferenceError) CrossNamespace() bool { return e.OtherNamespace 
 // *InvalidReferenceError for a reference whose UID is not the named object's (replaced, another
 // namespace's object, or a namespaced owner of a cluster-scoped one); a cycle; a chain deeper than
 // MaxDepth; an owner that no longer exists (NotFound); any API error but Forbidden. Forbidden
-// stops the walk at the last readable owner (KAI's rule) and sets Chain.Truncated and
-// Chain.Forbidden; Forbidden on the first owner is a *ForbiddenError, because then no owner at
+// stops the walk at the last readable owner (KAI's rule) and sets Chain.Forbidden; Forbidden on the first owner is a *ForbiddenError, because then no owner at
 // all can be read.
 func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.OwnerReference) (*Chain, error) {
 	if len(refs) == 0 {
@@ -183,7 +177,7 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 			if len(chain.Owners) == 0 {
 				return nil, &ForbiddenError{Ref: ref, Err: err}
 			}
-			chain.Truncated, chain.Forbidden = true, &ref
+			chain.Forbidden = &ref
 			return nil, nil
 		case errors.As(err, &ie):
 			return nil, err
