@@ -6,8 +6,9 @@
 package native
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,12 +103,8 @@ func (t *Table) Has(gvk schema.GroupVersionKind) bool {
 func (t *Table) Entries() []string {
 	out := make([]string, 0, len(t.entries))
 	for e := range t.entries {
-		g := e.Group
-		if g == "" {
-			g = "core"
-		}
-		out = append(out, g+"/"+e.Version+"/"+e.Kind)
+		out = append(out, cmp.Or(e.Group, "core")+"/"+e.Version+"/"+e.Kind)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

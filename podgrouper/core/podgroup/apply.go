@@ -49,11 +49,9 @@ type Applier struct {
 // Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster
 // (pkg/podgrouper/podgroup/handler.go) does:
 //
-//  1. Build the desired PodGroup and Get the existing one (the deferred subgroups of a role the
-//     existing PodGroup has written are kept: keptReleased, gangmap's start order); NotFound ⇒ Create it (Created). Creates
-//     are single-flight per PodGroup (createFlights): a caller that finds another's create of
-//     the same PodGroup in flight (or, with CacheEvents wired, done but not in the cache yet)
-//     sends none and returns Unchanged when that create wrote what it would, else AlreadyExists.
+//  1. Build the desired PodGroup (Desired) and Get the existing one; NotFound ⇒ Create it
+//     (Created), single-flight per PodGroup (createFlights: Unchanged or AlreadyExists for a
+//     caller that finds another's create of it).
 //  2. Otherwise keep what other controllers own (KAI ignoreFields): Spec.MarkUnschedulable,
 //     Spec.SchedulingBackoff and Spec.Queue come from the existing PodGroup (the queue is
 //     immutable after creation); the node-pool label comes from the existing PodGroup, or is
@@ -68,10 +66,9 @@ type Applier struct {
 //     kai.scheduler/stale-podgroup-timestamp survive), replace Spec and OwnerReferences wholesale,
 //     and Update (Updated).
 //
-// Errors from the API server are returned as they are, wrapped with %w only for context: a
-// Conflict from Update (the PodGroup changed since it was read) or AlreadyExists from Create (a
-// stale read) means "read again and retry". KAI's pod controller requeues on Conflict without
-// reporting an error; callers of Apply should do the same, e.g. with apierrors.IsConflict.
+// API errors are wrapped with %w: a Conflict from Update or AlreadyExists from Create (a stale
+// read) means "read again and retry", as KAI's pod controller requeues on Conflict without
+// reporting an error.
 //
 // Differences from KAI, none of which changes what ends up stored:
 //   - Apply first checks the desired PodGroup with Validate and returns an Invalid API error

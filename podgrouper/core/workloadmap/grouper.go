@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -82,7 +83,7 @@ type Grouper struct {
 	plans     planCache
 	plansGate planGate
 	flight    singleflight.Group
-	builds    buildCounter
+	builds    atomic.Int64 // plan builds (for tests: one per workload version)
 	drift     driftReporter
 }
 

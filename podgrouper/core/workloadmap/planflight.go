@@ -3,7 +3,6 @@ package workloadmap
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -106,6 +105,3 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	g.reportOverrides(topOwner, plan)
 	return c
 }
-
-// buildCounter counts plan builds (for tests: one per workload version).
-type buildCounter = atomic.Int64
