@@ -88,8 +88,8 @@ type Grouper struct {
 }
 
 var (
-	_ grouper.Grouper = (*Grouper)(nil)
-	_ grouper.Planner = (*Grouper)(nil)
+	_ grouper.PlanGrouper = (*Grouper)(nil)
+	_ grouper.Planner     = (*Grouper)(nil)
 )
 
 // DefaultPlanCacheSize is the plan cache's default bound, in plans (one per workload): the
@@ -349,8 +349,6 @@ func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructure
 	md, _, err := g.GroupPod(ctx, topOwner, pod, otherOwners...)
 	return md, err
 }
-
-var _ grouper.PlanGrouper = (*Grouper)(nil)
 
 // GroupPod implements grouper.PlanGrouper: GetPodGroupMetadata, and what was seen of the pod for
 // the findings (the plan, the pod's role, or that no component claims it), at no extra cost.
