@@ -162,8 +162,8 @@ func (e *InvalidReferenceError) Error() string {
 // *InvalidReferenceError for a reference whose UID is not the named object's (replaced, another
 // namespace's object, or a namespaced owner of a cluster-scoped one); a cycle; a chain deeper than
 // MaxDepth; an owner that no longer exists (NotFound); any API error but Forbidden. Forbidden
-// stops the walk at the last readable owner (KAI's rule) and sets Chain.Forbidden; Forbidden on the first owner is a *ForbiddenError, because then no owner at
-// all can be read.
+// stops the walk at the last readable owner (KAI's rule) and sets Chain.Forbidden; Forbidden on
+// the first owner is a *ForbiddenError, because then no owner at all can be read.
 func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.OwnerReference) (*Chain, error) {
 	if len(refs) == 0 {
 		return nil, ErrNoOwner
@@ -171,26 +171,26 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 	chain := &Chain{}
 	_, err := w.follow(namespace, refs, func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
 		obj, err := w.get(ctx, namespace, ref)
-		var ie *InvalidReferenceError
 		switch {
-		case err != nil && apierrors.IsForbidden(err): // IsForbidden allocates, even for nil
+		case err == nil:
+			chain.Owners = append(chain.Owners, obj)
+			return obj, nil
+		case apierrors.IsForbidden(err):
 			if len(chain.Owners) == 0 {
 				return nil, &ForbiddenError{Ref: ref, Err: err}
 			}
-			chain.Forbidden = &ref
+			forbidden := ref // only this branch's copy escapes
+			chain.Forbidden = &forbidden
 			return nil, nil
-		case errors.As(err, &ie):
+		case errors.As(err, new(*InvalidReferenceError)):
 			return nil, err
-		case err != nil:
-			return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
 		}
-		chain.Owners = append(chain.Owners, obj)
-		return obj, nil
+		return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
 	})
-	if ce := (*ChainError)(nil); errors.As(err, &ce) && ce.Cycle {
-		ce.Refs = followedRefs(refs, chain.Owners)
-	}
 	if err != nil {
+		if ce := (*ChainError)(nil); errors.As(err, &ce) && ce.Cycle {
+			ce.Refs = followedRefs(refs, chain.Owners)
+		}
 		return nil, err
 	}
 	return chain, nil
