@@ -118,8 +118,6 @@ type Decision struct {
 	Kind schema.GroupVersionKind
 	// Owner is the top owner, read in full.
 	Owner *unstructured.Unstructured
-	// Chain is the owner chain, from the pod's direct owner to the top owner.
-	Chain *owners.Chain
 	// Metadata is the pod's PodGroup.
 	Metadata *podgroup.Metadata
 	// SubGroup is the pod's sub-group, or "" when the PodGroup has none for it.
@@ -271,7 +269,7 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		}
 		pod = read
 	}
-	dec, err := d.decidePodGroup(ctx, grp, gvk, owner, chain, pod)
+	dec, err := d.decidePodGroup(ctx, grp, gvk, owner, chain.Owners, pod)
 	if dec != nil {
 		dec.Pod = read
 	}
@@ -320,15 +318,12 @@ func (d *Decider) walkError(ctx context.Context, err error) error {
 // top owner (the last element). A nil Decision without an error: the grouper places the pod in no
 // PodGroup (nil Metadata is dropped, as in Decide). Errors are *DecideError with reason Plan.
 func (d *Decider) DecideOwned(ctx context.Context, grp grouper.Grouper, owner *unstructured.Unstructured, chain []*metav1.PartialObjectMetadata, pod *corev1.Pod) (*Decision, error) {
-	return placed(d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, &owners.Chain{Owners: chain}, pod))
+	return placed(d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, chain, pod))
 }
 
 // readsBeyondMetadata reports whether the definition of gvk has pod-side expressions that may read
 // more of a pod than its metadata.
 func (d *Decider) readsBeyondMetadata(gvk schema.GroupVersionKind) bool {
-	if d.Hub == nil || d.Hub.Registry == nil {
-		return true
-	}
 	c := d.Hub.Registry.Lookup(gvk)
 	return c == nil || !c.PodReadsOnlyMetadata()
 }
@@ -336,20 +331,20 @@ func (d *Decider) readsBeyondMetadata(gvk schema.GroupVersionKind) bool {
 // decidePodGroup asks the kind's grouper for the pod's PodGroup. The PodGroup is always in the
 // pod's own namespace, whatever the top owner's scope: a cluster-scoped owner may be named by pods
 // of any namespace, and pods of two namespaces are never one PodGroup.
-func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk schema.GroupVersionKind, owner *unstructured.Unstructured, chain *owners.Chain, pod *corev1.Pod) (*Decision, error) {
+func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk schema.GroupVersionKind, owner *unstructured.Unstructured, chain []*metav1.PartialObjectMetadata, pod *corev1.Pod) (*Decision, error) {
 	var md *podgroup.Metadata
 	var seen grouper.Seen
 	var err error
 	if pg, ok := grp.(grouper.PlanGrouper); ok {
-		md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+		md, seen, err = pg.GroupPod(ctx, owner, pod, chain...)
 		if err == nil && seen.NotInPlan != nil {
 			if fresh := d.refreshOwner(ctx, gvk, owner, pod); fresh != nil {
 				owner = fresh
-				md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+				md, seen, err = pg.GroupPod(ctx, owner, pod, chain...)
 			}
 		}
 	} else {
-		md, err = grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
+		md, err = grp.GetPodGroupMetadata(ctx, owner, pod, chain...)
 	}
 	if err != nil {
 		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: err}
@@ -358,12 +353,12 @@ func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk s
 		if seen.Plan == nil {
 			return nil, nil
 		}
-		return &Decision{Kind: gvk, Owner: owner, Chain: chain, Seen: seen}, nil
+		return &Decision{Kind: gvk, Owner: owner, Seen: seen}, nil
 	}
 	if md.Namespace != pod.Namespace {
 		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: fmt.Errorf("PodGroup %s/%s is not in the pod's namespace %s", md.Namespace, md.Name, pod.Namespace)}
 	}
-	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md, Seen: seen, Planned: []string{md.Name}}
+	dec := &Decision{Kind: gvk, Owner: owner, Metadata: md, Seen: seen, Planned: []string{md.Name}}
 	if p, ok := grp.(grouper.Planner); ok {
 		if names, err := p.PlannedPodGroups(ctx, owner); err == nil {
 			dec.Planned = append(names, md.Name)
