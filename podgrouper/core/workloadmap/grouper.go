@@ -429,15 +429,11 @@ func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podNa
 	} else {
 		md.MinAvailable = *pg.MinMember
 	}
-	md.SubGroups = nil
-	if len(pm.subGroups) > 0 {
-		md.SubGroups = make([]*podgroup.SubGroupMetadata, len(pm.subGroups))
-		copy(md.SubGroups, pm.subGroups)
-		if i, ok := position(pm.index, pg.SubGroups, a.SubGroup); ok && a.SubGroup != nil {
-			own := *pm.subGroups[i]
-			own.PodsReferences = []string{podName}
-			md.SubGroups[i] = &own
-		}
+	md.SubGroups = slices.Clone(pm.subGroups)
+	if i, ok := position(pm.index, pg.SubGroups, a.SubGroup); ok && a.SubGroup != nil {
+		own := *pm.subGroups[i]
+		own.PodsReferences = []string{podName}
+		md.SubGroups[i] = &own
 	}
 	if t := pg.Topology; t != nil {
 		// The definition's topology wins over the top owner's annotations, as in KAI's v2 path.
