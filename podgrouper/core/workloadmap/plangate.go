@@ -162,9 +162,16 @@ func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured)
 	}, nil
 }
 
-// waitFor takes nsN of the namespace's share, then n of the bound, waiting at most pg.wait in
-// all (or until ctx ends); on an error it holds neither.
+// waitFor takes nsN of the namespace's share, then n of the bound: at once when both are free
+// (no timer), else waiting at most pg.wait in all (or until ctx ends); on an error it holds
+// neither.
 func (pg *planGate) waitFor(ctx context.Context, ns *namespaceShare, nsN, n int64) error {
+	if ns.sem.TryAcquire(nsN) {
+		if pg.sem.TryAcquire(n) {
+			return nil
+		}
+		ns.sem.Release(nsN)
+	}
 	wctx, cancel := context.WithTimeout(ctx, pg.wait)
 	defer cancel()
 	if err := ns.sem.Acquire(wctx, nsN); err != nil {
