@@ -196,11 +196,12 @@ func placed(dec *Decision, err error) (*Decision, error) {
 
 // DecideCached is Decide, except that a pod of a workload gangmap groups which the definition
 // places in no gang (no component claims it, or its role is in no gang) gets a Decision with nil
-// Metadata and what the grouper saw (Seen), for the findings; and it is for a pod of which only the pod cache's fields are known
-// (podview.Record: metadata, scheduler name, priority class, phase): when the winning
-// definition's pod-side expressions read beyond .metadata (definitions.Compiled.
-// PodReadsOnlyMetadata is false), the pod is first read whole with full, and the Decision's Pod is
-// that pod. A nil full decides on pod as given (the webhook's pod is already whole).
+// Metadata and what the grouper saw (Seen), for the findings; and it is for a pod of which only
+// the pod cache's fields are known (podview.Record: metadata, scheduler name, priority class,
+// phase): when the winning definition's pod-side expressions read beyond .metadata
+// (definitions.Compiled.PodReadsOnlyMetadata is false), the pod is first read whole with full,
+// and the Decision's Pod is that pod. A nil full decides on pod as given (the webhook's pod is
+// already whole).
 func (d *Decider) DecideCached(ctx context.Context, pod *corev1.Pod, full FullPodFunc) (*Decision, error) {
 	return d.decide(ctx, pod, false, full)
 }
