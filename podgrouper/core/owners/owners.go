@@ -188,9 +188,6 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 		return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
 	})
 	if err != nil {
-		if ce := (*ChainError)(nil); errors.As(err, &ce) && ce.Cycle {
-			ce.Refs = followedRefs(refs, chain.Owners)
-		}
 		return nil, err
 	}
 	return chain, nil
@@ -199,19 +196,19 @@ func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.Owner
 // follow is the walk of Walk and CachedTop: from refs in namespace, at each level it picks the
 // reference (Pick) and resolves it with get, until an owner without references (the top owner,
 // returned), get's error, or get's nil owner (the walk stops: nil, nil). A cycle or a chain
-// deeper than MaxDepth is a *ChainError (Refs unset).
+// deeper than MaxDepth is a *ChainError.
 func (w *Walker) follow(namespace string, refs []metav1.OwnerReference, get func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error)) (*metav1.PartialObjectMetadata, error) {
 	w.init()
-	var seen [MaxDepth]types.UID
+	var followed [MaxDepth]metav1.OwnerReference
 	ref := Pick(refs)
 	for depth := 0; ; depth++ {
 		if depth >= MaxDepth {
 			return nil, &ChainError{Msg: fmt.Sprintf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name)}
 		}
-		if slices.Contains(seen[:depth], ref.UID) {
-			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Cycle: true}
+		if slices.ContainsFunc(followed[:depth], func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: slices.Clone(followed[:depth]), Cycle: true}
 		}
-		seen[depth] = ref.UID
+		followed[depth] = ref
 		obj, err := get(namespace, ref)
 		if obj == nil || err != nil || len(obj.OwnerReferences) == 0 {
 			return obj, err
@@ -239,16 +236,6 @@ type ChainError struct {
 
 // Error returns Msg.
 func (e *ChainError) Error() string { return e.Msg }
-
-// followedRefs are the references a walk from refs followed to read owners, in order: only for
-// an error (ChainError), so that a walk that succeeds keeps no list of them.
-func followedRefs(refs []metav1.OwnerReference, owners []*metav1.PartialObjectMetadata) []metav1.OwnerReference {
-	out := []metav1.OwnerReference{Pick(refs)}
-	for _, o := range owners[:max(len(owners)-1, 0)] {
-		out = append(out, Pick(o.OwnerReferences))
-	}
-	return out
-}
 
 // Pick returns the reference an owner walk follows: the controller reference, else the first
 // one. refs must not be empty.
