@@ -273,7 +273,7 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	if obj := w.cached(ck, key, gvk); obj != nil {
 		return obj, nil
 	}
-	watched := w.watched(gvk)
+	watched := w.Shared != nil && w.Shared.Watches(gvk)
 	if watched {
 		if obj := w.fromShared(ctx, gvk, key, ref); obj != nil {
 			return obj, nil
