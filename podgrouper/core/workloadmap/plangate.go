@@ -89,9 +89,6 @@ type namespaceShare struct {
 func (pg *planGate) enter(namespace string) *namespaceShare {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.namespaces == nil {
-		pg.namespaces = map[string]*namespaceShare{}
-	}
 	ns := pg.namespaces[namespace]
 	if ns == nil {
 		ns = &namespaceShare{sem: semaphore.NewWeighted(pg.namespaceCapacity())}
@@ -129,6 +126,7 @@ func (g *Grouper) gate() *planGate {
 			pg.budget = g.Registry.Compiler().Limits().MaxProducedBytes
 		}
 		pg.sem = semaphore.NewWeighted(pg.capacity)
+		pg.namespaces = map[string]*namespaceShare{}
 	})
 	return &g.plansGate
 }
