@@ -204,6 +204,11 @@ func position[T comparable](index map[T]int, list []T, x T) (int, bool) {
 	return i, i >= 0
 }
 
+// current says c is the plan of topOwner's version (name and resourceVersion) and of compiled.
+func (c *cachedPlan) current(topOwner *unstructured.Unstructured, compiled *definitions.Compiled) bool {
+	return c.name == topOwner.GetName() && c.resourceVersion == topOwner.GetResourceVersion() && c.compiled == compiled
+}
+
 // setMeta computes the metadata of every planned PodGroup of the cached plan.
 func (c *cachedPlan) setMeta() {
 	pgs := c.plan.PodGroups
@@ -246,12 +251,11 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 		}
 		return nil, nil, fmt.Errorf("%s: %w", topOwner.GroupVersionKind(), ErrNoDefinition)
 	}
-	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()
-	c, ok := g.cache().get(key)
+	c, ok := g.cache().get(planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()})
 	switch {
 	case !ok:
 		lookupMiss.Inc()
-	case c.name != topOwner.GetName() || c.resourceVersion != rv || c.compiled != compiled:
+	case !c.current(topOwner, compiled):
 		lookupStale.Inc()
 	default:
 		lookupHit.Inc()

@@ -34,6 +34,10 @@ func (g *Grouper) sharedPlan(ctx context.Context, topOwner *unstructured.Unstruc
 	key := flightKey(topOwner, compiled)
 	detached := context.WithoutCancel(ctx) // keeps the logger, not the deadline
 	ch := g.flight.DoChan(key, func() (any, error) {
+		// A flight that ended after this caller missed the cache has cached the plan already.
+		if c, ok := g.cache().get(planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}); ok && c.current(topOwner, compiled) {
+			return c, nil
+		}
 		return g.buildPlan(detached, topOwner, compiled), nil
 	})
 	if ctx.Err() != nil {
