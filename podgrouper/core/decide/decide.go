@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,13 +45,15 @@ type SharedOwnerReader interface {
 	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
 }
 
-// reportForbidden hands a Forbidden read of an owner of gvk to Access, or logs it without one.
-func (d *Decider) reportForbidden(ctx context.Context, gvk schema.GroupVersionKind, err error) {
+// rbacMissing hands a Forbidden read of an owner of gvk to Access, or logs it without one, and
+// returns its DecideError (RBACMissing).
+func (d *Decider) rbacMissing(ctx context.Context, gvk schema.GroupVersionKind, err error) error {
 	if d.Access != nil {
 		d.Access.ReportForbidden(ctx, gvk, "get", err)
-		return
+	} else {
+		log.FromContext(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", "get")
 	}
-	log.FromContext(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", "get")
+	return &DecideError{Reason: "RBACMissing", Err: err}
 }
 
 // Decider decides whether gangmap groups a pod and, if so, its PodGroup. The pod controller and
@@ -115,8 +118,6 @@ type Decision struct {
 	Kind schema.GroupVersionKind
 	// Owner is the top owner, read in full.
 	Owner *unstructured.Unstructured
-	// Chain is the owner chain, from the pod's direct owner to the top owner.
-	Chain *owners.Chain
 	// Metadata is the pod's PodGroup.
 	Metadata *podgroup.Metadata
 	// SubGroup is the pod's sub-group, or "" when the PodGroup has none for it.
@@ -182,7 +183,7 @@ func ClaimedFailure(err error) bool {
 // takes it from the admission request); its name may be empty (generateName), in which case a
 // definition that places pods by name cannot place it and Decide fails.
 func (d *Decider) Decide(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	return placed(d.DecideSeen(ctx, pod))
+	return placed(d.decide(ctx, pod, false, nil))
 }
 
 // placed drops a Decision without Metadata (the pod is in no gang), keeping the error.
@@ -193,18 +194,14 @@ func placed(dec *Decision, err error) (*Decision, error) {
 	return dec, err
 }
 
-// DecideSeen is Decide, except that a pod of a workload gangmap groups which the definition
+// DecideCached is Decide, except that a pod of a workload gangmap groups which the definition
 // places in no gang (no component claims it, or its role is in no gang) gets a Decision with nil
-// Metadata and what the grouper saw (Seen), for the findings.
-func (d *Decider) DecideSeen(ctx context.Context, pod *corev1.Pod) (*Decision, error) {
-	return d.decide(ctx, pod, false, nil)
-}
-
-// DecideCached is DecideSeen for a pod of which only the pod cache's fields are known
-// (podview.Record: metadata, scheduler name, priority class, phase): when the winning
-// definition's pod-side expressions read beyond .metadata (definitions.Compiled.
-// PodReadsOnlyMetadata is false), the pod is first read whole with full, and the Decision's Pod is
-// that pod. A nil full decides on pod as given (the webhook's pod is already whole).
+// Metadata and what the grouper saw (Seen), for the findings; and it is for a pod of which only
+// the pod cache's fields are known (podview.Record: metadata, scheduler name, priority class,
+// phase): when the winning definition's pod-side expressions read beyond .metadata
+// (definitions.Compiled.PodReadsOnlyMetadata is false), the pod is first read whole with full,
+// and the Decision's Pod is that pod. A nil full decides on pod as given (the webhook's pod is
+// already whole).
 func (d *Decider) DecideCached(ctx context.Context, pod *corev1.Pod, full FullPodFunc) (*Decision, error) {
 	return d.decide(ctx, pod, false, full)
 }
@@ -222,59 +219,19 @@ func (d *Decider) DecideShared(ctx context.Context, pod *corev1.Pod) (*Decision,
 
 func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full FullPodFunc) (*Decision, error) {
 	// 1. Only live pods of our scheduler that have owners.
-	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
+	if d.notOurs(pod) {
 		return nil, nil
 	}
 
 	// 2. Walk owner references to the top owner. An owner of a kind gangmap groups that gangmap may
 	// not read is reported, never silently replaced by the last readable owner.
 	chain, err := d.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
-	var fe *owners.ForbiddenError
-	if errors.As(err, &fe) {
-		if gvk, ok := refGVK(fe.Ref.APIVersion, fe.Ref.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
-			d.reportForbidden(ctx, gvk, err)
-			return nil, &DecideError{Reason: "RBACMissing", Err: err}
-		}
-		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
-		return nil, nil
-	}
-	if err != nil && apierrors.IsNotFound(err) { // IsNotFound allocates, even for nil
-		// An owner is gone: the garbage collector deletes the pod; there is nothing to group.
-		return nil, nil
-	}
-	if err != nil && meta.IsNoMatchError(err) {
-		// An owner of a kind the API server does not serve (the walk's RESTMapper looked it up
-		// afresh): no such object exists, so no definition can apply; KAI groups the pod by its
-		// own rules. Retrying would only log an error and call discovery again at every backoff,
-		// for as long as the pod lives, for a reference any pod's author can write.
-		return nil, nil
-	}
-	var ie *owners.InvalidReferenceError
-	if errors.As(err, &ie) {
-		// A reference to another namespace's object or to a replaced owner: the pod has no owner
-		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
-		return nil, &DecideError{Reason: InvalidOwnerReference, Err: err}
-	}
-	var ce *owners.ChainError
-	if errors.As(err, &ce) && ce.Cycle {
-		// A cycle through an owner of a kind gangmap groups: the pod is gangmap's, held and
-		// reported (OwnerChain, Claimed), not left to KAI's pod-grouper, whose owner walk would
-		// follow the cycle for as long as it runs. A chain only too deep is left to KAI, which
-		// follows it to its top owner (possibly of a kind KAI groups).
-		for _, r := range ce.Refs {
-			if gvk, ok := refGVK(r.APIVersion, r.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
-				return nil, &DecideError{Reason: OwnerChain, Err: err}
-			}
-		}
-	}
 	if err != nil {
-		return nil, &DecideError{Reason: "OwnerWalk", Err: err}
+		return nil, d.walkError(ctx, err)
 	}
 	if f := chain.Forbidden; f != nil {
-		if gvk, ok := refGVK(f.APIVersion, f.Kind); ok && d.Hub.Decide(gvk) == hub.Grouped {
-			err := fmt.Errorf("may not read owner %s %s of a kind gangmap groups; not grouping by the last readable owner", f.Kind, f.Name)
-			d.reportForbidden(ctx, gvk, err)
-			return nil, &DecideError{Reason: "RBACMissing", Err: err}
+		if gvk, ok := d.grouped(*f); ok {
+			return nil, d.rbacMissing(ctx, gvk, fmt.Errorf("may not read owner %s %s of a kind gangmap groups; not grouping by the last readable owner", f.Kind, f.Name))
 		}
 	}
 	top := chain.Top()
@@ -313,11 +270,45 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 		}
 		pod = read
 	}
-	dec, err := d.decidePodGroup(ctx, grp, gvk, owner, chain, pod)
+	dec, err := d.decidePodGroup(ctx, grp, gvk, owner, chain.Owners, pod)
 	if dec != nil {
 		dec.Pod = read
 	}
 	return dec, err
+}
+
+// walkError is decide's answer to a failed owner walk: nil when the pod is not gangmap's, else
+// its DecideError.
+func (d *Decider) walkError(ctx context.Context, err error) error {
+	var fe *owners.ForbiddenError
+	var ie *owners.InvalidReferenceError
+	var ce *owners.ChainError
+	switch {
+	case errors.As(err, &fe):
+		if gvk, ok := d.grouped(fe.Ref); ok {
+			return d.rbacMissing(ctx, gvk, err)
+		}
+		// Not a kind gangmap groups: KAI would make the pod its own top owner; not gangmap's.
+		return nil
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		// An owner is gone: the garbage collector deletes the pod; there is nothing to group. Or
+		// an owner is of a kind the API server does not serve (the walk's RESTMapper looked it up
+		// afresh): no such object exists, so no definition can apply; KAI groups the pod by its
+		// own rules. Retrying would only log an error and call discovery again at every backoff,
+		// for as long as the pod lives, for a reference any pod's author can write.
+		return nil
+	case errors.As(err, &ie):
+		// A reference to another namespace's object or to a replaced owner: the pod has no owner
+		// (KAI groups it as its own top owner). Permanent: the pod controller reports it once.
+		return &DecideError{Reason: InvalidOwnerReference, Err: err}
+	case errors.As(err, &ce) && ce.Cycle && slices.ContainsFunc(ce.Refs, func(r metav1.OwnerReference) bool { _, ok := d.grouped(r); return ok }):
+		// A cycle through an owner of a kind gangmap groups: the pod is gangmap's, held and
+		// reported (OwnerChain, Claimed), not left to KAI's pod-grouper, whose owner walk would
+		// follow the cycle for as long as it runs. A chain only too deep is left to KAI, which
+		// follows it to its top owner (possibly of a kind KAI groups).
+		return &DecideError{Reason: OwnerChain, Err: err}
+	}
+	return &DecideError{Reason: "OwnerWalk", Err: err}
 }
 
 // DecideOwned is Decide for a caller that walked the pod's owners and read its top owner itself:
@@ -328,15 +319,12 @@ func (d *Decider) decide(ctx context.Context, pod *corev1.Pod, shared bool, full
 // top owner (the last element). A nil Decision without an error: the grouper places the pod in no
 // PodGroup (nil Metadata is dropped, as in Decide). Errors are *DecideError with reason Plan.
 func (d *Decider) DecideOwned(ctx context.Context, grp grouper.Grouper, owner *unstructured.Unstructured, chain []*metav1.PartialObjectMetadata, pod *corev1.Pod) (*Decision, error) {
-	return placed(d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, &owners.Chain{Owners: chain}, pod))
+	return placed(d.decidePodGroup(ctx, grp, owner.GroupVersionKind(), owner, chain, pod))
 }
 
 // readsBeyondMetadata reports whether the definition of gvk has pod-side expressions that may read
 // more of a pod than its metadata.
 func (d *Decider) readsBeyondMetadata(gvk schema.GroupVersionKind) bool {
-	if d.Hub == nil || d.Hub.Registry == nil {
-		return true
-	}
 	c := d.Hub.Registry.Lookup(gvk)
 	return c == nil || !c.PodReadsOnlyMetadata()
 }
@@ -344,20 +332,20 @@ func (d *Decider) readsBeyondMetadata(gvk schema.GroupVersionKind) bool {
 // decidePodGroup asks the kind's grouper for the pod's PodGroup. The PodGroup is always in the
 // pod's own namespace, whatever the top owner's scope: a cluster-scoped owner may be named by pods
 // of any namespace, and pods of two namespaces are never one PodGroup.
-func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk schema.GroupVersionKind, owner *unstructured.Unstructured, chain *owners.Chain, pod *corev1.Pod) (*Decision, error) {
+func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk schema.GroupVersionKind, owner *unstructured.Unstructured, chain []*metav1.PartialObjectMetadata, pod *corev1.Pod) (*Decision, error) {
 	var md *podgroup.Metadata
 	var seen grouper.Seen
 	var err error
 	if pg, ok := grp.(grouper.PlanGrouper); ok {
-		md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+		md, seen, err = pg.GroupPod(ctx, owner, pod, chain...)
 		if err == nil && seen.NotInPlan != nil {
 			if fresh := d.refreshOwner(ctx, gvk, owner, pod); fresh != nil {
 				owner = fresh
-				md, seen, err = pg.GroupPod(ctx, owner, pod, chain.Owners...)
+				md, seen, err = pg.GroupPod(ctx, owner, pod, chain...)
 			}
 		}
 	} else {
-		md, err = grp.GetPodGroupMetadata(ctx, owner, pod, chain.Owners...)
+		md, err = grp.GetPodGroupMetadata(ctx, owner, pod, chain...)
 	}
 	if err != nil {
 		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: err}
@@ -366,12 +354,12 @@ func (d *Decider) decidePodGroup(ctx context.Context, grp grouper.Grouper, gvk s
 		if seen.Plan == nil {
 			return nil, nil
 		}
-		return &Decision{Kind: gvk, Owner: owner, Chain: chain, Seen: seen}, nil
+		return &Decision{Kind: gvk, Owner: owner, Seen: seen}, nil
 	}
 	if md.Namespace != pod.Namespace {
 		return nil, &DecideError{Reason: "Plan", Owner: owner, Err: fmt.Errorf("PodGroup %s/%s is not in the pod's namespace %s", md.Namespace, md.Name, pod.Namespace)}
 	}
-	dec := &Decision{Kind: gvk, Owner: owner, Chain: chain, Metadata: md, Seen: seen, Planned: []string{md.Name}}
+	dec := &Decision{Kind: gvk, Owner: owner, Metadata: md, Seen: seen, Planned: []string{md.Name}}
 	if p, ok := grp.(grouper.Planner); ok {
 		if names, err := p.PlannedPodGroups(ctx, owner); err == nil {
 			dec.Planned = append(names, md.Name)
@@ -401,8 +389,7 @@ func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind,
 		return nil
 	}
 	at := time.Now()
-	fresh := &unstructured.Unstructured{}
-	fresh.SetGroupVersionKind(gvk)
+	fresh := newObject(gvk)
 	if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(owner), fresh); err != nil {
 		log.FromContext(ctx).V(2).Info("Cannot re-read the workload for a pod outside its plan", "workload", klog.KObj(owner), "error", err.Error())
 		return nil
@@ -424,7 +411,7 @@ func (d *Decider) refreshOwner(ctx context.Context, gvk schema.GroupVersionKind,
 // that it cannot tell so cheaply: call Decide. The admission webhook asks it first, so a pod of
 // a native kind costs no decision goroutine and no owner read.
 func (d *Decider) KnownNotGrouped(pod *corev1.Pod) bool {
-	if pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0 {
+	if d.notOurs(pod) {
 		return true
 	}
 	if d.Walker == nil {
@@ -432,6 +419,11 @@ func (d *Decider) KnownNotGrouped(pod *corev1.Pod) bool {
 	}
 	top, ok := d.Walker.CachedTop(pod.Namespace, pod.OwnerReferences)
 	return ok && d.Hub.GetPodGrouperPlugin(top.GroupVersionKind()) == nil
+}
+
+// notOurs says the pod is of another scheduler, being deleted or without owner references.
+func (d *Decider) notOurs(pod *corev1.Pod) bool {
+	return pod.Spec.SchedulerName != d.SchedulerName || pod.DeletionTimestamp != nil || len(pod.OwnerReferences) == 0
 }
 
 // readOwner reads the top owner the walk found, by its namespace and name: shared with the
@@ -446,12 +438,10 @@ func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, to
 			return owner, nil
 		}
 	}
-	owner := &unstructured.Unstructured{}
-	owner.SetGroupVersionKind(gvk)
+	owner := newObject(gvk)
 	err := d.Client.Get(ctx, key, owner)
 	if (apierrors.IsNotFound(err) || (err == nil && owner.GetUID() != top.UID)) && d.APIReader != nil {
-		owner = &unstructured.Unstructured{}
-		owner.SetGroupVersionKind(gvk)
+		owner = newObject(gvk)
 		err = d.APIReader.Get(ctx, key, owner)
 	}
 	if err != nil {
@@ -461,6 +451,13 @@ func (d *Decider) readOwner(ctx context.Context, gvk schema.GroupVersionKind, to
 		return nil, fmt.Errorf("has UID %s, the owner walk found %s", owner.GetUID(), top.UID)
 	}
 	return owner, nil
+}
+
+// newObject is an empty object of gvk to read into.
+func newObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // InvalidOwnerReference is the DecideError reason (and grouping-errors label) of a pod whose owner
@@ -475,12 +472,11 @@ func IsInvalidOwnerReference(err error) bool {
 	return errors.As(err, &de) && de.Reason == InvalidOwnerReference
 }
 
-func refGVK(apiVersion, kind string) (schema.GroupVersionKind, bool) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return schema.GroupVersionKind{}, false
-	}
-	return gv.WithKind(kind), true
+// grouped returns the kind ref names, and whether gangmap groups it (hub.Grouped).
+func (d *Decider) grouped(ref metav1.OwnerReference) (schema.GroupVersionKind, bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	gvk := gv.WithKind(ref.Kind)
+	return gvk, err == nil && d.Hub.Decide(gvk) == hub.Grouped
 }
 
 // OwnerChain is the DecideError reason of a pod whose owner chain, through an owner of a kind

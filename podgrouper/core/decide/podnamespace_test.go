@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
 
@@ -35,11 +34,11 @@ func TestDecisionOnlyInThePodsNamespace(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "p"}}
 	d := &Decider{}
 
-	dec, err := d.decidePodGroup(ctx, namespacedAs("team-b"), owner.GroupVersionKind(), owner, &owners.Chain{}, pod)
+	dec, err := d.decidePodGroup(ctx, namespacedAs("team-b"), owner.GroupVersionKind(), owner, nil, pod)
 	require.NoError(t, err)
 	assert.Equal(t, "team-b", dec.Metadata.Namespace)
 
-	dec, err = d.decidePodGroup(ctx, namespacedAs("team-a"), owner.GroupVersionKind(), owner, &owners.Chain{}, pod)
+	dec, err = d.decidePodGroup(ctx, namespacedAs("team-a"), owner.GroupVersionKind(), owner, nil, pod)
 	assert.Nil(t, dec)
 	assert.EqualError(t, err, "Plan: PodGroup team-a/pg-x is not in the pod's namespace team-b")
 }

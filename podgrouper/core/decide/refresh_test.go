@@ -15,7 +15,6 @@ import (
 
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/grouper"
-	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
 )
 
@@ -79,7 +78,7 @@ func TestStalePlanIsRefreshedBeforeConcluding(t *testing.T) {
 	d := &Decider{APIReader: api}
 	cached := workloadAt("1")
 
-	dec, err := d.decidePodGroup(ctx, g, cached.GroupVersionKind(), cached, &owners.Chain{}, pod)
+	dec, err := d.decidePodGroup(ctx, g, cached.GroupVersionKind(), cached, nil, pod)
 	require.NoError(t, err)
 	require.NotNil(t, dec.Metadata)
 	assert.Equal(t, "pg-train-gang", dec.Metadata.Name)
@@ -100,7 +99,7 @@ func TestFreshPlanWithoutThePodIsConcludedAtOnce(t *testing.T) {
 	d := &Decider{APIReader: api}
 	cached := workloadAt("1")
 
-	dec, err := d.decidePodGroup(ctx, g, cached.GroupVersionKind(), cached, &owners.Chain{}, pod)
+	dec, err := d.decidePodGroup(ctx, g, cached.GroupVersionKind(), cached, nil, pod)
 	require.NoError(t, err, "not an error to retry")
 	require.NotNil(t, dec, "a decision with what was seen, for the findings and the report")
 	assert.Nil(t, dec.Metadata)
@@ -121,7 +120,7 @@ func TestConfirmedVersionIsReadOnce(t *testing.T) {
 	decideAt := func(name string, created time.Time) *Decision {
 		t.Helper()
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(created)}}
-		dec, err := d.decidePodGroup(ctx, &scaledGrouper{}, workloadAt("1").GroupVersionKind(), workloadAt("1"), &owners.Chain{}, pod)
+		dec, err := d.decidePodGroup(ctx, &scaledGrouper{}, workloadAt("1").GroupVersionKind(), workloadAt("1"), nil, pod)
 		require.NoError(t, err)
 		require.NotNil(t, dec)
 		return dec

@@ -20,8 +20,6 @@ func (d *Decider) WalkOwners() owners.SharedReader { return walkOwners{d} }
 
 type walkOwners struct{ d *Decider }
 
-var _ owners.SharedReader = walkOwners{}
-
 // Watches implements owners.SharedReader: a kind whose top owners were read through the cache
 // and that the hub still groups.
 func (w walkOwners) Watches(gvk schema.GroupVersionKind) bool {

@@ -6,6 +6,7 @@
 package defaultgrouper
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -46,6 +47,9 @@ type Grouper struct {
 // as copies (unstructured's getters copy), which the metadata then keeps.
 func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (*podgroup.Metadata, error) {
 	labels, ann := topOwner.GetLabels(), topOwner.GetAnnotations()
+	if len(owners) == 0 { // the top owner alone is asked
+		owners = []*metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: ann}}}
+	}
 	md := &podgroup.Metadata{
 		Name:      fmt.Sprintf("pg-%s-%s", topOwner.GetName(), topOwner.GetUID()),
 		Namespace: pod.Namespace,
@@ -55,84 +59,65 @@ func (g *Grouper) Metadata(ctx context.Context, topOwner *unstructured.Unstructu
 		MinAvailable: 1,
 		// read before labels and ann become the metadata's own (and change)
 		Queue:                  g.queue(labels, pod),
-		Preemptibility:         preemptibility(labels, pod, owners),
-		PreemptionDelay:        duration(kaikeys.PreemptionDelay, ann, pod, owners),
-		StalenessGracePeriod:   duration(kaikeys.StalenessGracePeriod, ann, pod, owners),
+		Preemptibility:         preemptibility(pod, owners),
+		PreemptionDelay:        duration(kaikeys.PreemptionDelay, pod, owners),
+		StalenessGracePeriod:   duration(kaikeys.StalenessGracePeriod, pod, owners),
 		Topology:               ann[kaikeys.Topology],
 		RequiredTopologyLevel:  ann[kaikeys.TopologyRequiredPlacement],
 		PreferredTopologyLevel: ann[kaikeys.TopologyPreferredPlace],
 	}
-	pc, err := g.priorityClass(ctx, labels, pod, owners)
+	pc, err := g.priorityClass(ctx, pod, owners)
 	if err != nil {
 		return nil, err
 	}
 	md.PriorityClassName = pc
-	md.Labels = labels
-	if md.Labels == nil {
-		md.Labels = map[string]string{}
-	}
-	if u, ok := pod.Labels[kaikeys.UserLabel]; ok {
-		if _, has := md.Labels[kaikeys.UserLabel]; !has {
-			md.Labels[kaikeys.UserLabel] = u
-		}
-	}
+	md.Labels = withUser(labels, pod.Labels)
 	// KAI: the pod's user annotation and the top-owner-metadata, then the top owner's
 	// annotations over them.
-	md.Annotations = ann
-	if md.Annotations == nil {
-		md.Annotations = make(map[string]string, 2)
-	}
-	if u, ok := pod.Annotations[kaikeys.UserLabel]; ok {
-		if _, has := md.Annotations[kaikeys.UserLabel]; !has {
-			md.Annotations[kaikeys.UserLabel] = u
-		}
-	}
+	md.Annotations = withUser(ann, pod.Annotations)
 	if _, has := md.Annotations[kaikeys.TopOwnerMetadata]; !has {
 		md.Annotations[kaikeys.TopOwnerMetadata] = g.topOwnerMetadata(topOwner)
 	}
 	return md, nil
 }
 
+// withUser returns m (a new map when nil) with the pod's user key (of podMap, its labels or
+// annotations) added unless m has one.
+func withUser(m, podMap map[string]string) map[string]string {
+	if m == nil {
+		m = make(map[string]string, 2)
+	}
+	if u, ok := podMap[kaikeys.UserLabel]; ok {
+		if _, has := m[kaikeys.UserLabel]; !has {
+			m[kaikeys.UserLabel] = u
+		}
+	}
+	return m
+}
+
 // queue: the top owner's queue label, the pod's, the project label (top owner, then pod) with
 // "-<pod node pool>" appended when the pod has one, else default-queue.
 func (g *Grouper) queue(ownerLabels map[string]string, pod *corev1.Pod) string {
-	key := g.QueueLabelKey
-	if key == "" {
-		key = kaikeys.DefaultQueueLabel
-	}
-	if q := ownerLabels[key]; q != "" {
+	key := cmp.Or(g.QueueLabelKey, kaikeys.DefaultQueueLabel)
+	if q := cmp.Or(ownerLabels[key], pod.Labels[key]); q != "" {
 		return q
 	}
-	if q := pod.Labels[key]; q != "" {
-		return q
-	}
-	project := ownerLabels[kaikeys.ProjectLabel]
+	project := cmp.Or(ownerLabels[kaikeys.ProjectLabel], pod.Labels[kaikeys.ProjectLabel])
 	if project == "" {
-		project = pod.Labels[kaikeys.ProjectLabel]
+		return kaikeys.DefaultQueue
 	}
-	if project != "" {
-		if np := pod.Labels[g.nodePoolKey()]; np != "" {
-			return project + "-" + np
-		}
-		return project
+	if np := pod.Labels[cmp.Or(g.NodePoolLabelKey, kaikeys.DefaultNodePoolLabel)]; np != "" {
+		return project + "-" + np
 	}
-	return kaikeys.DefaultQueue
-}
-
-func (g *Grouper) nodePoolKey() string {
-	if g.NodePoolLabelKey == "" {
-		return kaikeys.DefaultNodePoolLabel
-	}
-	return g.NodePoolLabelKey
+	return project
 }
 
 // priorityClass: for each owner (nearest first; the top owner when there are none) its
 // priorityClassName label, else the pod's label, else pod.spec.priorityClassName; the first that
 // exists wins; else KAI's fallback "train" (not validated).
-func (g *Grouper) priorityClass(ctx context.Context, topLabels map[string]string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (string, error) {
-	labelSets := ownerLabels(topLabels, owners)
-	for _, labels := range labelSets {
-		for _, cand := range []string{labels[kaikeys.PriorityClassLabel], pod.Labels[kaikeys.PriorityClassLabel], pod.Spec.PriorityClassName} {
+func (g *Grouper) priorityClass(ctx context.Context, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) (string, error) {
+	for _, o := range owners {
+		for _, cand := range []string{o.Labels[kaikeys.PriorityClassLabel], pod.Labels[kaikeys.PriorityClassLabel], pod.Spec.PriorityClassName} {
 			if cand == "" {
 				continue
 			}
@@ -163,27 +148,9 @@ func (g *Grouper) priorityClassExists(ctx context.Context, name string) (bool, e
 	}
 }
 
-// ownerLabels are the label sets of the owner chain, nearest first (the top owner's alone when
-// the chain is empty).
-func ownerLabels(topLabels map[string]string, owners []*metav1.PartialObjectMetadata) []map[string]string {
-	if len(owners) == 0 {
-		return []map[string]string{topLabels}
-	}
-	out := make([]map[string]string, 0, len(owners))
-	for _, o := range owners {
-		out = append(out, o.Labels)
-	}
-	return out
-}
-
 // preemptibility: the first valid kai.scheduler/preemptibility label of the owners (nearest
 // first; the top owner when there are none), then the pod.
-func preemptibility(topLabels map[string]string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) v2alpha2.Preemptibility {
-	if len(owners) == 0 {
-		if p, ok := preemptibilityIn(topLabels); ok {
-			return p
-		}
-	}
+func preemptibility(pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) v2alpha2.Preemptibility {
 	for _, o := range owners {
 		if p, ok := preemptibilityIn(o.Labels); ok {
 			return p
@@ -203,12 +170,7 @@ func preemptibilityIn(labels map[string]string) (v2alpha2.Preemptibility, bool) 
 
 // duration: the first annotation key that parses as a duration, on the owners (nearest first;
 // the top owner when there are none), then the pod.
-func duration(key string, topAnnotations map[string]string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) *metav1.Duration {
-	if len(owners) == 0 {
-		if d := durationIn(topAnnotations, key); d != nil {
-			return d
-		}
-	}
+func duration(key string, pod *corev1.Pod, owners []*metav1.PartialObjectMetadata) *metav1.Duration {
 	for _, o := range owners {
 		if d := durationIn(o.Annotations, key); d != nil {
 			return d

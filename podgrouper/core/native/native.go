@@ -6,8 +6,9 @@
 package native
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,18 +41,13 @@ func ForRelease(release string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return FromRelease(r), nil
-}
-
-// FromRelease returns the native table of r.
-func FromRelease(r *kairelease.Release) *Table {
 	t := &Table{entries: map[schema.GroupVersionKind]bool{}}
 	for _, e := range r.NativeKinds {
 		if err := t.Add(e); err != nil {
 			panic(err) // the built-in tables are well formed; a test checks them
 		}
 	}
-	return t
+	return t, nil
 }
 
 // ParseGVK parses "group/version/Kind" ("core" or "" for the core group; version may be "*").
@@ -107,12 +103,8 @@ func (t *Table) Has(gvk schema.GroupVersionKind) bool {
 func (t *Table) Entries() []string {
 	out := make([]string, 0, len(t.entries))
 	for e := range t.entries {
-		g := e.Group
-		if g == "" {
-			g = "core"
-		}
-		out = append(out, g+"/"+e.Version+"/"+e.Kind)
+		out = append(out, cmp.Or(e.Group, "core")+"/"+e.Version+"/"+e.Kind)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

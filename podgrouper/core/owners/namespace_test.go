@@ -40,7 +40,7 @@ func TestWalkCacheNeverCrossesNamespaces(t *testing.T) {
 		_, err = w.Walk(ctx, "b", []metav1.OwnerReference{ref})
 		var ie *owners.InvalidReferenceError
 		require.ErrorAs(t, err, &ie, "ttl=%v", ttl)
-		assert.True(t, ie.CrossNamespace())
+		assert.NotEmpty(t, ie.OtherNamespace)
 		assert.Equal(t, "a", ie.OtherNamespace)
 		assert.Equal(t, "b", ie.Namespace)
 		assert.EqualError(t, err, "owner reference ReplicaSet train (UID uid-a) names an object of namespace a from namespace b: owner references never cross namespaces; treated as no owner")
@@ -74,7 +74,7 @@ func TestWalkWrongUIDIsInvalidReference(t *testing.T) {
 	_, err := w.Walk(context.Background(), "ns", []metav1.OwnerReference{rsRef("rs", "uid-old")})
 	var ie *owners.InvalidReferenceError
 	require.True(t, errors.As(err, &ie), "got %v", err)
-	assert.False(t, ie.CrossNamespace())
+	assert.Empty(t, ie.OtherNamespace)
 	assert.EqualError(t, err, "owner reference ReplicaSet rs (UID uid-old): ReplicaSet rs has UID uid-new (it was replaced, or the reference is wrong); treated as no owner")
 }
 

@@ -30,11 +30,9 @@ var ErrNoOwner = errors.New("the pod has no owner references")
 // Chain is a pod's owners, from its direct owner to its top owner (the last element).
 type Chain struct {
 	Owners []*metav1.PartialObjectMetadata
-	// Truncated says the walk stopped early at an owner it may not read (Forbidden), as KAI does:
-	// the last readable owner is then the top owner.
-	Truncated bool
-	// Forbidden is the reference the walk stopped at when Truncated, so callers can tell whether
-	// the unreadable owner is of a kind they group (then the truncated chain is wrong for them).
+	// Forbidden, when set, says the walk stopped early at this reference, to an owner it may not
+	// read (Forbidden), as KAI does: the last readable owner is then the top owner. Callers can
+	// tell whether the unreadable owner is of a kind they group (then the chain is wrong for them).
 	Forbidden *metav1.OwnerReference
 }
 
@@ -157,9 +155,6 @@ func (e *InvalidReferenceError) Error() string {
 	return ref + " names no object; treated as no owner"
 }
 
-// CrossNamespace says the reference named an object of another namespace.
-func (e *InvalidReferenceError) CrossNamespace() bool { return e.OtherNamespace != "" }
-
 // Walk returns the owner chain of the object with the given namespace and owner references. At
 // each level it follows the controller reference, else the first reference. A namespaced owner is
 // looked up in the pod's namespace only; a cluster-scoped one (known through Mapper) without a
@@ -167,44 +162,56 @@ func (e *InvalidReferenceError) CrossNamespace() bool { return e.OtherNamespace 
 // *InvalidReferenceError for a reference whose UID is not the named object's (replaced, another
 // namespace's object, or a namespaced owner of a cluster-scoped one); a cycle; a chain deeper than
 // MaxDepth; an owner that no longer exists (NotFound); any API error but Forbidden. Forbidden
-// stops the walk at the last readable owner (KAI's rule) and sets Chain.Truncated and
-// Chain.Forbidden; Forbidden on the first owner is a *ForbiddenError, because then no owner at
-// all can be read.
+// stops the walk at the last readable owner (KAI's rule) and sets Chain.Forbidden; Forbidden on
+// the first owner is a *ForbiddenError, because then no owner at all can be read.
 func (w *Walker) Walk(ctx context.Context, namespace string, refs []metav1.OwnerReference) (*Chain, error) {
 	if len(refs) == 0 {
 		return nil, ErrNoOwner
 	}
-	w.init()
 	chain := &Chain{}
-	seen := map[types.UID]bool{}
+	_, err := w.follow(namespace, refs, func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
+		obj, err := w.get(ctx, namespace, ref)
+		switch {
+		case err == nil:
+			chain.Owners = append(chain.Owners, obj)
+			return obj, nil
+		case apierrors.IsForbidden(err):
+			if len(chain.Owners) == 0 {
+				return nil, &ForbiddenError{Ref: ref, Err: err}
+			}
+			forbidden := ref // only this branch's copy escapes
+			chain.Forbidden = &forbidden
+			return nil, nil
+		case errors.As(err, new(*InvalidReferenceError)):
+			return nil, err
+		}
+		return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return chain, nil
+}
+
+// follow is the walk of Walk and CachedTop: from refs in namespace, at each level it picks the
+// reference (Pick) and resolves it with get, until an owner without references (the top owner,
+// returned), get's error, or get's nil owner (the walk stops: nil, nil). A cycle or a chain
+// deeper than MaxDepth is a *ChainError.
+func (w *Walker) follow(namespace string, refs []metav1.OwnerReference, get func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error)) (*metav1.PartialObjectMetadata, error) {
+	w.init()
+	var followed [MaxDepth]metav1.OwnerReference
 	ref := Pick(refs)
 	for depth := 0; ; depth++ {
 		if depth >= MaxDepth {
 			return nil, &ChainError{Msg: fmt.Sprintf("owner chain deeper than %d at %s %s", MaxDepth, ref.Kind, ref.Name)}
 		}
-		if seen[ref.UID] {
-			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: followedRefs(refs, chain.Owners), Cycle: true}
+		if slices.ContainsFunc(followed[:depth], func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+			return nil, &ChainError{Msg: fmt.Sprintf("owner references form a cycle at %s %s", ref.Kind, ref.Name), Refs: slices.Clone(followed[:depth]), Cycle: true}
 		}
-		seen[ref.UID] = true
-		obj, err := w.get(ctx, namespace, ref)
-		if err != nil && apierrors.IsForbidden(err) { // IsForbidden allocates, even for nil
-			if len(chain.Owners) == 0 {
-				return nil, &ForbiddenError{Ref: ref, Err: err}
-			}
-			chain.Truncated = true
-			chain.Forbidden = &ref
-			return chain, nil
-		}
-		var ie *InvalidReferenceError
-		if errors.As(err, &ie) {
-			return nil, err
-		}
-		if err != nil {
-			return nil, fmt.Errorf("owner %s %s: %w", ref.Kind, ref.Name, err)
-		}
-		chain.Owners = append(chain.Owners, obj)
-		if len(obj.OwnerReferences) == 0 {
-			return chain, nil
+		followed[depth] = ref
+		obj, err := get(namespace, ref)
+		if obj == nil || err != nil || len(obj.OwnerReferences) == 0 {
+			return obj, err
 		}
 		if obj.Namespace == "" {
 			// A cluster-scoped owner's references resolve at cluster scope only.
@@ -229,16 +236,6 @@ type ChainError struct {
 
 // Error returns Msg.
 func (e *ChainError) Error() string { return e.Msg }
-
-// followedRefs are the references a walk from refs followed to read owners, in order: only for
-// an error (ChainError), so that a walk that succeeds keeps no list of them.
-func followedRefs(refs []metav1.OwnerReference, owners []*metav1.PartialObjectMetadata) []metav1.OwnerReference {
-	out := []metav1.OwnerReference{Pick(refs)}
-	for _, o := range owners[:max(len(owners)-1, 0)] {
-		out = append(out, Pick(o.OwnerReferences))
-	}
-	return out
-}
 
 // Pick returns the reference an owner walk follows: the controller reference, else the first
 // one. refs must not be empty.
@@ -276,7 +273,7 @@ func (w *Walker) get(ctx context.Context, namespace string, ref metav1.OwnerRefe
 	if obj := w.cached(ck, key, gvk); obj != nil {
 		return obj, nil
 	}
-	watched := w.watched(gvk)
+	watched := w.Shared != nil && w.Shared.Watches(gvk)
 	if watched {
 		if obj := w.fromShared(ctx, gvk, key, ref); obj != nil {
 			return obj, nil
@@ -335,33 +332,14 @@ func (w *Walker) CachedTop(namespace string, refs []metav1.OwnerReference) (top 
 	if len(refs) == 0 || w.CacheTTL <= 0 {
 		return nil, false
 	}
-	w.init()
-	var seen [MaxDepth]types.UID
-	ref := Pick(refs)
-	for depth := 0; depth < MaxDepth; depth++ {
-		for _, uid := range seen[:depth] {
-			if uid == ref.UID {
-				return nil, false
-			}
-		}
-		seen[depth] = ref.UID
+	top, err := w.follow(namespace, refs, func(namespace string, ref metav1.OwnerReference) (*metav1.PartialObjectMetadata, error) {
 		gvk, key, err := w.resolve(namespace, ref)
 		if err != nil {
-			return nil, false
+			return nil, err
 		}
-		obj := w.cached(cacheKey{namespace: key.Namespace, uid: ref.UID}, key, gvk)
-		if obj == nil {
-			return nil, false
-		}
-		if len(obj.OwnerReferences) == 0 {
-			return obj, true
-		}
-		if obj.Namespace == "" {
-			namespace = ""
-		}
-		ref = Pick(obj.OwnerReferences)
-	}
-	return nil, false
+		return w.cached(cacheKey{namespace: key.Namespace, uid: ref.UID}, key, gvk), nil
+	})
+	return top, err == nil && top != nil
 }
 
 // elsewhere returns the namespace the walker saw uid in when it is not namespace, else "".

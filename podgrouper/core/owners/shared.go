@@ -23,11 +23,6 @@ type SharedReader interface {
 	GetShared(ctx context.Context, gvk schema.GroupVersionKind, key types.NamespacedName) (owner *unstructured.Unstructured, ok bool)
 }
 
-// watched says Shared watches gvk.
-func (w *Walker) watched(gvk schema.GroupVersionKind) bool {
-	return w.Shared != nil && w.Shared.Watches(gvk)
-}
-
 // fromShared returns the owner ref names as Shared holds it, slimmed (see slim), or nil when
 // Shared does not hold it, or holds an object of another UID, group/kind, name or
 // namespace (a replaced owner the cache has not caught up with, or a reference that does not

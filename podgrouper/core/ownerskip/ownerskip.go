@@ -76,13 +76,7 @@ func (m *Marker) Mark(ctx context.Context, owner *unstructured.Unstructured) (bo
 	if m == nil || Marked(owner) || owner.GetNamespace() == "" {
 		return false, nil
 	}
-	err := m.patch(ctx, owner, map[string]any{kaikeys.SkipPodGrouper: "true", SetBy: SetByValue})
-	if err != nil {
-		marks.WithLabelValues(ResultError).Inc()
-		return false, err
-	}
-	marks.WithLabelValues(ResultMarked).Inc()
-	return true, nil
+	return m.patch(ctx, owner, map[string]any{kaikeys.SkipPodGrouper: "true", SetBy: SetByValue}, ResultMarked)
 }
 
 // Unmark removes the skip annotation and SetBy from owner when gangmap set them (SetBy present),
@@ -92,13 +86,8 @@ func (m *Marker) Unmark(ctx context.Context, owner *unstructured.Unstructured) (
 	if m == nil || owner.GetAnnotations()[SetBy] != SetByValue {
 		return false, nil
 	}
-	err := m.patch(ctx, owner, map[string]any{kaikeys.SkipPodGrouper: nil, SetBy: nil})
-	if err != nil {
-		marks.WithLabelValues(ResultError).Inc()
-		return false, client.IgnoreNotFound(err)
-	}
-	marks.WithLabelValues(ResultUnmarked).Inc()
-	return true, nil
+	wrote, err := m.patch(ctx, owner, map[string]any{kaikeys.SkipPodGrouper: nil, SetBy: nil}, ResultUnmarked)
+	return wrote, client.IgnoreNotFound(err)
 }
 
 // StripMark removes gangmap's mark (the skip annotation with SetBy) from annotations copied off
@@ -111,17 +100,23 @@ func StripMark(annotations map[string]string) {
 	}
 }
 
-func (m *Marker) patch(ctx context.Context, owner *unstructured.Unstructured, annotations map[string]any) error {
+// patch merges annotations into owner's and counts the write as result (ResultError when it
+// fails); it reports whether it wrote.
+func (m *Marker) patch(ctx context.Context, owner *unstructured.Unstructured, annotations map[string]any, result string) (bool, error) {
 	// The UID makes the patch a precondition: the API server refuses a patch that would change
 	// metadata.uid (immutable), so a workload deleted and created again under the same name is not
 	// marked for its predecessor.
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": owner.GetUID(), "annotations": annotations}})
-	if err != nil {
-		return err
+	if err == nil {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(owner.GroupVersionKind())
+		obj.SetNamespace(owner.GetNamespace())
+		obj.SetName(owner.GetName())
+		err = m.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(owner.GroupVersionKind())
-	obj.SetNamespace(owner.GetNamespace())
-	obj.SetName(owner.GetName())
-	return m.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
+	if err != nil {
+		result = ResultError
+	}
+	marks.WithLabelValues(result).Inc()
+	return err == nil, err
 }

@@ -3,6 +3,8 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,11 +49,9 @@ type Applier struct {
 // Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster
 // (pkg/podgrouper/podgroup/handler.go) does:
 //
-//  1. Build the desired PodGroup and Get the existing one (the deferred subgroups of a role the
-//     existing PodGroup has written are kept: keptReleased, gangmap's start order); NotFound ⇒ Create it (Created). Creates
-//     are single-flight per PodGroup (createFlights): a caller that finds another's create of
-//     the same PodGroup in flight (or, with CacheEvents wired, done but not in the cache yet)
-//     sends none and returns Unchanged when that create wrote what it would, else AlreadyExists.
+//  1. Build the desired PodGroup (Desired) and Get the existing one; NotFound ⇒ Create it
+//     (Created), single-flight per PodGroup (createFlights: Unchanged or AlreadyExists for a
+//     caller that finds another's create of it).
 //  2. Otherwise keep what other controllers own (KAI ignoreFields): Spec.MarkUnschedulable,
 //     Spec.SchedulingBackoff and Spec.Queue come from the existing PodGroup (the queue is
 //     immutable after creation); the node-pool label comes from the existing PodGroup, or is
@@ -66,10 +66,9 @@ type Applier struct {
 //     kai.scheduler/stale-podgroup-timestamp survive), replace Spec and OwnerReferences wholesale,
 //     and Update (Updated).
 //
-// Errors from the API server are returned as they are, wrapped with %w only for context: a
-// Conflict from Update (the PodGroup changed since it was read) or AlreadyExists from Create (a
-// stale read) means "read again and retry". KAI's pod controller requeues on Conflict without
-// reporting an error; callers of Apply should do the same, e.g. with apierrors.IsConflict.
+// API errors are wrapped with %w: a Conflict from Update or AlreadyExists from Create (a stale
+// read) means "read again and retry", as KAI's pod controller requeues on Conflict without
+// reporting an error.
 //
 // Differences from KAI, none of which changes what ends up stored:
 //   - Apply first checks the desired PodGroup with Validate and returns an Invalid API error
@@ -84,8 +83,8 @@ type Applier struct {
 //     missing one (KAI's mapsEqualBySourceKeys treats (empty, nil) as different).
 func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 	desired := Build(md)
-	if errs := Validate(desired); len(errs) > 0 {
-		return "", apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), desired.Name, errs)
+	if err := invalid(desired); err != nil {
+		return "", err
 	}
 
 	// The existing PodGroup is read without a deep copy (from the manager's cache: the stored
@@ -107,8 +106,8 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 
 	if released := keptReleased(md, existing); len(released) > 0 {
 		desired = Desired(md, existing)
-		if errs := Validate(desired); len(errs) > 0 {
-			return "", apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), desired.Name, errs)
+		if err := invalid(desired); err != nil {
+			return "", err
 		}
 	}
 	desired = a.keepOwnedFields(existing, desired)
@@ -124,6 +123,14 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 		return "", fmt.Errorf("updating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
 	}
 	return Updated, nil
+}
+
+// invalid is Validate's errors as an Invalid API error, nil when pg is valid.
+func invalid(pg *v2alpha2.PodGroup) error {
+	if errs := Validate(pg); len(errs) > 0 {
+		return apierrors.NewInvalid(v2alpha2.SchemeGroupVersion.WithKind(v2alpha2.Kind).GroupKind(), pg.Name, errs)
+	}
+	return nil
 }
 
 // Desired is the PodGroup Apply writes for md over existing (nil: none exists yet), before the
@@ -145,18 +152,14 @@ func keptReleased(md *Metadata, existing *v2alpha2.PodGroup) map[string]bool {
 	}
 	var out map[string]bool
 	for _, sg := range md.SubGroups {
-		if sg == nil || sg.Deferred == "" || out[sg.Deferred] {
+		if sg == nil || sg.Deferred == "" || out[sg.Deferred] ||
+			!slices.ContainsFunc(existing.Spec.SubGroups, func(w v2alpha2.SubGroup) bool { return w.Name == sg.Name }) {
 			continue
 		}
-		for i := range existing.Spec.SubGroups {
-			if existing.Spec.SubGroups[i].Name == sg.Name {
-				if out == nil {
-					out = map[string]bool{}
-				}
-				out[sg.Deferred] = true
-				break
-			}
+		if out == nil {
+			out = map[string]bool{}
 		}
+		out[sg.Deferred] = true
 	}
 	return out
 }
@@ -221,14 +224,9 @@ func mergeInto(existing, desired *v2alpha2.PodGroup) {
 }
 
 func mergeMaps(dst, src map[string]string) map[string]string {
-	if len(src) == 0 {
-		return dst
-	}
-	if dst == nil {
+	if dst == nil && len(src) > 0 {
 		dst = make(map[string]string, len(src))
 	}
-	for k, v := range src {
-		dst[k] = v
-	}
+	maps.Copy(dst, src)
 	return dst
 }

@@ -10,18 +10,10 @@ import (
 )
 
 // Build returns the PodGroup for md, as KAI's createPodGroupForMetadata
-// (pkg/podgrouper/podgroup/handler.go) builds it:
-//
-//   - Name, Namespace, Labels and Annotations come from md; OwnerReferences is the single md.Owner,
-//     as given.
-//   - Spec copies Queue, PriorityClassName, Preemptibility, PreemptionDelay and
-//     StalenessGracePeriod, and SubGroups starts as an empty, non-nil slice.
-//   - md.MinSubGroup set ⇒ Spec.MinSubGroup, and MinMember stays nil; otherwise
-//     Spec.MinMember = md.MinAvailable. Never both.
-//   - Each subgroup gets Name, Parent and its TopologyConstraint (when it has one), and
-//     MinSubGroup when set, otherwise MinMember = MinAvailable (so a subgroup minimum of 0 is
-//     written as minMember: 0).
-//   - Spec.TopologyConstraint is always built from the three topology strings.
+// (pkg/podgrouper/podgroup/handler.go) builds it: the PodGroup and each subgroup get MinSubGroup
+// when it is set, else MinMember = MinAvailable (a subgroup minimum of 0 is written as
+// minMember: 0), never both; Spec.SubGroups starts as an empty, non-nil slice; OwnerReferences is
+// md.Owner alone, as given.
 //
 // Unlike KAI, the result shares no maps or pointers with md, so either can be changed afterwards
 // without affecting the other; the object is otherwise identical. Build also sets TypeMeta

@@ -145,21 +145,12 @@ func (a *Applier) lead(ctx context.Context, key types.NamespacedName, fl *create
 	// What is sent, before the client overwrites desired with what the server stored (defaults,
 	// metadata): the others compare what they would send.
 	sent := desired.DeepCopy()
-	ended := false
-	defer func() {
-		if !ended { // the POST panicked: the panic goes on, the flight ends failed
-			a.flights.finish(key, fl, nil)
-		}
-	}()
-	err := a.Client.Create(ctx, desired)
-	if err != nil {
-		sent = nil
-	}
-	ended = true
-	a.flights.finish(key, fl, sent)
-	if err != nil {
+	var created *v2alpha2.PodGroup // nil: the POST failed or panicked (the panic goes on)
+	defer func() { a.flights.finish(key, fl, created) }()
+	if err := a.Client.Create(ctx, desired); err != nil {
 		return "", err
 	}
+	created = sent
 	return Created, nil
 }
 

@@ -1,20 +1,12 @@
-// Package podgroup turns the result of grouping a pod (Metadata) into a KAI PodGroup and writes it,
-// following KAI Scheduler's contract for that step exactly (pkg/podgrouper/podgroup in KAI,
-// release v0.17.0 line):
-//
-//   - Metadata, SubGroupMetadata and TopologyConstraintMetadata mirror KAI's metadata.go.
-//   - Build is KAI's handler.go createPodGroupForMetadata.
-//   - Applier.Apply is KAI's handler.go ApplyToCluster with updater.go podGroupsEqual and
-//     updatePodGroup: it leaves alone the fields other controllers own and skips writes that
-//     would change nothing.
-//   - Validate is the structural part of KAI's PodGroup validating webhook
-//     (pkg/apis/scheduling/v2alpha2/podgroup_webhook.go validatePodGroupSpec) plus the per-field
-//     rules of KAI's CRD, so a PodGroup can be checked before it is written.
-//   - CacheTransform is the grouper's PodGroup cache transform: it drops managed fields and KAI's
-//     status details, which no reader of a cached PodGroup reads.
+// Package podgroup turns the result of grouping a pod (Metadata) into a KAI PodGroup (Build),
+// checks it (Validate) and writes it (Applier.Apply), following KAI Scheduler's contract for that
+// step exactly (pkg/podgrouper/podgroup in KAI, release v0.17.0 line; each function names the
+// KAI function it follows).
 package podgroup
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -29,12 +21,8 @@ type TopologyConstraintMetadata struct {
 }
 
 // SubGroupMetadata is one subgroup of a PodGroup (KAI pkg/podgrouper/podgroup/metadata.go
-// SubGroupMetadata).
-//
-// Build writes MinSubGroup when it is set and MinAvailable (as minMember) otherwise, never both,
-// as KAI's createPodGroupForMetadata does. PodsReferences names the pods (in the Metadata's
-// namespace) that belong to this subgroup; it is not written to the PodGroup, the pod grouper uses
-// it to label pods (FindSubGroupForPod).
+// SubGroupMetadata). PodsReferences is not written to the PodGroup: the pod grouper uses it to
+// label pods (FindSubGroupForPod).
 type SubGroupMetadata struct {
 	// Name is the subgroup name; it must be a DNS label (KAI CRD pattern), and it becomes the
 	// value of each member pod's kai.scheduler/subgroup-name label.
@@ -46,7 +34,7 @@ type SubGroupMetadata struct {
 	MinSubGroup *int32
 	// Parent names the parent subgroup; nil for a direct child of the PodGroup.
 	Parent *string
-	// PodsReferences lists the names of the pods that belong to this subgroup.
+	// PodsReferences lists the names of the pods (in the Metadata's namespace) of this subgroup.
 	PodsReferences []string
 	// TopologyConstraints is the subgroup's own topology constraint, or nil.
 	TopologyConstraints *TopologyConstraintMetadata
@@ -63,8 +51,6 @@ type SubGroupMetadata struct {
 // Metadata is everything a grouper decided about a pod's PodGroup (KAI
 // pkg/podgrouper/podgroup/metadata.go Metadata): its identity, owner, gang minimum, subgroups,
 // scheduling parameters and topology.
-//
-// Build writes MinSubGroup when it is set and MinAvailable (as minMember) otherwise, never both.
 type Metadata struct {
 	// Annotations and Labels are put on the PodGroup (merged into an existing PodGroup's).
 	Annotations map[string]string
@@ -109,13 +95,8 @@ func (m *Metadata) FindSubGroupForPod(namespace, name string) *SubGroupMetadata 
 		return nil
 	}
 	for _, subGroup := range m.SubGroups {
-		if subGroup == nil {
-			continue
-		}
-		for _, podName := range subGroup.PodsReferences {
-			if podName == name {
-				return subGroup
-			}
+		if subGroup != nil && slices.Contains(subGroup.PodsReferences, name) {
+			return subGroup
 		}
 	}
 	return nil

@@ -69,7 +69,12 @@ func ActualNames(ctx context.Context, r client.Reader, owned OwnerLister, namesp
 			}
 		}
 	}
-	if own, err := ownedPodGroups(owned, namespace, owner); err == nil {
+	var own []*v2alpha2.PodGroup
+	lookup := owned != nil && owner != ""
+	if lookup {
+		own, err = owned.Owned(namespace, owner)
+	}
+	if lookup && err == nil {
 		for _, pg := range own {
 			if pg.Namespace == namespace {
 				match(pg.Name)
@@ -85,20 +90,5 @@ func ActualNames(ctx context.Context, r client.Reader, owned OwnerLister, namesp
 		}
 	}
 	slices.Sort(out[fixed:])
-	complete = !slices.Contains(matched, false)
-	return out, complete, nil
-}
-
-// errNoOwnerLookup says ActualNames has no owner lookup and lists the namespace.
-type errNoOwnerLookup struct{}
-
-func (errNoOwnerLookup) Error() string { return "no owner lookup" }
-
-// ownedPodGroups returns owned.Owned(namespace, owner), or errNoOwnerLookup without owned or
-// owner.
-func ownedPodGroups(owned OwnerLister, namespace string, owner types.UID) ([]*v2alpha2.PodGroup, error) {
-	if owned == nil || owner == "" {
-		return nil, errNoOwnerLookup{}
-	}
-	return owned.Owned(namespace, owner)
+	return out, !slices.Contains(matched, false), nil
 }

@@ -68,13 +68,13 @@ func Validate(pg *v2alpha2.PodGroup) field.ErrorList {
 		errs = append(errs, validateSubGroupFields(&spec.SubGroups[i], sgPath.Index(i))...)
 	}
 
-	graph, graphErrs := newSubGroupGraph(spec.SubGroups, sgPath)
+	children, graphErrs := subGroupChildren(spec.SubGroups, sgPath)
 	errs = append(errs, graphErrs...)
 	if len(graphErrs) > 0 {
 		return errs
 	}
 	for i := range spec.SubGroups {
-		errs = append(errs, validateSubGroupMins(&spec.SubGroups[i], graph.children[spec.SubGroups[i].Name], sgPath.Index(i))...)
+		errs = append(errs, validateSubGroupMins(&spec.SubGroups[i], children[spec.SubGroups[i].Name], sgPath.Index(i))...)
 	}
 	return errs
 }
@@ -96,11 +96,8 @@ func validateSubGroupFields(sg *v2alpha2.SubGroup, path *field.Path) field.Error
 }
 
 func validateSubGroupName(name string, path *field.Path, isName bool) field.ErrorList {
-	if name == "" {
-		if isName {
-			return field.ErrorList{field.Required(path, "a subgroup needs a name")}
-		}
-		return field.ErrorList{field.Invalid(path, name, "must be a DNS label (^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)")}
+	if name == "" && isName {
+		return field.ErrorList{field.Required(path, "a subgroup needs a name")}
 	}
 	var errs field.ErrorList
 	if !subGroupNamePattern.MatchString(name) {
@@ -112,14 +109,10 @@ func validateSubGroupName(name string, path *field.Path, isName bool) field.Erro
 	return errs
 }
 
-// subGroupGraph is the subgroup tree: children by parent name.
-type subGroupGraph struct {
-	children map[string][]string
-}
-
-// newSubGroupGraph checks the webhook's structural rules (KAI podgroup_webhook.go
-// validateSubGroups, validateParent, detectCycle) and returns the tree.
-func newSubGroupGraph(subGroups []v2alpha2.SubGroup, path *field.Path) (*subGroupGraph, field.ErrorList) {
+// subGroupChildren checks the webhook's structural rules (KAI podgroup_webhook.go
+// validateSubGroups, validateParent, detectCycle) and returns the subgroup tree: children by
+// parent name.
+func subGroupChildren(subGroups []v2alpha2.SubGroup, path *field.Path) (map[string][]string, field.ErrorList) {
 	var errs field.ErrorList
 	byName := map[string]*v2alpha2.SubGroup{}
 	for i := range subGroups {
@@ -131,7 +124,7 @@ func newSubGroupGraph(subGroups []v2alpha2.SubGroup, path *field.Path) (*subGrou
 		byName[sg.Name] = sg
 	}
 
-	g := &subGroupGraph{children: map[string][]string{}}
+	children := map[string][]string{}
 	for i := range subGroups {
 		sg := &subGroups[i]
 		if sg.Parent == nil {
@@ -141,7 +134,7 @@ func newSubGroupGraph(subGroups []v2alpha2.SubGroup, path *field.Path) (*subGrou
 			errs = append(errs, field.NotFound(path.Index(i).Child("parent"), *sg.Parent))
 			continue
 		}
-		g.children[*sg.Parent] = append(g.children[*sg.Parent], sg.Name)
+		children[*sg.Parent] = append(children[*sg.Parent], sg.Name)
 	}
 
 	// A subgroup is on a cycle when following parents from it comes back to it. Report each
@@ -171,7 +164,7 @@ func newSubGroupGraph(subGroups []v2alpha2.SubGroup, path *field.Path) (*subGrou
 			cur = byName[parent]
 		}
 	}
-	return g, errs
+	return children, errs
 }
 
 // validateSubGroupMins checks the webhook's minMember/minSubGroup rules for one subgroup (KAI

@@ -29,9 +29,6 @@ var PathMissesTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.C
 	Help: "Definition paths that resolved to nothing on a live workload, counted once per plan build, by definition and path.",
 }, []string{"definition", "path"})
 
-// PathMisses returns the definition paths that resolved to nothing when plan was built.
-func PathMisses(plan *gang.Plan) []definitions.PathMiss { return plan.Misses }
-
 // driftReporter reports path misses: the metric for every definition, and a Warning Event on
 // the Karta for a definition from the cluster, once per definition version, workload and path.
 // It also remembers the refused overrides reported (Grouper.reportOverrides).
@@ -54,16 +51,13 @@ func (d *driftReporter) seen(key string) bool {
 	return false
 }
 
-// report counts and reports the misses of a freshly built plan of topOwner.
+// reportMisses counts and reports the misses of a freshly built plan of topOwner.
 func (g *Grouper) reportMisses(c *definitions.Compiled, topOwner *unstructured.Unstructured, plan *gang.Plan) {
-	misses := PathMisses(plan)
-	if len(misses) == 0 {
-		return
-	}
+	misses := plan.Misses
 	for _, m := range misses {
 		PathMissesTotal.WithLabelValues(c.Name(), m.Path).Inc()
 	}
-	if g.Recorder == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
+	if len(misses) == 0 || g.Recorder == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
 		return
 	}
 	md := c.Loaded.Karta.Metadata

@@ -121,12 +121,12 @@ func TestPathMissesReadsGangNotes(t *testing.T) {
 	g, _ := brokenGrouper(t, definitions.SourceFile)
 	plan, _, err := g.Plan(context.Background(), workload(t, "jobset-leader-workers.yaml", func(u *unstructured.Unstructured) { u.SetUID("parse-uid") }))
 	require.NoError(t, err)
-	assert.Equal(t, []definitions.PathMiss{{Path: templatePath, Expression: misspeltExpr}}, PathMisses(plan))
+	assert.Equal(t, []definitions.PathMiss{{Path: templatePath, Expression: misspeltExpr}}, plan.Misses)
 
 	healthy, _, err := newGrouper(t).Plan(context.Background(), workload(t, "jobset-leader-workers.yaml", nil))
 	require.NoError(t, err)
-	assert.Empty(t, PathMisses(healthy))
-	assert.Empty(t, PathMisses(&gang.Plan{Notes: []string{"role x: no pod template resolved; counted as 0 pods rather than guessed"}}))
+	assert.Empty(t, healthy.Misses)
+	assert.Empty(t, (&gang.Plan{Notes: []string{"role x: no pod template resolved; counted as 0 pods rather than guessed"}}).Misses)
 }
 
 // misses is the current value of PathMissesTotal for the broken definition's template path.

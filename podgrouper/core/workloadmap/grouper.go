@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -81,13 +83,13 @@ type Grouper struct {
 	plans     planCache
 	plansGate planGate
 	flight    singleflight.Group
-	builds    buildCounter
+	builds    atomic.Int64 // plan builds (for tests: one per workload version)
 	drift     driftReporter
 }
 
 var (
-	_ grouper.Grouper = (*Grouper)(nil)
-	_ grouper.Planner = (*Grouper)(nil)
+	_ grouper.PlanGrouper = (*Grouper)(nil)
+	_ grouper.Planner     = (*Grouper)(nil)
 )
 
 // DefaultPlanCacheSize is the plan cache's default bound, in plans (one per workload): the
@@ -170,12 +172,7 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
 		}
 		m.subGroups = append(m.subGroups, smd)
 	}
-	if len(pg.SubGroups) > smallIndex {
-		m.index = make(map[*gang.SubGroup]int, len(pg.SubGroups))
-		for i, sg := range pg.SubGroups {
-			m.index[sg] = i
-		}
-	}
+	m.index = indexOf(pg.SubGroups)
 	return m
 }
 
@@ -184,18 +181,32 @@ func newPodGroupMeta(plan *gang.Plan, pg *gang.PodGroup) podGroupMeta {
 // PodGroup of a few sub-groups, a plan of per-replica gangs or of many roles may have thousands).
 const smallIndex = 8
 
-// subGroupIndex returns the place of sub-group sg in pg's SubGroups (false when not there).
-func (m *podGroupMeta) subGroupIndex(pg *gang.PodGroup, sg *gang.SubGroup) (int, bool) {
-	if m.index != nil {
-		i, ok := m.index[sg]
+// indexOf maps each element of list to its place when list has more than smallIndex elements,
+// else it is nil (position scans).
+func indexOf[T comparable](list []T) map[T]int {
+	if len(list) <= smallIndex {
+		return nil
+	}
+	m := make(map[T]int, len(list))
+	for i, x := range list {
+		m[x] = i
+	}
+	return m
+}
+
+// position returns the place of x in list, through index when it is set (indexOf).
+func position[T comparable](index map[T]int, list []T, x T) (int, bool) {
+	if index != nil {
+		i, ok := index[x]
 		return i, ok
 	}
-	for i, s := range pg.SubGroups {
-		if s == sg {
-			return i, true
-		}
-	}
-	return 0, false
+	i := slices.Index(list, x)
+	return i, i >= 0
+}
+
+// current says c is the plan of topOwner's version (name and resourceVersion) and of compiled.
+func (c *cachedPlan) current(topOwner *unstructured.Unstructured, compiled *definitions.Compiled) bool {
+	return c.name == topOwner.GetName() && c.resourceVersion == topOwner.GetResourceVersion() && c.compiled == compiled
 }
 
 // setMeta computes the metadata of every planned PodGroup of the cached plan.
@@ -205,26 +216,13 @@ func (c *cachedPlan) setMeta() {
 	for i, pg := range pgs {
 		c.meta[i] = newPodGroupMeta(c.plan, pg)
 	}
-	if len(pgs) > smallIndex {
-		c.metaIndex = make(map[*gang.PodGroup]int, len(pgs))
-		for i, pg := range pgs {
-			c.metaIndex[pg] = i
-		}
-	}
+	c.metaIndex = indexOf(pgs)
 }
 
 // metaOf returns the metadata of a planned PodGroup (nil when pg is not the plan's).
 func (c *cachedPlan) metaOf(pg *gang.PodGroup) *podGroupMeta {
-	if c.metaIndex != nil {
-		if i, ok := c.metaIndex[pg]; ok {
-			return &c.meta[i]
-		}
-		return nil
-	}
-	for i, p := range c.plan.PodGroups {
-		if p == pg {
-			return &c.meta[i]
-		}
+	if i, ok := position(c.metaIndex, c.plan.PodGroups, pg); ok {
+		return &c.meta[i]
 	}
 	return nil
 }
@@ -253,12 +251,11 @@ func (g *Grouper) planFor(ctx context.Context, topOwner *unstructured.Unstructur
 		}
 		return nil, nil, fmt.Errorf("%s: %w", topOwner.GroupVersionKind(), ErrNoDefinition)
 	}
-	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()
-	c, ok := g.cache().get(key)
+	c, ok := g.cache().get(planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()})
 	switch {
 	case !ok:
 		lookupMiss.Inc()
-	case c.name != topOwner.GetName() || c.resourceVersion != rv || c.compiled != compiled:
+	case !c.current(topOwner, compiled):
 		lookupStale.Inc()
 	default:
 		lookupHit.Inc()
@@ -357,8 +354,6 @@ func (g *Grouper) GetPodGroupMetadata(ctx context.Context, topOwner *unstructure
 	return md, err
 }
 
-var _ grouper.PlanGrouper = (*Grouper)(nil)
-
 // GroupPod implements grouper.PlanGrouper: GetPodGroupMetadata, and what was seen of the pod for
 // the findings (the plan, the pod's role, or that no component claims it), at no extra cost.
 func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners ...*metav1.PartialObjectMetadata) (*podgroup.Metadata, grouper.Seen, error) {
@@ -377,8 +372,8 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		seen.Unclaimed = true
 		// The definition does not describe this pod (a selector that misses a role): it joins
 		// the workload's gang without a sub-group, never a PodGroup of its own (intoGang).
-		key, ok := compiled.ReplicaKeyOfPod(ctx, podMap)
-		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners, key, ok)
+		key, _ := compiled.ReplicaKeyOfPod(ctx, podMap)
+		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners, key)
 		return md, seen, err
 	}
 	if err != nil {
@@ -390,11 +385,11 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		// counted 0 pods, a plan older than the workload): the caller may refresh a stale
 		// workload and ask again; meanwhile the pod joins the gang without a sub-group.
 		seen.NotInPlan = err
-		key, ok := "", false
+		key := ""
 		if compiled.PerReplicaOf != nil {
-			key, ok = placement.ReplicaKeys[compiled.PerReplicaOf.Name]
+			key = placement.ReplicaKeys[compiled.PerReplicaOf.Name]
 		}
-		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners, key, ok)
+		md, err := g.intoGang(ctx, cp, topOwner, pod, otherOwners, key)
 		return md, seen, err
 	}
 	if errors.Is(err, gang.ErrNotGrouped) {
@@ -406,15 +401,24 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 		return nil, seen, fmt.Errorf("definition %q: %w", compiled.Name(), err)
 	}
 	seen.Role = a.Role.Name
+	md, err := g.metadata(ctx, topOwner, pod, otherOwners, func(md *podgroup.Metadata) {
+		fillGang(md, cp.metaOf(a.PodGroup), a, pod.Name)
+		releaseDeferred(md, a, pod)
+	})
+	return md, seen, err
+}
+
+// metadata is KAI's default metadata for the pod (without gangmap's own skip mark:
+// ownerskip.StripMark), with fill's changes, fitted to the KAI release (podgroup.FitRelease).
+func (g *Grouper) metadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata, fill func(*podgroup.Metadata)) (*podgroup.Metadata, error) {
 	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
 	if err != nil {
-		return nil, seen, err
+		return nil, err
 	}
 	ownerskip.StripMark(md.Annotations)
-	fillGang(md, cp.metaOf(a.PodGroup), a, pod.Name)
-	releaseDeferred(md, a, pod)
+	fill(md)
 	podgroup.FitRelease(md, g.Release)
-	return md, seen, nil
+	return md, nil
 }
 
 // fillGang writes the planned PodGroup of assignment a into md: the shared sub-group metadata,
@@ -429,15 +433,11 @@ func fillGang(md *podgroup.Metadata, pm *podGroupMeta, a *gang.Assignment, podNa
 	} else {
 		md.MinAvailable = *pg.MinMember
 	}
-	md.SubGroups = nil
-	if len(pm.subGroups) > 0 {
-		md.SubGroups = make([]*podgroup.SubGroupMetadata, len(pm.subGroups))
-		copy(md.SubGroups, pm.subGroups)
-		if i, ok := pm.subGroupIndex(pg, a.SubGroup); ok && a.SubGroup != nil {
-			own := *pm.subGroups[i]
-			own.PodsReferences = []string{podName}
-			md.SubGroups[i] = &own
-		}
+	md.SubGroups = slices.Clone(pm.subGroups)
+	if i, ok := position(pm.index, pg.SubGroups, a.SubGroup); ok && a.SubGroup != nil {
+		own := *pm.subGroups[i]
+		own.PodsReferences = []string{podName}
+		md.SubGroups[i] = &own
 	}
 	if t := pg.Topology; t != nil {
 		// The definition's topology wins over the top owner's annotations, as in KAI's v2 path.

@@ -54,10 +54,8 @@ func (c *planCache) init(size int) {
 // get returns the cached plan of key.
 func (c *planCache) get(key planKey) (*cachedPlan, bool) {
 	v, ok := c.lru.Get(key)
-	if !ok {
-		return nil, false
-	}
-	return v.(*cachedPlan), true
+	p, _ := v.(*cachedPlan)
+	return p, ok
 }
 
 // add caches p under key, then drops the least recently used plans while the total is above

@@ -3,7 +3,6 @@ package workloadmap
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +34,10 @@ func (g *Grouper) sharedPlan(ctx context.Context, topOwner *unstructured.Unstruc
 	key := flightKey(topOwner, compiled)
 	detached := context.WithoutCancel(ctx) // keeps the logger, not the deadline
 	ch := g.flight.DoChan(key, func() (any, error) {
+		// A flight that ended after this caller missed the cache has cached the plan already.
+		if c, ok := g.cache().get(planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}); ok && c.current(topOwner, compiled) {
+			return c, nil
+		}
 		return g.buildPlan(detached, topOwner, compiled), nil
 	})
 	if ctx.Err() != nil {
@@ -60,12 +63,16 @@ func stillBuilding(ctx context.Context, topOwner *unstructured.Unstructured, com
 // buildPlan builds and caches the plan of topOwner (or its failure). A panic is a failure: the
 // build runs on singleflight's goroutine, where an unrecovered panic would end the process.
 func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstructured, compiled *definitions.Compiled) (c *cachedPlan) {
-	key, rv := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}, topOwner.GetResourceVersion()
-	name := topOwner.GetName()
+	key := planKey{namespace: topOwner.GetNamespace(), uid: topOwner.GetUID()}
+	c = &cachedPlan{name: topOwner.GetName(), resourceVersion: topOwner.GetResourceVersion(), compiled: compiled}
+	failed := func(err error) *cachedPlan {
+		c.err = fmt.Errorf("definition %q: %w", compiled.Name(), err)
+		return c
+	}
 	defer func() {
-		if p := recover(); p != nil {
-			c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: internal error: %v", compiled.Name(), p)}
-			g.cache().add(key, c)
+		if p := recover(); p != nil { // a fresh entry: c may be cached and read already
+			c = &cachedPlan{name: c.name, resourceVersion: c.resourceVersion, compiled: compiled}
+			g.cache().add(key, failed(fmt.Errorf("internal error: %v", p)))
 		}
 	}()
 	timeout := g.PlanTimeout
@@ -78,7 +85,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	if err != nil {
 		// Not cached: the next read of the plan builds it again.
 		g.refused(topOwner, err)
-		return &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}
+		return failed(err)
 	}
 	defer release()
 	g.builds.Add(1)
@@ -89,20 +96,16 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 	}
 	plan, err := gang.Build(ctx, compiled, topOwner)
 	if err != nil {
-		c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, err: fmt.Errorf("definition %q: %w", compiled.Name(), err)}
-		g.cache().add(key, c)
+		g.cache().add(key, failed(err))
 		return c
 	}
 	if !g.Release.HasMinSubGroup() {
 		plan.Flatten(g.Release.FlatGangNote())
 	}
-	c = &cachedPlan{name: name, resourceVersion: rv, compiled: compiled, plan: plan}
+	c.plan = plan
 	c.setMeta()
 	g.cache().add(key, c)
 	g.reportMisses(compiled, topOwner, plan)
 	g.reportOverrides(topOwner, plan)
 	return c
 }
-
-// buildCounter counts plan builds (for tests: one per workload version).
-type buildCounter = atomic.Int64

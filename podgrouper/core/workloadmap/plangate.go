@@ -89,9 +89,6 @@ type namespaceShare struct {
 func (pg *planGate) enter(namespace string) *namespaceShare {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.namespaces == nil {
-		pg.namespaces = map[string]*namespaceShare{}
-	}
 	ns := pg.namespaces[namespace]
 	if ns == nil {
 		ns = &namespaceShare{sem: semaphore.NewWeighted(pg.namespaceCapacity())}
@@ -129,6 +126,7 @@ func (g *Grouper) gate() *planGate {
 			pg.budget = g.Registry.Compiler().Limits().MaxProducedBytes
 		}
 		pg.sem = semaphore.NewWeighted(pg.capacity)
+		pg.namespaces = map[string]*namespaceShare{}
 	})
 	return &g.plansGate
 }
@@ -148,12 +146,10 @@ func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured)
 	namespace := obj.GetNamespace()
 	ns := pg.enter(namespace)
 	nsN := min(n, pg.namespaceCapacity())
-	if !pg.tryBoth(ns, nsN, n) {
-		if err := pg.waitFor(ctx, ns, nsN, n); err != nil {
-			pg.leave(namespace, ns)
-			PlanBuildsRefusedTotal.Inc()
-			return nil, fmt.Errorf("%w: this build needs %d MiB and waited %s", ErrPlanBuildsBusy, (n+1<<20-1)>>20, pg.wait)
-		}
+	if err := pg.waitFor(ctx, ns, nsN, n); err != nil {
+		pg.leave(namespace, ns)
+		PlanBuildsRefusedTotal.Inc()
+		return nil, fmt.Errorf("%w: this build needs %d MiB and waited %s", ErrPlanBuildsBusy, (n+1<<20-1)>>20, pg.wait)
 	}
 	PlanBuildMemoryBytes.Add(float64(n))
 	return func() {
@@ -164,21 +160,16 @@ func (pg *planGate) acquire(ctx context.Context, obj *unstructured.Unstructured)
 	}, nil
 }
 
-// tryBoth takes, without waiting, nsN of the namespace's share and n of the bound, or nothing.
-func (pg *planGate) tryBoth(ns *namespaceShare, nsN, n int64) bool {
-	if !ns.sem.TryAcquire(nsN) {
-		return false
-	}
-	if !pg.sem.TryAcquire(n) {
-		ns.sem.Release(nsN)
-		return false
-	}
-	return true
-}
-
-// waitFor takes nsN of the namespace's share, then n of the bound, waiting at most pg.wait in
-// all (or until ctx ends); on an error it holds neither.
+// waitFor takes nsN of the namespace's share, then n of the bound: at once when both are free
+// (no timer), else waiting at most pg.wait in all (or until ctx ends); on an error it holds
+// neither.
 func (pg *planGate) waitFor(ctx context.Context, ns *namespaceShare, nsN, n int64) error {
+	if ns.sem.TryAcquire(nsN) {
+		if pg.sem.TryAcquire(n) {
+			return nil
+		}
+		ns.sem.Release(nsN)
+	}
 	wctx, cancel := context.WithTimeout(ctx, pg.wait)
 	defer cancel()
 	if err := ns.sem.Acquire(wctx, nsN); err != nil {

@@ -1,6 +1,8 @@
 package workloadmap
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gangmap/gangmap/gang"
@@ -38,7 +40,7 @@ func deferredRoles(pg *gang.PodGroup) map[string]string {
 // A pod created before its role is written waits: KAI does not schedule a pod whose sub-group
 // its PodGroup lacks (job_info.go AddTaskInfo).
 func releaseDeferred(md *podgroup.Metadata, a *gang.Assignment, pod *corev1.Pod) {
-	if a.SubGroup == nil || !a.SubGroup.Deferred && !anyDeferred(md) {
+	if a.SubGroup == nil || !a.SubGroup.Deferred && !slices.ContainsFunc(md.SubGroups, deferred) {
 		return
 	}
 	state := kaiadmission.StateOf(pod)
@@ -63,11 +65,5 @@ func releaseDeferred(md *podgroup.Metadata, a *gang.Assignment, pod *corev1.Pod)
 	}
 }
 
-func anyDeferred(md *podgroup.Metadata) bool {
-	for _, sg := range md.SubGroups {
-		if sg != nil && sg.Deferred != "" {
-			return true
-		}
-	}
-	return false
-}
+// deferred says sg waits for its role's start (podgroup.SubGroupMetadata.Deferred).
+func deferred(sg *podgroup.SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" }

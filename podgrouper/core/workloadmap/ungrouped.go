@@ -2,6 +2,7 @@ package workloadmap
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,33 +16,26 @@ import (
 // intoGang returns the PodGroup of a pod of a workload gangmap groups that its plan places in no
 // role: no component's podSelector claims it, or its instance or replica is not in the plan. The
 // pod joins the workload's gang in no sub-group: with a PodGroup per replica, that of the replica
-// the pod names (replica, when hasReplica: the per-replica component's replica key read on the
-// pod) when the plan has it, else the plan's first PodGroup, so that a pod of replica 1 never
+// the pod names (replica: the per-replica component's replica key read on the pod, "" when it
+// names none) when the plan has it, else the plan's first PodGroup, so that a pod of replica 1 never
 // counts towards replica 0's gang where it can tell. So KAI never
 // binds it outside the gang: a PodGroup with sub-groups leaves it unscheduled (KAI schedules no
 // pod outside its sub-groups, job_info.go AddTaskInfo) until the definition or the plan places
 // it; a flat PodGroup counts it towards its minMember with the gang's other pods. The findings
 // report it at once (UnclaimedPods, and GangNotAdmittable for a role left short). A plan with
 // no PodGroup gives the pod what ungrouped gives.
-func (g *Grouper) intoGang(ctx context.Context, cp *cachedPlan, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata, replica string, hasReplica bool) (*podgroup.Metadata, error) {
+func (g *Grouper) intoGang(ctx context.Context, cp *cachedPlan, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata, replica string) (*podgroup.Metadata, error) {
 	plan := cp.plan
 	if len(plan.PodGroups) == 0 || g.Defaults == nil {
 		return g.ungrouped(ctx, plan, topOwner, pod, otherOwners)
 	}
-	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
-	if err != nil {
-		return nil, err
-	}
-	ownerskip.StripMark(md.Annotations)
 	pg := plan.PodGroups[0]
-	if hasReplica {
-		if own := plan.PodGroupOfReplica(replica); own != nil {
-			pg = own
-		}
+	if own := plan.PodGroupOfReplica(replica); own != nil {
+		pg = own
 	}
-	fillGang(md, cp.metaOf(pg), &gang.Assignment{PodGroup: pg, Name: pg.Name}, pod.Name)
-	podgroup.FitRelease(md, g.Release)
-	return md, nil
+	return g.metadata(ctx, topOwner, pod, otherOwners, func(md *podgroup.Metadata) {
+		fillGang(md, cp.metaOf(pg), &gang.Assignment{PodGroup: pg, Name: pg.Name}, pod.Name)
+	})
 }
 
 // UngroupedSuffix ends the name of the PodGroup of a workload's ungrouped pods when KAI's
@@ -65,19 +59,9 @@ func (g *Grouper) ungrouped(ctx context.Context, plan *gang.Plan, topOwner *unst
 	if (!g.KAIPlugin && !ownerskip.Marked(topOwner)) || g.Defaults == nil {
 		return nil, nil
 	}
-	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
-	if err != nil {
-		return nil, err
-	}
-	ownerskip.StripMark(md.Annotations)
-	if plan != nil {
-		for _, pg := range plan.PodGroups {
-			if pg.Name == md.Name {
-				md.Name += UngroupedSuffix
-				break
-			}
+	return g.metadata(ctx, topOwner, pod, otherOwners, func(md *podgroup.Metadata) {
+		if plan != nil && slices.ContainsFunc(plan.PodGroups, func(pg *gang.PodGroup) bool { return pg.Name == md.Name }) {
+			md.Name += UngroupedSuffix
 		}
-	}
-	podgroup.FitRelease(md, g.Release)
-	return md, nil
+	})
 }
