@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,13 +116,12 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 		e.Problems = append(e.Problems, both[e.Origin]...)
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }, code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printDefinitionsTable(w, doc) }, code)
 }
 
 // printDefinitionsTable writes one row per definition, then each problem in full.
-func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tACTIVE\tNATIVE-IN-KAI\tPROBLEMS")
+func printDefinitionsTable(w io.Writer, doc definitionsDocument) {
+	tw := newTable(w, "NAME\tKIND\tSOURCE\tACTIVE\tNATIVE-IN-KAI\tPROBLEMS")
 	for _, d := range doc.Definitions {
 		kind := "-"
 		if d.Kind.Kind != "" {
@@ -135,9 +133,7 @@ func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, kind, d.Source, yesNo(d.Active), yesNo(d.NativeInKAI), problems)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	// A problem shared by several definitions (a conflict is a problem of each) is said once,
 	// naming every definition it concerns.
 	var order []string
@@ -158,7 +154,6 @@ func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
 	for _, p := range order {
 		fmt.Fprintf(w, "  %s: %s\n", strings.Join(owners[p], ", "), indentLines(p, "    "))
 	}
-	return nil
 }
 
 func yesNo(b bool) string {

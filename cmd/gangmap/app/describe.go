@@ -75,13 +75,8 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 	return cmd
 }
 
-// describeDocument is the -o json|yaml output of "gangmap describe".
-type describeDocument struct {
-	Workloads []*workloadView `json:"workloads"`
-}
-
 func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var doc *describeDocument
+	var doc *workloadsDocument
 	var err error
 	switch {
 	case len(o.files) > 0 && len(args) > 0:
@@ -101,7 +96,7 @@ func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }, planCode(doc.Workloads))
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printDescribe(w, doc) }, planCode(doc.Workloads))
 }
 
 // splitKindName reads KIND/NAME or KIND NAME.
@@ -121,7 +116,7 @@ func splitKindName(args []string) (string, string, error) {
 }
 
 // offline describes the workloads of the manifests.
-func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*describeDocument, error) {
+func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*workloadsDocument, error) {
 	objs, err := readManifests(o.files)
 	if err != nil {
 		return nil, fail(ExitUnusable, "%v", err)
@@ -142,7 +137,7 @@ func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*descr
 	for _, p := range unattributed {
 		fmt.Fprintf(stderr, "note: Pod/%s is not shown: no owner of it is in the manifest, which has %d workloads to give it to\n", p.Name, len(in.workloads))
 	}
-	return &describeDocument{Workloads: views}, nil
+	return &workloadsDocument{Workloads: views}, nil
 }
 
 // manifestInput is a manifest split into workloads, their pods, PodGroups and other objects.
@@ -243,7 +238,7 @@ func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerRefe
 }
 
 // live describes one workload of the cluster.
-func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*describeDocument, error) {
+func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*workloadsDocument, error) {
 	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
 	if err != nil {
 		return nil, err
@@ -260,7 +255,7 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 		return nil, err
 	}
 	views[0].addNodeTopology(ctx, c)
-	return &describeDocument{Workloads: views}, nil
+	return &workloadsDocument{Workloads: views}, nil
 }
 
 // completeKinds completes the first argument with the kinds of the built-in catalog (lower-case

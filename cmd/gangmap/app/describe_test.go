@@ -324,7 +324,7 @@ func TestGetRows(t *testing.T) {
 	require.NoError(t, err)
 	views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
 	var out strings.Builder
-	require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
+	printGetTable(&out, workloadsDocument{Workloads: views}, "team-a")
 	// Pods: the two with Ready=True of the four attributed through the Jobs in the file and the
 	// JobSet's own reference (train-llm-workers-1-0's Job is not in the file: not attributed
 	// here, unlike describe -f, which gives such pods to the only workload).
@@ -349,7 +349,7 @@ func TestGetRows(t *testing.T) {
 	assert.Equal(t, h.Findings, views[0].Findings)
 	assert.Equal(t, "MoreThanPlanned(workers)", views[0].findingsColumn())
 	out.Reset()
-	require.NoError(t, printDescribe(&out, &describeDocument{Workloads: views}))
+	printDescribe(&out, &workloadsDocument{Workloads: views})
 	assert.Contains(t, out.String(), "Findings (1, the grouper's pods against the plan; docs/findings.md says what each means and how to fix it):\n  MoreThanPlanned(workers): 4 live pods for 2m0s, the plan counts 2\n")
 }
 
@@ -470,7 +470,7 @@ func TestGetNotesPathMisses(t *testing.T) {
 		require.NoError(t, err)
 		views := describeAll(context.Background(), in.graph, reg, in.workloads, in.pods, in.podGroups, true)
 		var out strings.Builder
-		require.NoError(t, printGetTable(&out, getDocument{Workloads: views}, "team-a"))
+		printGetTable(&out, workloadsDocument{Workloads: views}, "team-a")
 		return out.String()
 	}
 	out := getTable("testdata/definitions/jobset-typo.yaml")

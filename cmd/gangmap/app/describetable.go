@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
@@ -13,19 +12,16 @@ import (
 // printDescribe writes the table form of a describe document: per workload a header, the tree
 // with pods, the roles, the GPU totals, the PodGroups (planned and existing, with differences),
 // the unclaimed pods, the grouper's findings and the notes; workloads are separated by a blank line.
-func printDescribe(w io.Writer, doc *describeDocument) error {
+func printDescribe(w io.Writer, doc *workloadsDocument) {
 	for i, v := range doc.Workloads {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := printWorkloadView(w, v); err != nil {
-			return err
-		}
+		printWorkloadView(w, v)
 	}
-	return nil
 }
 
-func printWorkloadView(w io.Writer, v *workloadView) error {
+func printWorkloadView(w io.Writer, v *workloadView) {
 	header := v.Workload.Kind + "/" + v.Workload.Name
 	if v.Workload.Namespace != "" {
 		header += "   namespace: " + v.Workload.Namespace
@@ -43,66 +39,48 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 
 	if v.Tree != nil {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+		tw := newTable(w, "")
 		printNode(tw, v.Tree, "", "")
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 	}
 
 	if len(v.Roles) > 0 {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tPODS\tGANG-PODS\tREADY\tGPUS/POD\tGPUS")
+		tw := newTable(w, "ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tPODS\tGANG-PODS\tREADY\tGPUS/POD\tGPUS")
 		ready := readyByRole(v.Tree)
 		for _, r := range v.Roles {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.Pods, r.GangPods, ready[r.Name], r.GPUsPerPod, r.GPUs)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 	}
 	if v.Error == "" && v.Definition != nil {
 		fmt.Fprintf(w, "TOTAL GPUs: %s (plan); the %d pods request %s\n", v.TotalGPUs, v.Pods.Total, v.PodGPUs)
-		for _, n := range gpuDetailNotes(v.Roles) {
-			fmt.Fprintf(w, "note: %s\n", n)
-		}
+		printLines(w, "note: ", gpuDetailNotes(v.Roles))
 	}
 	if n := v.DRAClaimPods; n > 0 {
 		fmt.Fprintf(w, "note: %d of the pods get devices through DRA resource claims (not counted in the GPUs above)\n", n)
 	}
 
 	fmt.Fprintln(w)
-	if err := printPodGroupViews(w, v.PodGroups); err != nil {
-		return err
-	}
-
-	if err := printPlacement(w, v); err != nil {
-		return err
-	}
+	printPodGroupViews(w, v.PodGroups)
+	printPlacement(w, v)
 
 	fmt.Fprintln(w)
 	if len(v.Unclaimed) == 0 {
 		fmt.Fprintln(w, "Unclaimed pods: none")
 	} else {
 		fmt.Fprintf(w, "Unclaimed pods (%d, no component of the definition claims them):\n", len(v.Unclaimed))
-		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "  POD\tPHASE\tNODE\tGPUS\tREASON")
+		tw := newTable(w, "  POD\tPHASE\tNODE\tGPUS\tREASON")
 		for _, p := range v.Unclaimed {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Phase, orNone(p.Node), p.GPUs, p.Reason)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 	}
 	printFindings(w, v)
 	if len(v.Notes) > 0 {
 		fmt.Fprintln(w)
-		for _, n := range v.Notes {
-			fmt.Fprintf(w, "note: %s\n", n)
-		}
+		printLines(w, "note: ", v.Notes)
 	}
-	return nil
 }
 
 // printFindings writes the Findings section (nothing when the grouper reports none): the
@@ -209,13 +187,12 @@ var verdictStates = map[string]string{verdictForeign: "exists, not gangmap's", v
 	verdictNative: "not created: KAI groups the kind natively"}
 
 // printPodGroupViews writes the PodGroups table and each difference below it.
-func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
+func printPodGroupViews(w io.Writer, pgs []*podGroupView) {
 	if len(pgs) == 0 {
 		fmt.Fprintln(w, "PodGroups: none planned, none found")
-		return nil
+		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
+	tw := newTable(w, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
 	for _, pg := range pgs {
 		s, state := pg.Planned, cmp.Or(verdictStates[pg.Verdict], pg.Verdict)
 		if pg.Verdict == verdictForeign {
@@ -238,9 +215,7 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), subGroupList(s.SubGroups), pods, gpus)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	for _, pg := range pgs {
 		for _, d := range pg.Differences {
 			fmt.Fprintf(w, "  %s: %s\n", pg.Name, d)
@@ -252,7 +227,6 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 			fmt.Fprintf(w, "  %s: KAI does not schedule %d pod(s) in no sub-group of it: %s\n", pg.Name, len(a.Stranded), strings.Join(a.Stranded, ", "))
 		}
 	}
-	return nil
 }
 
 func orNone(s string) string {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -221,24 +220,22 @@ func (c *kubeClients) nodeLabels(ctx context.Context, name string) (map[string]s
 
 // printPlacement writes the Placement section: per PodGroup with a constraint, the tree role →
 // segment → pods, each pod with its node and the node's topology labels.
-func printPlacement(w io.Writer, v *workloadView) error {
+func printPlacement(w io.Writer, v *workloadView) {
 	if len(v.Placement) == 0 {
-		return nil
+		return
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Placement (topology constraints, the sub-groups and their pods):")
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	tw := newTable(w, "")
 	for _, pg := range v.Placement {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 		fmt.Fprintf(w, "  PodGroup %s: %s\n", pg.PodGroup, constraintLabel(pg.Topology))
 		for i, sg := range pg.SubGroups {
 			b, c := branch(i, len(pg.SubGroups))
 			printPlacementSubGroup(tw, sg, "  "+b, "  "+c)
 		}
 	}
-	return tw.Flush()
+	_ = tw.Flush()
 }
 
 // printPlacementSubGroup writes sub-group sg (its line at prefix), then its children and its

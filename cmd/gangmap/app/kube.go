@@ -177,11 +177,16 @@ func (c *kubeClients) listPods(ctx context.Context, ns string) ([]*corev1.Pod, e
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	out := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
+	return pointers(list.Items), nil
+}
+
+// pointers points at each item of a list.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	return out, nil
+	return out
 }
 
 // podGroupGVR is KAI's PodGroup resource.
@@ -226,12 +231,7 @@ func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerRefe
 	if err != nil {
 		return nil, false
 	}
-	var obj *metav1.PartialObjectMetadata
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		obj, err = c.metadata.Resource(m.Resource).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-	} else {
-		obj, err = c.metadata.Resource(m.Resource).Get(ctx, ref.Name, metav1.GetOptions{})
-	}
+	obj, err := c.metadata.Resource(m.Resource).Namespace(scope(m, ns)).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil || obj.UID != ref.UID {
 		return nil, false
 	}
@@ -250,11 +250,7 @@ func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns s
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	return pointers(list.Items), nil
 }
 
 // lintLiveRegistry lints the live registry against the cluster's CRDs (tests replace it: their

@@ -105,7 +105,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		doc.Plans = append(doc.Plans, e)
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }, code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printPlanTables(w, doc) }, code)
 }
 
 // supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them. They
@@ -340,26 +340,44 @@ func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
 }
 
 // writeDocument writes doc as indented JSON or YAML, or calls table for any other format, and
-// returns the command's result: exit code, or a failure to write.
-func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error, code int) error {
+// returns the command's result: exit code, or a failure to write (the first one: see errWriter).
+func writeDocument(w io.Writer, output string, doc any, table func(io.Writer), code int) error {
+	ew := &errWriter{w: w}
 	var err error
 	switch output {
 	case "json":
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(ew)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(doc)
 	case "yaml":
 		var b []byte
 		if b, err = yaml.Marshal(doc); err == nil {
-			_, err = w.Write(b)
+			_, err = ew.Write(b)
 		}
 	default:
-		err = table(w)
+		table(ew)
+		err = ew.err
 	}
 	if err != nil {
 		return fail(ExitProblems, "writing the output: %v", err)
 	}
 	return exitCode(code)
+}
+
+// errWriter keeps the first error of its writes to w and then writes nothing more, so that the
+// table printers need not check each write.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // fixedCompletion completes a flag with a fixed list of values.

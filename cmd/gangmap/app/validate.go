@@ -145,7 +145,7 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 			code = ExitProblems
 		}
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }, code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printValidateText(w, doc) }, code)
 }
 
 // validateFile checks every definition in path. Each YAML document is decoded on its own, so
@@ -345,7 +345,7 @@ func readInput(path string) ([]byte, error) {
 
 // printValidateText writes one line per definition (OK, INVALID or UNREADABLE), its errors and
 // warnings indented below it, and a summary line.
-func printValidateText(w io.Writer, doc validateDocument) error {
+func printValidateText(w io.Writer, doc validateDocument) {
 	var valid, invalid, unread int
 	for _, r := range doc.Results {
 		verdict := "OK"
@@ -378,8 +378,7 @@ func printValidateText(w io.Writer, doc validateDocument) error {
 			fmt.Fprintf(w, "  warning: %s\n", joinField(e))
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d valid, %d invalid, %d unreadable\n", valid, invalid, unread)
-	return err
+	fmt.Fprintf(w, "%d valid, %d invalid, %d unreadable\n", valid, invalid, unread)
 }
 
 func joinField(m fieldMessage) string {
