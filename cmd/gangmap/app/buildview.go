@@ -38,17 +38,15 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	gvk := obj.GroupVersionKind()
 	v.NativeInKAI = nativeInKAI(gvk)
 	c := reg.Lookup(gvk)
-	if c == nil && v.NativeInKAI {
-		v.Notes = append(v.Notes, nativeNote(gvk))
-		v.Unclaimed = append(v.Unclaimed, reasons(views, "KAI's "+gvk.Kind+" plugin groups it")...)
-		return v
-	}
 	if v.NativeInKAI {
 		v.Notes = append(v.Notes, nativeNote(gvk))
 	}
+	if c == nil && v.NativeInKAI {
+		v.Unclaimed = append(v.Unclaimed, reasons(views, "KAI's "+gvk.Kind+" plugin groups it")...)
+		return v
+	}
 	if c == nil {
-		v.Error = fmt.Sprintf("no usable Workload Map definition for kind %s%s", definitions.KindString(obj.GroupVersionKind()),
-			missingDefinitionHint(reg, definitions.GroupVersionKind{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version, Kind: obj.GetKind()}))
+		v.Error = noDefinition(reg, gvk)
 		v.Unclaimed = append(v.Unclaimed, reasons(views, "no definition for the workload's kind")...)
 		return v
 	}

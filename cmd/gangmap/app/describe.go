@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -268,12 +269,9 @@ func completeKinds(_ *cobra.Command, args []string, _ string) ([]string, cobra.S
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	seen := map[string]bool{}
 	var out []string
 	for _, e := range reg.Entries() {
-		k := strings.ToLower(e.Kind.Kind)
-		if k != "" && !seen[k] {
-			seen[k] = true
+		if k := strings.ToLower(e.Kind.Kind); k != "" && !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}

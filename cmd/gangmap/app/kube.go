@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,12 +124,12 @@ var errUnknownKind = errors.New("the server doesn't have a resource type")
 // else the server's preferred one.
 func (c *kubeClients) resolveKind(arg string, reg *definitions.Registry) (*meta.RESTMapping, error) {
 	var gvr schema.GroupVersionResource
-	var err error
-	if full, gr := schema.ParseResourceArg(strings.ToLower(arg)); full != nil {
-		if gvr, err = c.mapper.ResourceFor(*full); err != nil {
-			gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
-		}
-	} else {
+	err := errUnknownKind
+	full, gr := schema.ParseResourceArg(strings.ToLower(arg))
+	if full != nil {
+		gvr, err = c.mapper.ResourceFor(*full)
+	}
+	if err != nil {
 		gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
 	}
 	if err != nil {
@@ -138,29 +139,23 @@ func (c *kubeClients) resolveKind(arg string, reg *definitions.Registry) (*meta.
 		return nil, fmt.Errorf("resolving %q: %w", arg, err)
 	}
 	gvk, err := c.mapper.KindFor(gvr)
+	var mappings []*meta.RESTMapping
+	if err == nil {
+		mappings, err = c.mapper.RESTMappings(gvk.GroupKind())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolving %q: %w", arg, err)
 	}
-	mappings, err := c.mapper.RESTMappings(gvk.GroupKind())
-	if err != nil {
-		return nil, fmt.Errorf("resolving %q: %w", arg, err)
+	if i := slices.IndexFunc(mappings, func(m *meta.RESTMapping) bool { return reg.Lookup(m.GroupVersionKind) != nil }); i >= 0 {
+		return mappings[i], nil
 	}
-	var preferred *meta.RESTMapping
-	for _, m := range mappings {
-		if m.GroupVersionKind == gvk {
-			preferred = m
-		}
-		if reg.Lookup(m.GroupVersionKind) != nil {
-			return m, nil
-		}
+	if i := slices.IndexFunc(mappings, func(m *meta.RESTMapping) bool { return m.GroupVersionKind == gvk }); i >= 0 {
+		return mappings[i], nil
 	}
-	if preferred == nil && len(mappings) > 0 {
-		preferred = mappings[0]
-	}
-	if preferred == nil {
+	if len(mappings) == 0 {
 		return nil, fmt.Errorf("%w %q", errUnknownKind, arg)
 	}
-	return preferred, nil
+	return mappings[0], nil
 }
 
 // scope is the namespace of a request: "" for every namespace or a cluster-scoped kind.

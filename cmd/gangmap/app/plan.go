@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -206,12 +205,12 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	gvk := u.GroupVersionKind()
 	c := reg.Lookup(gvk)
 	if c == nil {
-		hint := missingDefinitionHint(reg, definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
-		if nativeInKAI(gvk) && hint == noDefinitionHint {
+		msg := noDefinition(reg, gvk)
+		if nativeInKAI(gvk) && strings.HasSuffix(msg, noDefinitionHint) {
 			return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
 		}
 		// A definition was given but cannot be used: that is a failure, native kind or not.
-		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s", label, definitions.KindString(gvk), hint)}
+		return planEntry{Workload: ref, label: label, Error: label + ": " + msg}
 	}
 	def := &gang.DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)}
 	p, err := gang.Build(ctx, c, u)
@@ -227,13 +226,15 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	return planEntry{Plan: p, label: label}
 }
 
-// noDefinitionHint is missingDefinitionHint's answer when no source has a definition of the kind.
+// noDefinitionHint ends noDefinition's answer when no source has a definition of the kind.
 const noDefinitionHint = "; add one with --definitions (without one, gangmap leaves the kind to KAI's default grouper: one PodGroup pg-<name>-<uid> of minMember 1 for the workload's pods, no gang)"
 
-// missingDefinitionHint says why a kind has no definition when the registry knows more: the
+// noDefinition says that gvk has no usable definition, and why when the registry knows more: the
 // kind's definitions are invalid, in conflict, or blocked by a conflict at a source of higher
 // precedence; or definitions exist for other versions of the kind.
-func missingDefinitionHint(reg *definitions.Registry, want definitions.GroupVersionKind) string {
+func noDefinition(reg *definitions.Registry, gvk schema.GroupVersionKind) string {
+	want := definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	msg := "no usable Workload Map definition for kind " + definitions.KindString(gvk)
 	var hints, versions []string
 	for _, e := range reg.Entries() {
 		switch {
@@ -246,13 +247,13 @@ func missingDefinitionHint(reg *definitions.Registry, want definitions.GroupVers
 		}
 	}
 	if len(versions) > 0 {
-		sort.Strings(versions)
+		slices.Sort(versions)
 		hints = append(hints, fmt.Sprintf("definitions exist for version %s only (a definition covers exactly one version)", strings.Join(versions, ", ")))
 	}
 	if len(hints) == 0 {
-		return noDefinitionHint
+		return msg + noDefinitionHint
 	}
-	return ": " + strings.Join(hints, "; ")
+	return msg + ": " + strings.Join(hints, "; ")
 }
 
 // workloadLabel names a workload as Kind/name, with its namespace when it has one; a manifest

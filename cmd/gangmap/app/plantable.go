@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -90,10 +91,7 @@ func planStatusText(p *gang.Plan) string {
 	if p.StatusError != "" {
 		return "- (" + p.StatusError + ")"
 	}
-	if t := p.StatusText(); t != "" {
-		return t
-	}
-	return "-"
+	return cmp.Or(p.StatusText(), "-")
 }
 
 // gpuDetailNotes reports what the GPUS columns (nvidia.com/gpu and KAI fractions) do not count:
