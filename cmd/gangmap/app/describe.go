@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -153,7 +152,7 @@ type manifestInput struct {
 // and the rest; workloads are the rest without owner references that are not supporting kinds
 // (plan's rule: a runtime, a ConfigMap, a Service are not workloads; each is said on warn).
 func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifestInput, error) {
-	in := &manifestInput{graph: &manifestGraph{byUID: map[string]*unstructured.Unstructured{}, byName: map[workloadKey]*unstructured.Unstructured{}}}
+	in := &manifestInput{graph: &manifestGraph{}}
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		switch {
@@ -170,7 +169,7 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 			}
 			in.podGroups = append(in.podGroups, pg)
 		default:
-			in.graph.add(u)
+			in.graph.objs = append(in.graph.objs, u)
 			switch {
 			case len(u.GetOwnerReferences()) > 0:
 			case supportingKinds[gvk.GroupKind()]:
@@ -180,6 +179,7 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 			}
 		}
 	}
+	in.graph.rootsIndex = newRootsIndex(in.graph.objs)
 	return in, nil
 }
 
@@ -212,30 +212,23 @@ func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) (
 	return out, unattributed
 }
 
-// manifestGraph is the ownerGraph of the objects of a manifest.
+// manifestGraph is the ownerGraph of the objects of a manifest (but its Pods and PodGroups),
+// indexed as rootsIndex indexes workloads; unlike rootsIndex.match, a reference whose UID no
+// object has follows the object of its name whatever that object's UID.
 type manifestGraph struct {
-	byUID  map[string]*unstructured.Unstructured
-	byName map[workloadKey]*unstructured.Unstructured
-}
-
-func (g *manifestGraph) add(u *unstructured.Unstructured) {
-	if uid := string(u.GetUID()); uid != "" {
-		g.byUID[uid] = u
-	}
-	gvk := u.GroupVersionKind()
-	g.byName[workloadKey{group: gvk.Group, kind: gvk.Kind, ns: u.GetNamespace(), name: u.GetName()}] = u
+	objs []*unstructured.Unstructured
+	*rootsIndex
 }
 
 func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
-	u := g.byUID[string(ref.UID)]
-	if u == nil {
-		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		u = g.byName[workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}]
+	i, ok := g.byUID[string(ref.UID)]
+	if !ok {
+		i, ok = g.byName[refKey(ns, ref)]
 	}
-	if u == nil {
+	if !ok {
 		return nil, false
 	}
-	return u.GetOwnerReferences(), true
+	return g.objs[i].GetOwnerReferences(), true
 }
 
 // live describes one workload of the cluster.

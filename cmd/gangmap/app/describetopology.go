@@ -103,21 +103,20 @@ type topologyReader interface {
 // as the grouper's TopologyNotFound finding does (docs/findings.md).
 func (v *workloadView) addNodeTopology(ctx context.Context, r topologyReader) {
 	type use struct {
+		c     definitions.TopologyConstraint
 		where string
 		more  int
 	}
-	uses := map[definitions.TopologyConstraint]*use{}
-	var order []definitions.TopologyConstraint
+	var uses []*use
 	note := func(where string, c *definitions.TopologyConstraint) {
 		if c == nil || c.TopologyName == "" {
 			return
 		}
-		if u := uses[*c]; u != nil {
-			u.more++
+		if i := slices.IndexFunc(uses, func(u *use) bool { return u.c == *c }); i >= 0 {
+			uses[i].more++
 			return
 		}
-		uses[*c] = &use{where: where}
-		order = append(order, *c)
+		uses = append(uses, &use{c: *c, where: where})
 	}
 	var pods []*placementPod
 	for _, pg := range v.Placement {
@@ -129,9 +128,9 @@ func (v *workloadView) addNodeTopology(ctx context.Context, r topologyReader) {
 	}
 	topologies := map[string]*kaitopology.Topology{}
 	var levelKeys []string
-	for _, c := range order {
-		where := uses[c].where
-		if n := uses[c].more; n > 0 {
+	for _, u := range uses {
+		c, where := u.c, u.where
+		if n := u.more; n > 0 {
 			where += fmt.Sprintf(" (and %d more with the same constraint)", n)
 		}
 		t, seen := topologies[c.TopologyName]
