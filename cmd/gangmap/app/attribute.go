@@ -15,9 +15,10 @@ import (
 // below their LeaderWorkerSet).
 const maxOwnerDepth = 10
 
-// ownerGraph reads an owner: its own owner references, or false when it cannot be read.
+// ownerGraph reads an owner's own owner references: none when it has none or cannot be read
+// (gone, forbidden, unknown kind), which ends the walk either way.
 type ownerGraph interface {
-	owner(ctx context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool)
+	owner(ctx context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference
 }
 
 // workloadKey identifies a workload an owner reference can point at without a UID (offline):
@@ -91,11 +92,7 @@ func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *ro
 			return 0, false
 		}
 		seen[ref] = true
-		next, ok := g.owner(ctx, ns, ref)
-		if !ok {
-			return 0, false
-		}
-		refs = next
+		refs = g.owner(ctx, ns, ref)
 	}
 	return 0, false
 }

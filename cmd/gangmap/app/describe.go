@@ -220,15 +220,15 @@ type manifestGraph struct {
 	*rootsIndex
 }
 
-func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference {
 	i, ok := g.byUID[string(ref.UID)]
 	if !ok {
 		i, ok = g.byName[refKey(ns, ref)]
 	}
 	if !ok {
-		return nil, false
+		return nil
 	}
-	return g.objs[i].GetOwnerReferences(), true
+	return g.objs[i].GetOwnerReferences()
 }
 
 // live describes one workload of the cluster.

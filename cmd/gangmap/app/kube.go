@@ -68,15 +68,8 @@ type kubeClients struct {
 	kube             kubernetes.Interface
 	discovery        discovery.CachedDiscoveryInterface
 	mapper           meta.RESTMapper
-	// owners caches owner lookups by UID for the whole command (hits and misses).
-	owners map[types.UID]*ownerEntry
-}
-
-// ownerEntry is one looked-up owner: its owner references, or found false when it could not be
-// read (gone, forbidden, unknown kind).
-type ownerEntry struct {
-	refs  []metav1.OwnerReference
-	found bool
+	// owners caches owner lookups by UID for the whole command (hits and misses, nil).
+	owners map[types.UID][]metav1.OwnerReference
 }
 
 // connect loads the kubeconfig and builds the clients. Errors say why the kubeconfig does not
@@ -98,7 +91,7 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 			ns = metav1.NamespaceDefault
 		}
 	}
-	c := &kubeClients{config: cfg, namespace: ns, grouperNamespace: k.grouperNamespace, owners: map[types.UID]*ownerEntry{}}
+	c := &kubeClients{config: cfg, namespace: ns, grouperNamespace: k.grouperNamespace, owners: map[types.UID][]metav1.OwnerReference{}}
 	var errs [4]error
 	var disc *discovery.DiscoveryClient
 	c.dynamic, errs[0] = dynamic.NewForConfig(cfg)
@@ -212,26 +205,25 @@ func (c *kubeClients) listPodGroups(ctx context.Context, ns string) ([]*v2alpha2
 
 // owner implements ownerGraph: it reads the owner's metadata (one request per owner UID for the
 // whole command; misses are cached too).
-func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
-	if e, ok := c.owners[ref.UID]; ok {
-		return e.refs, e.found
+func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference {
+	if refs, ok := c.owners[ref.UID]; ok {
+		return refs
 	}
-	e := &ownerEntry{}
-	c.owners[ref.UID] = e
+	c.owners[ref.UID] = nil
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	m, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	obj, err := c.metadata.Resource(m.Resource).Namespace(scope(m, ns)).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil || obj.UID != ref.UID {
-		return nil, false
+		return nil
 	}
-	e.refs, e.found = obj.OwnerReferences, true
-	return e.refs, true
+	c.owners[ref.UID] = obj.OwnerReferences
+	return obj.OwnerReferences
 }
 
 // getObject reads one object of the mapping.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
 )
 
 // Files of a definition test case.
@@ -327,18 +328,10 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		}
 	}
 	if want.Definition != nil {
-		got := ""
-		if v.Definition != nil {
-			got = v.Definition.Name
-		}
-		diff("definition", *want.Definition, got)
+		diff("definition", *want.Definition, ptr.Deref(v.Definition, gang.DefinitionRef{}).Name)
 	}
 	if want.Status != nil {
-		got := make([]string, len(v.Status))
-		for i, s := range v.Status {
-			got[i] = string(s)
-		}
-		diff("status", want.Status, got)
+		diff("status", want.Status, append([]definitions.Status{}, v.Status...)) // [], not null
 	}
 	if want.TotalGPUs != nil {
 		diff("totalGPUs", *want.TotalGPUs, v.TotalGPUs.Devices())
