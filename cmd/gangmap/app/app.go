@@ -93,10 +93,7 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	// Anything else comes from cobra itself: an unknown command or flag, a wrong number of
-	// arguments. It is a usage error.
-	if cmd == nil {
-		cmd = root
-	}
+	// arguments. It is a usage error. (ExecuteC returns the root, never nil, when it finds no command.)
 	fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 	return ExitUnusable
 }

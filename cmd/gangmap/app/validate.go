@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -210,7 +209,9 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 	if err != nil {
 		var de *definitions.DefinitionError
 		if errors.As(err, &de) {
-			r.Errors = append(r.Errors, fieldErrors(de.Errs)...)
+			for _, fe := range de.Errs {
+				r.Errors = append(r.Errors, fieldMessage{Field: fe.Field, Message: fe.ErrorBody()})
+			}
 		} else {
 			r.Errors = append(r.Errors, fieldMessage{Message: err.Error()})
 		}
@@ -303,14 +304,6 @@ func markConflicts(results []validateResult) {
 				Message: fmt.Sprintf("%d definitions for %s: %s; loaded together, none of them would be used", len(idx), kind, strings.Join(names, ", "))})
 		}
 	}
-}
-
-func fieldErrors(errs field.ErrorList) []fieldMessage {
-	out := make([]fieldMessage, len(errs))
-	for i, fe := range errs {
-		out[i] = fieldMessage{Field: fe.Field, Message: fe.ErrorBody()}
-	}
-	return out
 }
 
 func newResult(path string, doc int) validateResult {
