@@ -57,9 +57,7 @@ Exit codes: 0 listed; 1 the cluster could not be read (the other sources are sti
 			"gangmap definitions --kubeconfig ~/.kube/prod --context gpu-cluster",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, "")
@@ -80,7 +78,7 @@ type definitionRow struct {
 	NativeInKAI bool `json:"nativeInKAI"`
 }
 
-func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *definitionsOptions) run(ctx context.Context, _ []string, stdout, stderr io.Writer) error {
 	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return err

@@ -60,10 +60,8 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 			"# As a kubectl plugin",
 			"kubectl gangmap describe rayclusters/my-cluster -n ray",
 		),
-		Args: cobra.MaximumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		Args:              cobra.MaximumNArgs(2),
+		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
 	f := cmd.Flags()

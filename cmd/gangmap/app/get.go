@@ -47,10 +47,8 @@ read; 2 unusable input.`,
 			"gangmap get jobsets -n team-a",
 			"gangmap get rayclusters -A -o json",
 		),
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		Args:              cobra.ExactArgs(1),
+		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
 	f := cmd.Flags()
@@ -67,8 +65,8 @@ type workloadsDocument struct {
 	Workloads []*workloadView `json:"workloads"`
 }
 
-func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Writer) error {
-	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
+func (o *getOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, reg, m, err := o.kube.liveKind(ctx, args[0], o.definitions, stderr)
 	if err != nil {
 		return err
 	}

@@ -70,9 +70,7 @@ Exit codes: 0 done (or nothing to change); 1 a workload could not be onboarded (
 			"gangmap onboard -f manifests/ --queue team-a -i",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document), a directory of them, or - for stdin (repeatable)")
@@ -150,7 +148,7 @@ type onboardedFile struct {
 	before, after []byte
 }
 
-func (o *onboardOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *onboardOptions) run(ctx context.Context, _ []string, stdout, stderr io.Writer) error {
 	if o.inPlace && o.diff {
 		return fail(ExitUnusable, "-i and --diff do not go together")
 	}

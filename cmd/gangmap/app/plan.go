@@ -58,9 +58,7 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 			"gangmap plan -f my-workload.yaml --definitions ./kartas/ -o yaml",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document, kind: List), a directory of them, or - for stdin (repeatable)")
@@ -73,7 +71,7 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 	return cmd
 }
 
-func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *planOptions) run(ctx context.Context, _ []string, stdout, stderr io.Writer) error {
 	objs, err := readManifests(o.files)
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -317,6 +315,13 @@ func expandPaths(paths []string, what string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// runE is a command's RunE that calls run with the command's context, arguments and writers.
+func runE(run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
 }
 
 // addDefinitionsFlag registers --definitions (repeatable), its usage ending in more (what the

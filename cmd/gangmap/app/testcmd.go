@@ -101,9 +101,7 @@ found, a bad --run, a missing directory).`,
 			"gangmap test ./tests --run 'jobset/.*'",
 		),
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), args, cmd.OutOrStdout())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
@@ -117,7 +115,7 @@ type testCase struct {
 	name, dir string
 }
 
-func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) error {
+func (o *testOptions) run(ctx context.Context, dirs []string, stdout, _ io.Writer) error {
 	var filter *regexp.Regexp
 	if o.filter != "" {
 		var err error

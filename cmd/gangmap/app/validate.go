@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,9 +65,7 @@ or not valid YAML).`,
 			"gangmap validate --crd jobset-crd.yaml my-jobset-karta.yaml",
 		),
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(args, cmd.OutOrStdout())
-		},
+		RunE: runE(o.run),
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: a gang no pod can be placed in by elimination, an empty specDefinition, unknown fields even with --allow-unknown-fields")
 	cmd.Flags().BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "report unknown fields as warnings instead of errors (definitions newer than this gangmap; the grouper's --strict-definitions=false)")
@@ -101,7 +100,7 @@ type fieldMessage struct {
 	Message string `json:"message"`
 }
 
-func (o *validateOptions) run(files []string, stdout io.Writer) error {
+func (o *validateOptions) run(_ context.Context, files []string, stdout, _ io.Writer) error {
 	compiler, err := newCompiler()
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
