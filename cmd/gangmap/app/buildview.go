@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,13 +97,28 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 func (v *workloadView) countPods(pods []*corev1.Pod) []*podView {
 	views := make([]*podView, len(pods))
 	for i, p := range pods {
-		views[i] = newPodView(p)
+		pv := &podView{Name: p.Name, Phase: cmp.Or(string(p.Status.Phase), string(corev1.PodPending)), Node: p.Spec.NodeName, Annotated: p.Annotations[kaikeys.PodGroupName]}
+		for _, c := range p.Status.Conditions {
+			switch {
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+				pv.Ready = true
+			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "":
+				pv.Phase += " (" + c.Reason + ")"
+			}
+		}
+		if p.DeletionTimestamp != nil {
+			pv.Phase = "Terminating"
+		}
+		if g, err := gang.PodGPUsOf(p); err == nil {
+			pv.GPUs, pv.GPUDetail = g.Devices, g
+		}
+		views[i] = pv
 		v.Pods.Total++
-		if views[i].Ready {
+		if pv.Ready {
 			v.Pods.Ready++
 		}
-		v.PodGPUs += views[i].GPUs
-		if len(views[i].GPUDetail.DRAClaims) > 0 {
+		v.PodGPUs += pv.GPUs
+		if len(pv.GPUDetail.DRAClaims) > 0 {
 			v.DRAClaimPods++
 		}
 	}
@@ -138,28 +154,6 @@ func reasons(pods []*podView, reason string) []*podView {
 		p.Reason = reason
 	}
 	return pods
-}
-
-func newPodView(p *corev1.Pod) *podView {
-	pv := &podView{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Annotated: p.Annotations[kaikeys.PodGroupName]}
-	if pv.Phase == "" {
-		pv.Phase = string(corev1.PodPending)
-	}
-	for _, c := range p.Status.Conditions {
-		switch {
-		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
-			pv.Ready = true
-		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "":
-			pv.Phase += " (" + c.Reason + ")"
-		}
-	}
-	if p.DeletionTimestamp != nil {
-		pv.Phase = "Terminating"
-	}
-	if g, err := gang.PodGPUsOf(p); err == nil {
-		pv.GPUs, pv.GPUDetail = g.Devices, g
-	}
-	return pv
 }
 
 // placePodView places the pod in the definition's tree (its component and instance) and the

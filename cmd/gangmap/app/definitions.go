@@ -92,9 +92,9 @@ func (o *definitionsOptions) run(ctx context.Context, _ []string, stdout, stderr
 		loaded, err := listKartas(ctx, c.dynamic, stderr)
 		switch {
 		case errors.Is(err, errNoKartaCRD):
-			fmt.Fprintf(stderr, "warning: the Karta CRD (%s) is not installed in the cluster; listing the other sources only\n", kartaResourceName())
+			fmt.Fprintf(stderr, "warning: the Karta CRD (%s) is not installed in the cluster; listing the other sources only\n", kartaResourceName)
 		case err != nil:
-			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %s at %s: %v; listing the other sources only\n", kartaResourceName(), c.config.Host, err)
+			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %s at %s: %v; listing the other sources only\n", kartaResourceName, c.config.Host, err)
 			code = ExitProblems
 		default:
 			reg.SetSource(definitions.SourceCluster, loaded)

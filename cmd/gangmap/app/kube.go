@@ -259,7 +259,7 @@ func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.
 	switch {
 	case errors.Is(err, errNoKartaCRD):
 	case err != nil:
-		fmt.Fprintf(warn, "warning: cannot list Karta objects (%s) from the cluster: %v; using the built-in catalog and --definitions only\n", kartaResourceName(), err)
+		fmt.Fprintf(warn, "warning: cannot list Karta objects (%s) from the cluster: %v; using the built-in catalog and --definitions only\n", kartaResourceName, err)
 	default:
 		reg.SetSource(definitions.SourceCluster, loaded)
 	}
@@ -313,6 +313,4 @@ func listKartas(ctx context.Context, client dynamic.Interface, warn io.Writer) (
 }
 
 // kartaResourceName is "kartas.run.ai", the resource the Karta CRD serves.
-func kartaResourceName() string {
-	return definitions.GroupVersionResource.GroupResource().String()
-}
+var kartaResourceName = definitions.GroupVersionResource.GroupResource().String()

@@ -186,10 +186,7 @@ func findTestCases(root string) ([]testCase, error) {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() {
-			return nil
-		}
-		if _, err := os.Stat(filepath.Join(path, testManifestFile)); err != nil {
+		if _, serr := os.Stat(filepath.Join(path, testManifestFile)); !d.IsDir() || serr != nil {
 			return nil
 		}
 		name, _ := filepath.Rel(root, path)
