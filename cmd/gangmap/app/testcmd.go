@@ -186,7 +186,10 @@ func findTestCases(root string) ([]testCase, error) {
 		if err != nil {
 			return err
 		}
-		if _, serr := os.Stat(filepath.Join(path, testManifestFile)); !d.IsDir() || serr != nil {
+		if !d.IsDir() {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(path, testManifestFile)); err != nil {
 			return nil
 		}
 		name, _ := filepath.Rel(root, path)
