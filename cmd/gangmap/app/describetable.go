@@ -39,8 +39,9 @@ func printWorkloadView(w io.Writer, v *workloadView) {
 
 	if v.Tree != nil {
 		fmt.Fprintln(w)
-		tw := newTable(w, "")
-		printNode(tw, v.Tree, "", "")
+		tw, root := newTable(w, ""), componentLine(v.Tree)
+		fmt.Fprintln(tw, root.text)
+		printTree(tw, "", root.under)
 		_ = tw.Flush()
 	}
 
@@ -111,46 +112,45 @@ func printFindings(w io.Writer, v *workloadView) {
 	}
 }
 
-// printNode writes a component, its instances and pods, and its children as a tree.
-func printNode(tw io.Writer, n *componentNode, prefix, childPrefix string) {
-	label := n.Name
-	if n.Kind != "" {
-		label += " (" + n.Kind + ")"
-	}
-	var items []func(prefix, childPrefix string)
-	if len(n.Instances) == 1 && n.Instances[0].ID == "" {
-		in := n.Instances[0]
-		fmt.Fprintf(tw, "%s%s\t%s\n", prefix, label, instanceText(in))
-		for _, p := range in.Pods {
-			items = append(items, func(pre, _ string) { printPod(tw, p, pre) })
+// treeLine is one line of a tree drawing (tab-separated cells) and the lines drawn under it.
+type treeLine struct {
+	text  string
+	under []treeLine
+}
+
+// printTree writes each of lines after prefix and its branch, and the lines under it after
+// prefix and the branch's continuation.
+func printTree(w io.Writer, prefix string, lines []treeLine) {
+	for i, l := range lines {
+		b, c := "|-- ", "|   "
+		if i == len(lines)-1 {
+			b, c = "`-- ", "    "
 		}
-	} else {
-		fmt.Fprintf(tw, "%s%s\t\n", prefix, label)
-		for _, in := range n.Instances {
-			items = append(items, func(pre, cpre string) {
-				fmt.Fprintf(tw, "%s%s\t%s\n", pre, in.ID, instanceText(in))
-				for j, p := range in.Pods {
-					b, _ := branch(j, len(in.Pods))
-					printPod(tw, p, cpre+b)
-				}
-			})
-		}
-	}
-	for _, ch := range n.Children {
-		items = append(items, func(pre, cpre string) { printNode(tw, ch, pre, cpre) })
-	}
-	for i, print := range items {
-		b, c := branch(i, len(items))
-		print(childPrefix+b, childPrefix+c)
+		fmt.Fprintln(w, prefix+b+l.text)
+		printTree(w, prefix+c, l.under)
 	}
 }
 
-// branch is the tree drawing of item i of n, and the prefix of its children.
-func branch(i, n int) (string, string) {
-	if i == n-1 {
-		return "`-- ", "    "
+// componentLine is the tree of a component: its instances with their pods (a single instance
+// without an ID shares the component's line), then its children.
+func componentLine(n *componentNode) treeLine {
+	l := treeLine{text: n.Name}
+	if n.Kind != "" {
+		l.text += " (" + n.Kind + ")"
 	}
-	return "|-- ", "|   "
+	if len(n.Instances) == 1 && n.Instances[0].ID == "" {
+		l.text += "\t" + instanceText(n.Instances[0])
+		l.under = podLines(n.Instances[0].Pods)
+	} else {
+		l.text += "\t"
+		for _, in := range n.Instances {
+			l.under = append(l.under, treeLine{text: in.ID + "\t" + instanceText(in), under: podLines(in.Pods)})
+		}
+	}
+	for _, ch := range n.Children {
+		l.under = append(l.under, componentLine(ch))
+	}
+	return l
 }
 
 func instanceText(in *instanceNode) string {
@@ -160,15 +160,16 @@ func instanceText(in *instanceNode) string {
 	return fmt.Sprintf("role %s   replicas %d   pods %d/%d ready, %d planned   GPUs %s/pod, %s", in.Role, in.Replicas, in.Ready, len(in.Pods), in.PlanPods, in.GPUsPerPod, in.GPUs)
 }
 
-func printPod(tw io.Writer, p *podView, prefix string) {
-	pg := p.PodGroup
-	if p.SubGroup != "" {
-		pg += "/" + p.SubGroup
+func podLines(pods []*podView) []treeLine {
+	out := make([]treeLine, len(pods))
+	for i, p := range pods {
+		pg := p.PodGroup
+		if p.SubGroup != "" {
+			pg += "/" + p.SubGroup
+		}
+		out[i].text = fmt.Sprintf("%s\t%s   node %s   GPUs %s   -> %s", p.Name, p.Phase, orNone(p.Node), p.GPUs, cmp.Or(pg, p.Reason))
 	}
-	if pg == "" {
-		pg = p.Reason
-	}
-	fmt.Fprintf(tw, "%s%s\t%s   node %s   GPUs %s   -> %s\n", prefix, p.Name, p.Phase, orNone(p.Node), p.GPUs, pg)
+	return out
 }
 
 func readyByRole(n *componentNode) map[string]string {

@@ -229,17 +229,21 @@ func printPlacement(w io.Writer, v *workloadView) {
 	for _, pg := range v.Placement {
 		_ = tw.Flush()
 		fmt.Fprintf(w, "  PodGroup %s: %s\n", pg.PodGroup, constraintLabel(pg.Topology))
-		for i, sg := range pg.SubGroups {
-			b, c := branch(i, len(pg.SubGroups))
-			printPlacementSubGroup(tw, sg, "  "+b, "  "+c)
-		}
+		printTree(tw, "  ", subGroupLines(pg.SubGroups))
 	}
 	_ = tw.Flush()
 }
 
-// printPlacementSubGroup writes sub-group sg (its line at prefix), then its children and its
-// pods under childPrefix.
-func printPlacementSubGroup(tw io.Writer, sg *placementSubGroup, prefix, childPrefix string) {
+// subGroupLines are the trees of sub-groups: each sub-group's line, then its children and pods.
+func subGroupLines(sgs []*placementSubGroup) []treeLine {
+	out := make([]treeLine, len(sgs))
+	for i, sg := range sgs {
+		out[i] = subGroupLine(sg)
+	}
+	return out
+}
+
+func subGroupLine(sg *placementSubGroup) treeLine {
 	label := sg.Name
 	if sg.Segment != nil {
 		label += fmt.Sprintf(" (segment %d)", *sg.Segment)
@@ -248,16 +252,11 @@ func printPlacementSubGroup(tw io.Writer, sg *placementSubGroup, prefix, childPr
 	if sg.MinSubGroup != nil {
 		min = "sub-groups " + optInt(sg.MinSubGroup)
 	}
-	fmt.Fprintf(tw, "%s%s	%s   %s   pods %d\n", prefix, label, constraintLabel(sg.Topology), min, len(sg.Pods))
-	n := len(sg.Children) + len(sg.Pods)
-	for i, ch := range sg.Children {
-		b, c := branch(i, n)
-		printPlacementSubGroup(tw, ch, childPrefix+b, childPrefix+c)
+	l := treeLine{text: fmt.Sprintf("%s\t%s   %s   pods %d", label, constraintLabel(sg.Topology), min, len(sg.Pods)), under: subGroupLines(sg.Children)}
+	for _, p := range sg.Pods {
+		l.under = append(l.under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " ")})
 	}
-	for j, p := range sg.Pods {
-		b, _ := branch(len(sg.Children)+j, n)
-		fmt.Fprintln(tw, strings.TrimRight(fmt.Sprintf("%s%s%s\t%s   node %s   %s", childPrefix, b, p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " "))
-	}
+	return l
 }
 
 // constraintLabel renders a constraint: "topology T, required L, preferred P", or "-".
