@@ -238,25 +238,19 @@ func printPlacement(w io.Writer, v *workloadView) {
 func subGroupLines(sgs []*placementSubGroup) []treeLine {
 	out := make([]treeLine, len(sgs))
 	for i, sg := range sgs {
-		out[i] = subGroupLine(sg)
+		label, min := sg.Name, "min "+optInt(sg.MinMember)
+		if sg.Segment != nil {
+			label += fmt.Sprintf(" (segment %d)", *sg.Segment)
+		}
+		if sg.MinSubGroup != nil {
+			min = "sub-groups " + optInt(sg.MinSubGroup)
+		}
+		out[i] = treeLine{text: fmt.Sprintf("%s\t%s   %s   pods %d", label, constraintLabel(sg.Topology), min, len(sg.Pods)), under: subGroupLines(sg.Children)}
+		for _, p := range sg.Pods {
+			out[i].under = append(out[i].under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " ")})
+		}
 	}
 	return out
-}
-
-func subGroupLine(sg *placementSubGroup) treeLine {
-	label := sg.Name
-	if sg.Segment != nil {
-		label += fmt.Sprintf(" (segment %d)", *sg.Segment)
-	}
-	min := "min " + optInt(sg.MinMember)
-	if sg.MinSubGroup != nil {
-		min = "sub-groups " + optInt(sg.MinSubGroup)
-	}
-	l := treeLine{text: fmt.Sprintf("%s\t%s   %s   pods %d", label, constraintLabel(sg.Topology), min, len(sg.Pods)), under: subGroupLines(sg.Children)}
-	for _, p := range sg.Pods {
-		l.under = append(l.under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " ")})
-	}
-	return l
 }
 
 // constraintLabel renders a constraint: "topology T, required L, preferred P", or "-".
