@@ -48,7 +48,12 @@ func printWorkloadView(w io.Writer, v *workloadView) {
 	if len(v.Roles) > 0 {
 		fmt.Fprintln(w)
 		tw := newTable(w, "ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tPODS\tGANG-PODS\tREADY\tGPUS/POD\tGPUS")
-		ready := readyByRole(v.Tree)
+		ready := map[string]string{}
+		eachInstance(v.Tree, func(_ *componentNode, in *instanceNode) {
+			if in.Role != "" {
+				ready[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
+			}
+		})
 		for _, r := range v.Roles {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.Pods, r.GangPods, ready[r.Name], r.GPUsPerPod, r.GPUs)
 		}
@@ -169,16 +174,6 @@ func podLines(pods []*podView) []treeLine {
 		}
 		out[i].text = fmt.Sprintf("%s\t%s   node %s   GPUs %s   -> %s", p.Name, p.Phase, orNone(p.Node), p.GPUs, cmp.Or(pg, p.Reason))
 	}
-	return out
-}
-
-func readyByRole(n *componentNode) map[string]string {
-	out := map[string]string{}
-	eachInstance(n, func(_ *componentNode, in *instanceNode) {
-		if in.Role != "" {
-			out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
-		}
-	})
 	return out
 }
 
