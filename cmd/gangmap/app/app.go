@@ -143,13 +143,12 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 	nf.addFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		nativeFlagsGiven = c.Flags().Changed("kai-version") || c.Flags().Changed("native-kinds-add") || c.Flags().Changed("native-kinds-remove")
-		t, err := nf.table()
+		r, err := nf.apply()
 		if err != nil {
 			return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())
 		}
-		kaiNativeTable = t
-		if kaiRelease, err = kairelease.Parse(nf.kaiVersion); err == nil && kaiRelease.Warning != "" {
-			fmt.Fprintf(c.ErrOrStderr(), "warning: --kai-version: %s\n", kaiRelease.Warning)
+		if r.Warning != "" {
+			fmt.Fprintf(c.ErrOrStderr(), "warning: --kai-version: %s\n", r.Warning)
 		}
 		return nil
 	}

@@ -198,12 +198,14 @@ func (n *nativeFlags) addFlags(cmd *cobra.Command) {
 	f.StringSliceVar(&n.remove, "native-kinds-remove", nil, "kinds to drop from the native table, as group/version/Kind, g/*/K for every version (as the grouper's flag; default none)")
 }
 
-// table builds the native table the flags describe. Errors name the flag.
-func (n *nativeFlags) table() (*native.Table, error) {
-	t, err := native.ForRelease(n.kaiVersion)
+// apply makes the KAI release and native table the flags describe this run's (kaiRelease,
+// kaiNativeTable), and returns the release. Errors name the flag; nothing is changed then.
+func (n *nativeFlags) apply() (*kairelease.Release, error) {
+	r, err := kairelease.Parse(n.kaiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("--kai-version: %w", err)
 	}
+	t := native.FromRelease(r)
 	for _, k := range n.add {
 		if err := t.Add(k); err != nil {
 			return nil, fmt.Errorf("--native-kinds-add: %w", err)
@@ -214,7 +216,8 @@ func (n *nativeFlags) table() (*native.Table, error) {
 			return nil, fmt.Errorf("--native-kinds-remove: %w", err)
 		}
 	}
-	return t, nil
+	kaiRelease, kaiNativeTable = r, t
+	return r, nil
 }
 
 // kaiRelease is the KAI release of this run (--kai-version), set by the root command before each

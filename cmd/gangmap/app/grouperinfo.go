@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 )
 
 // grouperSelector selects the Deployment of gangmap's grouper as the Helm chart labels it
@@ -170,18 +169,10 @@ func (c *kubeClients) adoptGrouper(ctx context.Context, reg *definitions.Registr
 		said = append(said, fmt.Sprintf("%d definition(s) from ConfigMap %s", len(s.Definitions), strings.Join(s.ConfigMaps, ", ")))
 	}
 	if !nativeFlagsGiven && (s.KAIVersion != "" || len(s.Add)+len(s.Remove) > 0) {
-		nf := &nativeFlags{kaiVersion: s.KAIVersion, add: s.Add, remove: s.Remove}
-		if nf.kaiVersion == "" {
-			nf.kaiVersion = kaiRelease.Requested
-		}
-		t, err := nf.table()
-		if err != nil {
+		nf := &nativeFlags{kaiVersion: cmp.Or(s.KAIVersion, kaiRelease.Requested), add: s.Add, remove: s.Remove}
+		if _, err := nf.apply(); err != nil {
 			fmt.Fprintf(warn, "warning: the grouper %s's native table: %v; using this run's\n", s.Deployment, err)
 		} else {
-			kaiNativeTable = t
-			if r, err := kairelease.Parse(nf.kaiVersion); err == nil {
-				kaiRelease = r
-			}
 			said = append(said, fmt.Sprintf("its native table (--kai-version=%s%s%s)", nf.kaiVersion, flagList(" --native-kinds-add=", s.Add), flagList(" --native-kinds-remove=", s.Remove)))
 		}
 	}
