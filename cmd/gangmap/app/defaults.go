@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/itchyny/gojq"
@@ -72,7 +71,7 @@ func hiddenDefaults(k *definitions.Karta, obj map[string]any) []hiddenDefault {
 			out = append(out, h)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	slices.SortStableFunc(out, func(a, b hiddenDefault) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }
 

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -199,7 +198,7 @@ func findTestCases(root string) ([]testCase, error) {
 		out = append(out, testCase{name: filepath.ToSlash(name), dir: path})
 		return nil
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	slices.SortFunc(out, func(a, b testCase) int { return strings.Compare(a.name, b.name) })
 	return out, err
 }
 
