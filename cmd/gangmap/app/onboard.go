@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -229,10 +228,7 @@ func (o *onboardOptions) write(files []onboardedFile, stdout, stderr io.Writer) 
 	for _, f := range files {
 		switch {
 		case o.diff:
-			d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-				A: difflib.SplitLines(string(f.before)), B: difflib.SplitLines(string(f.after)),
-				FromFile: f.path, ToFile: f.path + " (onboarded)", Context: 3,
-			})
+			d, err := unifiedDiff(string(f.before), string(f.after), f.path, f.path+" (onboarded)")
 			if err != nil {
 				return fail(ExitProblems, "diff of %s: %v", f.path, err)
 			}

@@ -119,23 +119,19 @@ func (o *validateOptions) run(_ context.Context, files []string, stdout, _ io.Wr
 		doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
 	}
 	markConflicts(doc.Results)
-	if o.strict {
+	code := ExitOK
+	for i := range doc.Results {
+		r := &doc.Results[i]
 		// With --strict, a gang naming components no pod can be placed in is an error too (a path
 		// the workload's CRD schema says can never resolve always is).
-		for i := range doc.Results {
-			r := &doc.Results[i]
-			r.Warnings = slices.DeleteFunc(r.Warnings, func(w fieldMessage) bool {
-				if w.Field == "" || !strings.Contains(w.Message, "never places a pod by elimination") {
-					return false
-				}
-				r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
-				r.Valid = false
-				return true
-			})
-		}
-	}
-	code := ExitOK
-	for _, r := range doc.Results {
+		r.Warnings = slices.DeleteFunc(r.Warnings, func(w fieldMessage) bool {
+			if !o.strict || w.Field == "" || !strings.Contains(w.Message, "never places a pod by elimination") {
+				return false
+			}
+			r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
+			r.Valid = false
+			return true
+		})
 		switch {
 		case r.Unreadable:
 			code = ExitUnusable
