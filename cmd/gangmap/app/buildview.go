@@ -80,11 +80,11 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	v.Roles, v.TotalGPUs = v.plan.Roles, v.plan.TotalGPUs
 	v.Notes = append(v.plan.Notes, v.Notes...)
 	for _, o := range v.plan.Overrides {
-		if o.Applied {
-			v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q applied", o.Annotation, o.Value))
-		} else {
-			v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q refused: %s", o.Annotation, o.Value, o.Reason))
+		status := "applied"
+		if !o.Applied {
+			status = "refused: " + o.Reason
 		}
+		v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q %s", o.Annotation, o.Value, status))
 	}
 	v.Tree = buildTree(c, w, v.plan)
 	v.placePods(ctx, c, pods, views)
