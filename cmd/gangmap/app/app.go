@@ -93,10 +93,7 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 		return ee.code
 	}
 	// Anything else comes from cobra itself: an unknown command or flag, a wrong number of
-	// arguments. It is a usage error.
-	if cmd == nil {
-		cmd = root
-	}
+	// arguments. It is a usage error. (ExecuteC returns the root, never nil, when it finds no command.)
 	fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 	return ExitUnusable
 }
@@ -146,13 +143,12 @@ Installed as a binary named kubectl-gangmap on your PATH, it also runs as "kubec
 	nf.addFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		nativeFlagsGiven = c.Flags().Changed("kai-version") || c.Flags().Changed("native-kinds-add") || c.Flags().Changed("native-kinds-remove")
-		t, err := nf.table()
+		r, err := nf.apply()
 		if err != nil {
 			return fail(ExitUnusable, "%v\nRun '%s --help' for usage.", err, c.CommandPath())
 		}
-		kaiNativeTable = t
-		if kaiRelease, err = kairelease.Parse(nf.kaiVersion); err == nil && kaiRelease.Warning != "" {
-			fmt.Fprintf(c.ErrOrStderr(), "warning: --kai-version: %s\n", kaiRelease.Warning)
+		if r.Warning != "" {
+			fmt.Fprintf(c.ErrOrStderr(), "warning: --kai-version: %s\n", r.Warning)
 		}
 		return nil
 	}

@@ -15,16 +15,22 @@ import (
 // below their LeaderWorkerSet).
 const maxOwnerDepth = 10
 
-// ownerGraph reads an owner: its own owner references, or false when it cannot be read.
+// ownerGraph reads an owner's own owner references: none when it has none or cannot be read
+// (gone, forbidden, unknown kind), which ends the walk either way.
 type ownerGraph interface {
-	owner(ctx context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool)
+	owner(ctx context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference
 }
 
-// workloadKey identifies a workload an owner reference can point at.
+// workloadKey identifies a workload an owner reference can point at without a UID (offline):
+// group, kind, namespace and name.
 type workloadKey struct {
-	uid string
-	// offline, without a UID: group, kind, namespace and name.
 	group, kind, ns, name string
+}
+
+// refKey is the workloadKey ref (from an object of namespace ns) points at.
+func refKey(ns string, ref metav1.OwnerReference) workloadKey {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}
 }
 
 // rootsIndex finds the workload an owner reference points at.
@@ -55,8 +61,7 @@ func (ix *rootsIndex) match(ns string, ref metav1.OwnerReference) (int, bool) {
 			return i, true
 		}
 	}
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	i, ok := ix.byName[workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}]
+	i, ok := ix.byName[refKey(ns, ref)]
 	if ok && ref.UID != "" && ix.uids[i] != "" {
 		return 0, false // the reference names a workload with another UID: an older one
 	}
@@ -87,11 +92,7 @@ func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *ro
 			return 0, false
 		}
 		seen[ref] = true
-		next, ok := g.owner(ctx, ns, ref)
-		if !ok {
-			return 0, false
-		}
-		refs = next
+		refs = g.owner(ctx, ns, ref)
 	}
 	return 0, false
 }

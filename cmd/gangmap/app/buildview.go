@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,17 +39,15 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	gvk := obj.GroupVersionKind()
 	v.NativeInKAI = nativeInKAI(gvk)
 	c := reg.Lookup(gvk)
-	if c == nil && v.NativeInKAI {
-		v.Notes = append(v.Notes, nativeNote(gvk))
-		v.Unclaimed = append(v.Unclaimed, reasons(views, "KAI's "+gvk.Kind+" plugin groups it")...)
-		return v
-	}
 	if v.NativeInKAI {
 		v.Notes = append(v.Notes, nativeNote(gvk))
 	}
+	if c == nil && v.NativeInKAI {
+		v.Unclaimed = append(v.Unclaimed, reasons(views, "KAI's "+gvk.Kind+" plugin groups it")...)
+		return v
+	}
 	if c == nil {
-		v.Error = fmt.Sprintf("no usable Workload Map definition for kind %s%s", definitions.KindString(obj.GroupVersionKind()),
-			missingDefinitionHint(reg, definitions.GroupVersionKind{Group: obj.GroupVersionKind().Group, Version: obj.GroupVersionKind().Version, Kind: obj.GetKind()}))
+		v.Error = noDefinition(reg, gvk)
 		v.Unclaimed = append(v.Unclaimed, reasons(views, "no definition for the workload's kind")...)
 		return v
 	}
@@ -81,11 +80,11 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 	v.Roles, v.TotalGPUs = v.plan.Roles, v.plan.TotalGPUs
 	v.Notes = append(v.plan.Notes, v.Notes...)
 	for _, o := range v.plan.Overrides {
-		if o.Applied {
-			v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q applied", o.Annotation, o.Value))
-		} else {
-			v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q refused: %s", o.Annotation, o.Value, o.Reason))
+		status := "applied"
+		if !o.Applied {
+			status = "refused: " + o.Reason
 		}
+		v.Notes = append(v.Notes, fmt.Sprintf("override %s=%q %s", o.Annotation, o.Value, status))
 	}
 	v.Tree = buildTree(c, w, v.plan)
 	v.placePods(ctx, c, pods, views)
@@ -98,13 +97,28 @@ func buildView(ctx context.Context, reg *definitions.Registry, obj *unstructured
 func (v *workloadView) countPods(pods []*corev1.Pod) []*podView {
 	views := make([]*podView, len(pods))
 	for i, p := range pods {
-		views[i] = newPodView(p)
+		pv := &podView{Name: p.Name, Phase: cmp.Or(string(p.Status.Phase), string(corev1.PodPending)), Node: p.Spec.NodeName, Annotated: p.Annotations[kaikeys.PodGroupName]}
+		for _, c := range p.Status.Conditions {
+			switch {
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+				pv.Ready = true
+			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "":
+				pv.Phase += " (" + c.Reason + ")"
+			}
+		}
+		if p.DeletionTimestamp != nil {
+			pv.Phase = "Terminating"
+		}
+		if g, err := gang.PodGPUsOf(p); err == nil {
+			pv.GPUs, pv.GPUDetail = g.Devices, g
+		}
+		views[i] = pv
 		v.Pods.Total++
-		if views[i].Ready {
+		if pv.Ready {
 			v.Pods.Ready++
 		}
-		v.PodGPUs += views[i].GPUs
-		if len(views[i].GPUDetail.DRAClaims) > 0 {
+		v.PodGPUs += pv.GPUs
+		if len(pv.GPUDetail.DRAClaims) > 0 {
 			v.DRAClaimPods++
 		}
 	}
@@ -140,28 +154,6 @@ func reasons(pods []*podView, reason string) []*podView {
 		p.Reason = reason
 	}
 	return pods
-}
-
-func newPodView(p *corev1.Pod) *podView {
-	pv := &podView{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Annotated: p.Annotations[kaikeys.PodGroupName]}
-	if pv.Phase == "" {
-		pv.Phase = string(corev1.PodPending)
-	}
-	for _, c := range p.Status.Conditions {
-		switch {
-		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
-			pv.Ready = true
-		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "":
-			pv.Phase += " (" + c.Reason + ")"
-		}
-	}
-	if p.DeletionTimestamp != nil {
-		pv.Phase = "Terminating"
-	}
-	if g, err := gang.PodGPUsOf(p); err == nil {
-		pv.GPUs, pv.GPUDetail = g.Devices, g
-	}
-	return pv
 }
 
 // placePodView places the pod in the definition's tree (its component and instance) and the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/itchyny/gojq"
@@ -53,12 +52,12 @@ func hiddenDefaults(k *definitions.Karta, obj map[string]any) []hiddenDefault {
 			continue
 		}
 		q, err := gojq.Parse(e.Expr.JQ)
-		if err != nil || q.Op != gojq.OpAlt {
+		if err != nil {
 			continue
 		}
-		alts := alternatives(q)
-		for i, a := range alts[:len(alts)-1] {
-			keys, ok := plainPath(a)
+		// a // b // c parses right-associatively: a // (b // c), so q.Right is the default of q.Left.
+		for ; q.Op == gojq.OpAlt; q = q.Right {
+			keys, ok := plainPath(q.Left)
 			if !ok {
 				break
 			}
@@ -66,30 +65,14 @@ func hiddenDefaults(k *definitions.Karta, obj map[string]any) []hiddenDefault {
 			if found {
 				break
 			}
-			h := hiddenDefault{Field: e.Field, Path: a.String(), Missing: "." + strings.Join(keys[:missing+1], "."), Default: joinAlternatives(alts[i+1:])}
+			h := hiddenDefault{Field: e.Field, Path: q.Left.String(), Missing: "." + strings.Join(keys[:missing+1], "."), Default: q.Right.String()}
 			h.Present = slices.Sorted(maps.Keys(parent))
 			h.Suggest = nearKey(keys[missing], h.Present)
 			out = append(out, h)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	slices.SortStableFunc(out, func(a, b hiddenDefault) int { return strings.Compare(a.Field, b.Field) })
 	return out
-}
-
-// alternatives flattens a // b // c (right-associative in gojq) into [a, b, c].
-func alternatives(q *gojq.Query) []*gojq.Query {
-	if q.Op != gojq.OpAlt {
-		return []*gojq.Query{q}
-	}
-	return append(alternatives(q.Left), alternatives(q.Right)...)
-}
-
-func joinAlternatives(qs []*gojq.Query) string {
-	parts := make([]string, len(qs))
-	for i, q := range qs {
-		parts[i] = q.String()
-	}
-	return strings.Join(parts, " // ")
 }
 
 // plainPath is q's keys when q is .a.b["c"]... (no iteration, no function), else false.

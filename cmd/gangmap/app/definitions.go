@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,9 +57,7 @@ Exit codes: 0 listed; 1 the cluster could not be read (the other sources are sti
 			"gangmap definitions --kubeconfig ~/.kube/prod --context gpu-cluster",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, "")
@@ -81,7 +78,7 @@ type definitionRow struct {
 	NativeInKAI bool `json:"nativeInKAI"`
 }
 
-func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *definitionsOptions) run(ctx context.Context, _ []string, stdout, stderr io.Writer) error {
 	reg, err := newOfflineRegistry(o.definitions, definitions.DecodeOptions{})
 	if err != nil {
 		return err
@@ -95,9 +92,9 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 		loaded, err := listKartas(ctx, c.dynamic, stderr)
 		switch {
 		case errors.Is(err, errNoKartaCRD):
-			fmt.Fprintf(stderr, "warning: the Karta CRD (%s) is not installed in the cluster; listing the other sources only\n", kartaResourceName())
+			fmt.Fprintf(stderr, "warning: the Karta CRD (%s) is not installed in the cluster; listing the other sources only\n", kartaResourceName)
 		case err != nil:
-			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %s at %s: %v; listing the other sources only\n", kartaResourceName(), c.config.Host, err)
+			fmt.Fprintf(stderr, "warning: cannot list Karta objects from the cluster: %s at %s: %v; listing the other sources only\n", kartaResourceName, c.config.Host, err)
 			code = ExitProblems
 		default:
 			reg.SetSource(definitions.SourceCluster, loaded)
@@ -117,13 +114,12 @@ func (o *definitionsOptions) run(ctx context.Context, stdout, stderr io.Writer) 
 		e.Problems = append(e.Problems, both[e.Origin]...)
 		doc.Definitions = append(doc.Definitions, definitionRow{Entry: e, NativeInKAI: nativeInKAI(e.Kind.GVK())})
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDefinitionsTable(w, doc) }, code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printDefinitionsTable(w, doc) }, code)
 }
 
 // printDefinitionsTable writes one row per definition, then each problem in full.
-func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tACTIVE\tNATIVE-IN-KAI\tPROBLEMS")
+func printDefinitionsTable(w io.Writer, doc definitionsDocument) {
+	tw := newTable(w, "NAME\tKIND\tSOURCE\tACTIVE\tNATIVE-IN-KAI\tPROBLEMS")
 	for _, d := range doc.Definitions {
 		kind := "-"
 		if d.Kind.Kind != "" {
@@ -135,9 +131,7 @@ func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, kind, d.Source, yesNo(d.Active), yesNo(d.NativeInKAI), problems)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	// A problem shared by several definitions (a conflict is a problem of each) is said once,
 	// naming every definition it concerns.
 	var order []string
@@ -158,7 +152,6 @@ func printDefinitionsTable(w io.Writer, doc definitionsDocument) error {
 	for _, p := range order {
 		fmt.Fprintf(w, "  %s: %s\n", strings.Join(owners[p], ", "), indentLines(p, "    "))
 	}
-	return nil
 }
 
 func yesNo(b bool) string {
@@ -205,12 +198,14 @@ func (n *nativeFlags) addFlags(cmd *cobra.Command) {
 	f.StringSliceVar(&n.remove, "native-kinds-remove", nil, "kinds to drop from the native table, as group/version/Kind, g/*/K for every version (as the grouper's flag; default none)")
 }
 
-// table builds the native table the flags describe. Errors name the flag.
-func (n *nativeFlags) table() (*native.Table, error) {
-	t, err := native.ForRelease(n.kaiVersion)
+// apply makes the KAI release and native table the flags describe this run's (kaiRelease,
+// kaiNativeTable), and returns the release. Errors name the flag; nothing is changed then.
+func (n *nativeFlags) apply() (*kairelease.Release, error) {
+	r, err := kairelease.Parse(n.kaiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("--kai-version: %w", err)
 	}
+	t := native.FromRelease(r)
 	for _, k := range n.add {
 		if err := t.Add(k); err != nil {
 			return nil, fmt.Errorf("--native-kinds-add: %w", err)
@@ -221,7 +216,8 @@ func (n *nativeFlags) table() (*native.Table, error) {
 			return nil, fmt.Errorf("--native-kinds-remove: %w", err)
 		}
 	}
-	return t, nil
+	kaiRelease, kaiNativeTable = r, t
+	return r, nil
 }
 
 // kaiRelease is the KAI release of this run (--kai-version), set by the root command before each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -60,10 +60,8 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 			"# As a kubectl plugin",
 			"kubectl gangmap describe rayclusters/my-cluster -n ray",
 		),
-		Args: cobra.MaximumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		Args:              cobra.MaximumNArgs(2),
+		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
 	f := cmd.Flags()
@@ -75,13 +73,8 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 	return cmd
 }
 
-// describeDocument is the -o json|yaml output of "gangmap describe".
-type describeDocument struct {
-	Workloads []*workloadView `json:"workloads"`
-}
-
 func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var doc *describeDocument
+	var doc *workloadsDocument
 	var err error
 	switch {
 	case len(o.files) > 0 && len(args) > 0:
@@ -101,7 +94,7 @@ func (o *describeOptions) run(ctx context.Context, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printDescribe(w, doc) }, planCode(doc.Workloads))
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printDescribe(w, doc) }, planCode(doc.Workloads))
 }
 
 // splitKindName reads KIND/NAME or KIND NAME.
@@ -121,7 +114,7 @@ func splitKindName(args []string) (string, string, error) {
 }
 
 // offline describes the workloads of the manifests.
-func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*describeDocument, error) {
+func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*workloadsDocument, error) {
 	objs, err := readManifests(o.files)
 	if err != nil {
 		return nil, fail(ExitUnusable, "%v", err)
@@ -142,7 +135,7 @@ func (o *describeOptions) offline(ctx context.Context, stderr io.Writer) (*descr
 	for _, p := range unattributed {
 		fmt.Fprintf(stderr, "note: Pod/%s is not shown: no owner of it is in the manifest, which has %d workloads to give it to\n", p.Name, len(in.workloads))
 	}
-	return &describeDocument{Workloads: views}, nil
+	return &workloadsDocument{Workloads: views}, nil
 }
 
 // manifestInput is a manifest split into workloads, their pods, PodGroups and other objects.
@@ -157,7 +150,7 @@ type manifestInput struct {
 // and the rest; workloads are the rest without owner references that are not supporting kinds
 // (plan's rule: a runtime, a ConfigMap, a Service are not workloads; each is said on warn).
 func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifestInput, error) {
-	in := &manifestInput{graph: &manifestGraph{byUID: map[string]*unstructured.Unstructured{}, byName: map[workloadKey]*unstructured.Unstructured{}}}
+	in := &manifestInput{graph: &manifestGraph{}}
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		switch {
@@ -174,7 +167,7 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 			}
 			in.podGroups = append(in.podGroups, pg)
 		default:
-			in.graph.add(u)
+			in.graph.objs = append(in.graph.objs, u)
 			switch {
 			case len(u.GetOwnerReferences()) > 0:
 			case supportingKinds[gvk.GroupKind()]:
@@ -184,6 +177,7 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 			}
 		}
 	}
+	in.graph.rootsIndex = newRootsIndex(in.graph.objs)
 	return in, nil
 }
 
@@ -216,34 +210,27 @@ func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) (
 	return out, unattributed
 }
 
-// manifestGraph is the ownerGraph of the objects of a manifest.
+// manifestGraph is the ownerGraph of the objects of a manifest (but its Pods and PodGroups),
+// indexed as rootsIndex indexes workloads; unlike rootsIndex.match, a reference whose UID no
+// object has follows the object of its name whatever that object's UID.
 type manifestGraph struct {
-	byUID  map[string]*unstructured.Unstructured
-	byName map[workloadKey]*unstructured.Unstructured
+	objs []*unstructured.Unstructured
+	*rootsIndex
 }
 
-func (g *manifestGraph) add(u *unstructured.Unstructured) {
-	if uid := string(u.GetUID()); uid != "" {
-		g.byUID[uid] = u
+func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference {
+	i, ok := g.byUID[string(ref.UID)]
+	if !ok {
+		i, ok = g.byName[refKey(ns, ref)]
 	}
-	gvk := u.GroupVersionKind()
-	g.byName[workloadKey{group: gvk.Group, kind: gvk.Kind, ns: u.GetNamespace(), name: u.GetName()}] = u
-}
-
-func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
-	u := g.byUID[string(ref.UID)]
-	if u == nil {
-		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		u = g.byName[workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}]
+	if !ok {
+		return nil
 	}
-	if u == nil {
-		return nil, false
-	}
-	return u.GetOwnerReferences(), true
+	return g.objs[i].GetOwnerReferences()
 }
 
 // live describes one workload of the cluster.
-func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*describeDocument, error) {
+func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io.Writer) (*workloadsDocument, error) {
 	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
 	if err != nil {
 		return nil, err
@@ -260,7 +247,7 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 		return nil, err
 	}
 	views[0].addNodeTopology(ctx, c)
-	return &describeDocument{Workloads: views}, nil
+	return &workloadsDocument{Workloads: views}, nil
 }
 
 // completeKinds completes the first argument with the kinds of the built-in catalog (lower-case
@@ -273,12 +260,9 @@ func completeKinds(_ *cobra.Command, args []string, _ string) ([]string, cobra.S
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	seen := map[string]bool{}
 	var out []string
 	for _, e := range reg.Entries() {
-		k := strings.ToLower(e.Kind.Kind)
-		if k != "" && !seen[k] {
-			seen[k] = true
+		if k := strings.ToLower(e.Kind.Kind); k != "" && !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
@@ -13,19 +12,16 @@ import (
 // printDescribe writes the table form of a describe document: per workload a header, the tree
 // with pods, the roles, the GPU totals, the PodGroups (planned and existing, with differences),
 // the unclaimed pods, the grouper's findings and the notes; workloads are separated by a blank line.
-func printDescribe(w io.Writer, doc *describeDocument) error {
+func printDescribe(w io.Writer, doc *workloadsDocument) {
 	for i, v := range doc.Workloads {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := printWorkloadView(w, v); err != nil {
-			return err
-		}
+		printWorkloadView(w, v)
 	}
-	return nil
 }
 
-func printWorkloadView(w io.Writer, v *workloadView) error {
+func printWorkloadView(w io.Writer, v *workloadView) {
 	header := v.Workload.Kind + "/" + v.Workload.Name
 	if v.Workload.Namespace != "" {
 		header += "   namespace: " + v.Workload.Namespace
@@ -43,66 +39,54 @@ func printWorkloadView(w io.Writer, v *workloadView) error {
 
 	if v.Tree != nil {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-		printNode(tw, v.Tree, "", "")
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		tw, root := newTable(w, ""), componentLine(v.Tree)
+		fmt.Fprintln(tw, root.text)
+		printTree(tw, "", root.under)
+		_ = tw.Flush()
 	}
 
 	if len(v.Roles) > 0 {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tPODS\tGANG-PODS\tREADY\tGPUS/POD\tGPUS")
-		ready := readyByRole(v.Tree)
+		tw := newTable(w, "ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tPODS\tGANG-PODS\tREADY\tGPUS/POD\tGPUS")
+		ready := map[string]string{}
+		eachInstance(v.Tree, func(_ *componentNode, in *instanceNode) {
+			if in.Role != "" {
+				ready[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
+			}
+		})
 		for _, r := range v.Roles {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.Pods, r.GangPods, ready[r.Name], r.GPUsPerPod, r.GPUs)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 	}
 	if v.Error == "" && v.Definition != nil {
 		fmt.Fprintf(w, "TOTAL GPUs: %s (plan); the %d pods request %s\n", v.TotalGPUs, v.Pods.Total, v.PodGPUs)
-		for _, n := range gpuDetailNotes(v.Roles) {
-			fmt.Fprintf(w, "note: %s\n", n)
-		}
+		printLines(w, "note: ", gpuDetailNotes(v.Roles))
 	}
 	if n := v.DRAClaimPods; n > 0 {
 		fmt.Fprintf(w, "note: %d of the pods get devices through DRA resource claims (not counted in the GPUs above)\n", n)
 	}
 
 	fmt.Fprintln(w)
-	if err := printPodGroupViews(w, v.PodGroups); err != nil {
-		return err
-	}
-
-	if err := printPlacement(w, v); err != nil {
-		return err
-	}
+	printPodGroupViews(w, v.PodGroups)
+	printPlacement(w, v)
 
 	fmt.Fprintln(w)
 	if len(v.Unclaimed) == 0 {
 		fmt.Fprintln(w, "Unclaimed pods: none")
 	} else {
 		fmt.Fprintf(w, "Unclaimed pods (%d, no component of the definition claims them):\n", len(v.Unclaimed))
-		tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "  POD\tPHASE\tNODE\tGPUS\tREASON")
+		tw := newTable(w, "  POD\tPHASE\tNODE\tGPUS\tREASON")
 		for _, p := range v.Unclaimed {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Phase, orNone(p.Node), p.GPUs, p.Reason)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 	}
 	printFindings(w, v)
 	if len(v.Notes) > 0 {
 		fmt.Fprintln(w)
-		for _, n := range v.Notes {
-			fmt.Fprintf(w, "note: %s\n", n)
-		}
+		printLines(w, "note: ", v.Notes)
 	}
-	return nil
 }
 
 // printFindings writes the Findings section (nothing when the grouper reports none): the
@@ -133,46 +117,45 @@ func printFindings(w io.Writer, v *workloadView) {
 	}
 }
 
-// printNode writes a component, its instances and pods, and its children as a tree.
-func printNode(tw io.Writer, n *componentNode, prefix, childPrefix string) {
-	label := n.Name
-	if n.Kind != "" {
-		label += " (" + n.Kind + ")"
-	}
-	var items []func(prefix, childPrefix string)
-	if len(n.Instances) == 1 && n.Instances[0].ID == "" {
-		in := n.Instances[0]
-		fmt.Fprintf(tw, "%s%s\t%s\n", prefix, label, instanceText(in))
-		for _, p := range in.Pods {
-			items = append(items, func(pre, _ string) { printPod(tw, p, pre) })
+// treeLine is one line of a tree drawing (tab-separated cells) and the lines drawn under it.
+type treeLine struct {
+	text  string
+	under []treeLine
+}
+
+// printTree writes each of lines after prefix and its branch, and the lines under it after
+// prefix and the branch's continuation.
+func printTree(w io.Writer, prefix string, lines []treeLine) {
+	for i, l := range lines {
+		b, c := "|-- ", "|   "
+		if i == len(lines)-1 {
+			b, c = "`-- ", "    "
 		}
-	} else {
-		fmt.Fprintf(tw, "%s%s\t\n", prefix, label)
-		for _, in := range n.Instances {
-			items = append(items, func(pre, cpre string) {
-				fmt.Fprintf(tw, "%s%s\t%s\n", pre, in.ID, instanceText(in))
-				for j, p := range in.Pods {
-					b, _ := branch(j, len(in.Pods))
-					printPod(tw, p, cpre+b)
-				}
-			})
-		}
-	}
-	for _, ch := range n.Children {
-		items = append(items, func(pre, cpre string) { printNode(tw, ch, pre, cpre) })
-	}
-	for i, print := range items {
-		b, c := branch(i, len(items))
-		print(childPrefix+b, childPrefix+c)
+		fmt.Fprintln(w, prefix+b+l.text)
+		printTree(w, prefix+c, l.under)
 	}
 }
 
-// branch is the tree drawing of item i of n, and the prefix of its children.
-func branch(i, n int) (string, string) {
-	if i == n-1 {
-		return "`-- ", "    "
+// componentLine is the tree of a component: its instances with their pods (a single instance
+// without an ID shares the component's line), then its children.
+func componentLine(n *componentNode) treeLine {
+	l := treeLine{text: n.Name}
+	if n.Kind != "" {
+		l.text += " (" + n.Kind + ")"
 	}
-	return "|-- ", "|   "
+	if len(n.Instances) == 1 && n.Instances[0].ID == "" {
+		l.text += "\t" + instanceText(n.Instances[0])
+		l.under = podLines(n.Instances[0].Pods)
+	} else {
+		l.text += "\t"
+		for _, in := range n.Instances {
+			l.under = append(l.under, treeLine{text: in.ID + "\t" + instanceText(in), under: podLines(in.Pods)})
+		}
+	}
+	for _, ch := range n.Children {
+		l.under = append(l.under, componentLine(ch))
+	}
+	return l
 }
 
 func instanceText(in *instanceNode) string {
@@ -182,24 +165,15 @@ func instanceText(in *instanceNode) string {
 	return fmt.Sprintf("role %s   replicas %d   pods %d/%d ready, %d planned   GPUs %s/pod, %s", in.Role, in.Replicas, in.Ready, len(in.Pods), in.PlanPods, in.GPUsPerPod, in.GPUs)
 }
 
-func printPod(tw io.Writer, p *podView, prefix string) {
-	pg := p.PodGroup
-	if p.SubGroup != "" {
-		pg += "/" + p.SubGroup
-	}
-	if pg == "" {
-		pg = p.Reason
-	}
-	fmt.Fprintf(tw, "%s%s\t%s   node %s   GPUs %s   -> %s\n", prefix, p.Name, p.Phase, orNone(p.Node), p.GPUs, pg)
-}
-
-func readyByRole(n *componentNode) map[string]string {
-	out := map[string]string{}
-	eachInstance(n, func(_ *componentNode, in *instanceNode) {
-		if in.Role != "" {
-			out[in.Role] = fmt.Sprintf("%d/%d", in.Ready, len(in.Pods))
+func podLines(pods []*podView) []treeLine {
+	out := make([]treeLine, len(pods))
+	for i, p := range pods {
+		pg := p.PodGroup
+		if p.SubGroup != "" {
+			pg += "/" + p.SubGroup
 		}
-	})
+		out[i].text = fmt.Sprintf("%s\t%s   node %s   GPUs %s   -> %s", p.Name, p.Phase, orNone(p.Node), p.GPUs, cmp.Or(pg, p.Reason))
+	}
 	return out
 }
 
@@ -209,13 +183,12 @@ var verdictStates = map[string]string{verdictForeign: "exists, not gangmap's", v
 	verdictNative: "not created: KAI groups the kind natively"}
 
 // printPodGroupViews writes the PodGroups table and each difference below it.
-func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
+func printPodGroupViews(w io.Writer, pgs []*podGroupView) {
 	if len(pgs) == 0 {
 		fmt.Fprintln(w, "PodGroups: none planned, none found")
-		return nil
+		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
+	tw := newTable(w, "PODGROUP\tSTATE\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
 	for _, pg := range pgs {
 		s, state := pg.Planned, cmp.Or(verdictStates[pg.Verdict], pg.Verdict)
 		if pg.Verdict == verdictForeign {
@@ -238,9 +211,7 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pg.Name, state, optInt(s.MinMember), optInt(s.MinSubGroup), subGroupList(s.SubGroups), pods, gpus)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	for _, pg := range pgs {
 		for _, d := range pg.Differences {
 			fmt.Fprintf(w, "  %s: %s\n", pg.Name, d)
@@ -252,7 +223,6 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) error {
 			fmt.Fprintf(w, "  %s: KAI does not schedule %d pod(s) in no sub-group of it: %s\n", pg.Name, len(a.Stranded), strings.Join(a.Stranded, ", "))
 		}
 	}
-	return nil
 }
 
 func orNone(s string) string {

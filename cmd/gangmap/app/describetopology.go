@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,21 +103,20 @@ type topologyReader interface {
 // as the grouper's TopologyNotFound finding does (docs/findings.md).
 func (v *workloadView) addNodeTopology(ctx context.Context, r topologyReader) {
 	type use struct {
+		c     definitions.TopologyConstraint
 		where string
 		more  int
 	}
-	uses := map[definitions.TopologyConstraint]*use{}
-	var order []definitions.TopologyConstraint
+	var uses []*use
 	note := func(where string, c *definitions.TopologyConstraint) {
 		if c == nil || c.TopologyName == "" {
 			return
 		}
-		if u := uses[*c]; u != nil {
-			u.more++
+		if i := slices.IndexFunc(uses, func(u *use) bool { return u.c == *c }); i >= 0 {
+			uses[i].more++
 			return
 		}
-		uses[*c] = &use{where: where}
-		order = append(order, *c)
+		uses = append(uses, &use{c: *c, where: where})
 	}
 	var pods []*placementPod
 	for _, pg := range v.Placement {
@@ -130,9 +128,9 @@ func (v *workloadView) addNodeTopology(ctx context.Context, r topologyReader) {
 	}
 	topologies := map[string]*kaitopology.Topology{}
 	var levelKeys []string
-	for _, c := range order {
-		where := uses[c].where
-		if n := uses[c].more; n > 0 {
+	for _, u := range uses {
+		c, where := u.c, u.where
+		if n := u.more; n > 0 {
 			where += fmt.Sprintf(" (and %d more with the same constraint)", n)
 		}
 		t, seen := topologies[c.TopologyName]
@@ -221,47 +219,38 @@ func (c *kubeClients) nodeLabels(ctx context.Context, name string) (map[string]s
 
 // printPlacement writes the Placement section: per PodGroup with a constraint, the tree role →
 // segment → pods, each pod with its node and the node's topology labels.
-func printPlacement(w io.Writer, v *workloadView) error {
+func printPlacement(w io.Writer, v *workloadView) {
 	if len(v.Placement) == 0 {
-		return nil
+		return
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Placement (topology constraints, the sub-groups and their pods):")
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	tw := newTable(w, "")
 	for _, pg := range v.Placement {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		_ = tw.Flush()
 		fmt.Fprintf(w, "  PodGroup %s: %s\n", pg.PodGroup, constraintLabel(pg.Topology))
-		for i, sg := range pg.SubGroups {
-			b, c := branch(i, len(pg.SubGroups))
-			printPlacementSubGroup(tw, sg, "  "+b, "  "+c)
-		}
+		printTree(tw, "  ", subGroupLines(pg.SubGroups))
 	}
-	return tw.Flush()
+	_ = tw.Flush()
 }
 
-// printPlacementSubGroup writes sub-group sg (its line at prefix), then its children and its
-// pods under childPrefix.
-func printPlacementSubGroup(tw io.Writer, sg *placementSubGroup, prefix, childPrefix string) {
-	label := sg.Name
-	if sg.Segment != nil {
-		label += fmt.Sprintf(" (segment %d)", *sg.Segment)
+// subGroupLines are the trees of sub-groups: each sub-group's line, then its children and pods.
+func subGroupLines(sgs []*placementSubGroup) []treeLine {
+	out := make([]treeLine, len(sgs))
+	for i, sg := range sgs {
+		label, min := sg.Name, "min "+optInt(sg.MinMember)
+		if sg.Segment != nil {
+			label += fmt.Sprintf(" (segment %d)", *sg.Segment)
+		}
+		if sg.MinSubGroup != nil {
+			min = "sub-groups " + optInt(sg.MinSubGroup)
+		}
+		out[i] = treeLine{text: fmt.Sprintf("%s\t%s   %s   pods %d", label, constraintLabel(sg.Topology), min, len(sg.Pods)), under: subGroupLines(sg.Children)}
+		for _, p := range sg.Pods {
+			out[i].under = append(out[i].under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " ")})
+		}
 	}
-	min := "min " + optInt(sg.MinMember)
-	if sg.MinSubGroup != nil {
-		min = "sub-groups " + optInt(sg.MinSubGroup)
-	}
-	fmt.Fprintf(tw, "%s%s	%s   %s   pods %d\n", prefix, label, constraintLabel(sg.Topology), min, len(sg.Pods))
-	n := len(sg.Children) + len(sg.Pods)
-	for i, ch := range sg.Children {
-		b, c := branch(i, n)
-		printPlacementSubGroup(tw, ch, childPrefix+b, childPrefix+c)
-	}
-	for j, p := range sg.Pods {
-		b, _ := branch(len(sg.Children)+j, n)
-		fmt.Fprintln(tw, strings.TrimRight(fmt.Sprintf("%s%s%s\t%s   node %s   %s", childPrefix, b, p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " "))
-	}
+	return out
 }
 
 // constraintLabel renders a constraint: "topology T, required L, preferred P", or "-".

@@ -15,31 +15,22 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
-// healthOf reads the grouper's findings for obj from the gangmap.io/health annotation of the
-// PodGroups it owns (the grouper writes the same value on each): nil when no PodGroup of obj
-// carries it (never a finding, a grouper in dry-run, or an older grouper).
-func healthOf(obj *unstructured.Unstructured, pgs []*v2alpha2.PodGroup) *findings.Health {
+// setHealth gives v the grouper's findings on obj from the gangmap.io/health annotation of the
+// first of pgs obj owns that carries it (the grouper writes the same value on each): those the
+// annotation lists, and how many more it counts (a negative count, not the grouper's, is taken as
+// none). Without the annotation (never a finding, a grouper in dry-run, or an older grouper) v is
+// left as it is.
+func (v *workloadView) setHealth(obj *unstructured.Unstructured, pgs []*v2alpha2.PodGroup) {
 	for _, pg := range pgs {
 		owned := slices.ContainsFunc(pg.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == obj.GetUID() })
-		v, ok := pg.Annotations[findings.HealthAnnotation]
-		if !owned || !ok {
-			continue
+		if a, ok := pg.Annotations[findings.HealthAnnotation]; owned && ok {
+			h, err := findings.ParseHealth(a)
+			if err != nil {
+				h = &findings.Health{Findings: []findings.Finding{{Reason: "Unreadable", Message: err.Error()}}}
+			}
+			v.Findings, v.FindingsOmitted = h.Findings, max(h.Omitted, 0)
+			return
 		}
-		h, err := findings.ParseHealth(v)
-		if err != nil {
-			return &findings.Health{Findings: []findings.Finding{{Reason: "Unreadable", Message: err.Error()}}}
-		}
-		return h
-	}
-	return nil
-}
-
-// setHealth gives v the grouper's findings on obj (healthOf): those the annotation lists, and how
-// many more it counts (a negative count, not the grouper's, is taken as none). Without the
-// annotation v is left as it is.
-func (v *workloadView) setHealth(obj *unstructured.Unstructured, pgs []*v2alpha2.PodGroup) {
-	if h := healthOf(obj, pgs); h != nil {
-		v.Findings, v.FindingsOmitted = h.Findings, max(h.Omitted, 0)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -48,10 +47,8 @@ read; 2 unusable input.`,
 			"gangmap get jobsets -n team-a",
 			"gangmap get rayclusters -A -o json",
 		),
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		Args:              cobra.ExactArgs(1),
+		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
 	f := cmd.Flags()
@@ -62,13 +59,14 @@ read; 2 unusable input.`,
 	return cmd
 }
 
-// getDocument is the -o json|yaml output of "gangmap get": every workload fully described.
-type getDocument struct {
+// workloadsDocument is the -o json|yaml output of "gangmap get" and "gangmap describe": every
+// workload fully described.
+type workloadsDocument struct {
 	Workloads []*workloadView `json:"workloads"`
 }
 
-func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Writer) error {
-	c, reg, m, err := o.kube.liveKind(ctx, kind, o.definitions, stderr)
+func (o *getOptions) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, reg, m, err := o.kube.liveKind(ctx, args[0], o.definitions, stderr)
 	if err != nil {
 		return err
 	}
@@ -83,13 +81,13 @@ func (o *getOptions) run(ctx context.Context, kind string, stdout, stderr io.Wri
 	slices.SortFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
-	doc := getDocument{Workloads: []*workloadView{}}
+	doc := workloadsDocument{Workloads: []*workloadView{}}
 	if len(objs) > 0 {
 		if doc.Workloads, err = c.describeLive(ctx, reg, objs, scope(m, ns), stderr); err != nil {
 			return err
 		}
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printGetTable(w, doc, ns) }, planCode(doc.Workloads))
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printGetTable(w, doc, ns) }, planCode(doc.Workloads))
 }
 
 // liveKind connects to the cluster, builds the live registry (its problems said on stderr) and
@@ -147,17 +145,16 @@ func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, o
 }
 
 // printGetTable writes one row per workload; the NAMESPACE column only with -A.
-func printGetTable(w io.Writer, doc getDocument, ns string) error {
+func printGetTable(w io.Writer, doc workloadsDocument, ns string) {
 	if len(doc.Workloads) == 0 {
 		where := "namespace " + ns
 		if ns == "" {
 			where = "any namespace"
 		}
-		_, err := fmt.Fprintf(w, "No workloads found in %s.\n", where)
-		return err
+		fmt.Fprintf(w, "No workloads found in %s.\n", where)
+		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNAMESPACE\tSTATUS\tREADY/TOTAL\tGPUS\tPODGROUP(S)\tFINDINGS")
+	tw := newTable(w, "NAME\tNAMESPACE\tSTATUS\tREADY/TOTAL\tGPUS\tPODGROUP(S)\tFINDINGS")
 	for _, v := range doc.Workloads {
 		status := v.statusText()
 		gpus := v.TotalGPUs.String()
@@ -169,9 +166,7 @@ func printGetTable(w io.Writer, doc getDocument, ns string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames(), v.findingsColumn())
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	nativeNoted := map[string]bool{}
 	for _, v := range doc.Workloads {
 		if v.Error != "" {
@@ -187,5 +182,4 @@ func printGetTable(w io.Writer, doc getDocument, ns string) error {
 			fmt.Fprintf(w, "note: %s\n", nativeNote(gvk))
 		}
 	}
-	return nil
 }

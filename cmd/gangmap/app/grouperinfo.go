@@ -1,13 +1,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"maps"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/core/kairelease"
 )
 
 // grouperSelector selects the Deployment of gangmap's grouper as the Helm chart labels it
@@ -47,10 +46,7 @@ type grouperSettings struct {
 // the definitions and native table an admin's get showed). Errors: listing Deployments or reading
 // a ConfigMap failed (forbidden, unreachable): the caller warns and goes on without.
 func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (*grouperSettings, error) {
-	ns := c.grouperNamespace
-	if ns == "" {
-		ns = defaultGrouperNamespace
-	}
+	ns := cmp.Or(c.grouperNamespace, defaultGrouperNamespace)
 	list, err := c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: grouperSelector})
 	if err != nil {
 		return nil, fmt.Errorf("listing the grouper's Deployment (%s) in %s: %w", grouperSelector, ns, err)
@@ -58,20 +54,17 @@ func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (
 	if len(list.Items) == 0 {
 		return nil, nil
 	}
-	items := list.Items
-	sort.Slice(items, func(i, j int) bool {
-		return items[i].Namespace+"/"+items[i].Name < items[j].Namespace+"/"+items[j].Name
-	})
-	if len(items) > 1 {
+	if len(list.Items) > 1 {
 		var names []string
-		for _, d := range items {
+		for _, d := range list.Items {
 			names = append(names, d.Namespace+"/"+d.Name)
 		}
+		slices.Sort(names)
 		// With several, none is adopted: the first by name would be a guess.
-		fmt.Fprintf(warn, "warning: %d Deployments in %s carry the grouper's labels (%s): none of their settings are used (pass --definitions and --native-kinds-* of the grouper you mean)\n", len(items), ns, strings.Join(names, ", "))
+		fmt.Fprintf(warn, "warning: %d Deployments in %s carry the grouper's labels (%s): none of their settings are used (pass --definitions and --native-kinds-* of the grouper you mean)\n", len(names), ns, strings.Join(names, ", "))
 		return nil, nil
 	}
-	d := &items[0]
+	d := &list.Items[0]
 	s := &grouperSettings{Deployment: d.Namespace + "/" + d.Name}
 	ctr := grouperContainer(d)
 	if ctr == nil {
@@ -176,18 +169,10 @@ func (c *kubeClients) adoptGrouper(ctx context.Context, reg *definitions.Registr
 		said = append(said, fmt.Sprintf("%d definition(s) from ConfigMap %s", len(s.Definitions), strings.Join(s.ConfigMaps, ", ")))
 	}
 	if !nativeFlagsGiven && (s.KAIVersion != "" || len(s.Add)+len(s.Remove) > 0) {
-		nf := &nativeFlags{kaiVersion: s.KAIVersion, add: s.Add, remove: s.Remove}
-		if nf.kaiVersion == "" {
-			nf.kaiVersion = kaiRelease.Requested
-		}
-		t, err := nf.table()
-		if err != nil {
+		nf := &nativeFlags{kaiVersion: cmp.Or(s.KAIVersion, kaiRelease.Requested), add: s.Add, remove: s.Remove}
+		if _, err := nf.apply(); err != nil {
 			fmt.Fprintf(warn, "warning: the grouper %s's native table: %v; using this run's\n", s.Deployment, err)
 		} else {
-			kaiNativeTable = t
-			if r, err := kairelease.Parse(nf.kaiVersion); err == nil {
-				kaiRelease = r
-			}
 			said = append(said, fmt.Sprintf("its native table (--kai-version=%s%s%s)", nf.kaiVersion, flagList(" --native-kinds-add=", s.Add), flagList(" --native-kinds-remove=", s.Remove)))
 		}
 	}

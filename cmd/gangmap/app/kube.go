@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,15 +68,8 @@ type kubeClients struct {
 	kube             kubernetes.Interface
 	discovery        discovery.CachedDiscoveryInterface
 	mapper           meta.RESTMapper
-	// owners caches owner lookups by UID for the whole command (hits and misses).
-	owners map[types.UID]*ownerEntry
-}
-
-// ownerEntry is one looked-up owner: its owner references, or found false when it could not be
-// read (gone, forbidden, unknown kind).
-type ownerEntry struct {
-	refs  []metav1.OwnerReference
-	found bool
+	// owners caches owner lookups by UID for the whole command (hits and misses, nil).
+	owners map[types.UID][]metav1.OwnerReference
 }
 
 // connect loads the kubeconfig and builds the clients. Errors say why the kubeconfig does not
@@ -97,7 +91,7 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 			ns = metav1.NamespaceDefault
 		}
 	}
-	c := &kubeClients{config: cfg, namespace: ns, grouperNamespace: k.grouperNamespace, owners: map[types.UID]*ownerEntry{}}
+	c := &kubeClients{config: cfg, namespace: ns, grouperNamespace: k.grouperNamespace, owners: map[types.UID][]metav1.OwnerReference{}}
 	var errs [4]error
 	var disc *discovery.DiscoveryClient
 	c.dynamic, errs[0] = dynamic.NewForConfig(cfg)
@@ -123,12 +117,12 @@ var errUnknownKind = errors.New("the server doesn't have a resource type")
 // else the server's preferred one.
 func (c *kubeClients) resolveKind(arg string, reg *definitions.Registry) (*meta.RESTMapping, error) {
 	var gvr schema.GroupVersionResource
-	var err error
-	if full, gr := schema.ParseResourceArg(strings.ToLower(arg)); full != nil {
-		if gvr, err = c.mapper.ResourceFor(*full); err != nil {
-			gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
-		}
-	} else {
+	err := errUnknownKind
+	full, gr := schema.ParseResourceArg(strings.ToLower(arg))
+	if full != nil {
+		gvr, err = c.mapper.ResourceFor(*full)
+	}
+	if err != nil {
 		gvr, err = c.mapper.ResourceFor(gr.WithVersion(""))
 	}
 	if err != nil {
@@ -138,29 +132,23 @@ func (c *kubeClients) resolveKind(arg string, reg *definitions.Registry) (*meta.
 		return nil, fmt.Errorf("resolving %q: %w", arg, err)
 	}
 	gvk, err := c.mapper.KindFor(gvr)
+	var mappings []*meta.RESTMapping
+	if err == nil {
+		mappings, err = c.mapper.RESTMappings(gvk.GroupKind())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolving %q: %w", arg, err)
 	}
-	mappings, err := c.mapper.RESTMappings(gvk.GroupKind())
-	if err != nil {
-		return nil, fmt.Errorf("resolving %q: %w", arg, err)
+	if i := slices.IndexFunc(mappings, func(m *meta.RESTMapping) bool { return reg.Lookup(m.GroupVersionKind) != nil }); i >= 0 {
+		return mappings[i], nil
 	}
-	var preferred *meta.RESTMapping
-	for _, m := range mappings {
-		if m.GroupVersionKind == gvk {
-			preferred = m
-		}
-		if reg.Lookup(m.GroupVersionKind) != nil {
-			return m, nil
-		}
+	if i := slices.IndexFunc(mappings, func(m *meta.RESTMapping) bool { return m.GroupVersionKind == gvk }); i >= 0 {
+		return mappings[i], nil
 	}
-	if preferred == nil && len(mappings) > 0 {
-		preferred = mappings[0]
-	}
-	if preferred == nil {
+	if len(mappings) == 0 {
 		return nil, fmt.Errorf("%w %q", errUnknownKind, arg)
 	}
-	return preferred, nil
+	return mappings[0], nil
 }
 
 // scope is the namespace of a request: "" for every namespace or a cluster-scoped kind.
@@ -177,11 +165,16 @@ func (c *kubeClients) listPods(ctx context.Context, ns string) ([]*corev1.Pod, e
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	out := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
+	return pointers(list.Items), nil
+}
+
+// pointers points at each item of a list.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	return out, nil
+	return out
 }
 
 // podGroupGVR is KAI's PodGroup resource.
@@ -212,31 +205,25 @@ func (c *kubeClients) listPodGroups(ctx context.Context, ns string) ([]*v2alpha2
 
 // owner implements ownerGraph: it reads the owner's metadata (one request per owner UID for the
 // whole command; misses are cached too).
-func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
-	if e, ok := c.owners[ref.UID]; ok {
-		return e.refs, e.found
+func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference {
+	if refs, ok := c.owners[ref.UID]; ok {
+		return refs
 	}
-	e := &ownerEntry{}
-	c.owners[ref.UID] = e
+	c.owners[ref.UID] = nil
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	m, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 	if err != nil {
-		return nil, false
+		return nil
 	}
-	var obj *metav1.PartialObjectMetadata
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		obj, err = c.metadata.Resource(m.Resource).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-	} else {
-		obj, err = c.metadata.Resource(m.Resource).Get(ctx, ref.Name, metav1.GetOptions{})
-	}
+	obj, err := c.metadata.Resource(m.Resource).Namespace(scope(m, ns)).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil || obj.UID != ref.UID {
-		return nil, false
+		return nil
 	}
-	e.refs, e.found = obj.OwnerReferences, true
-	return e.refs, true
+	c.owners[ref.UID] = obj.OwnerReferences
+	return obj.OwnerReferences
 }
 
 // getObject reads one object of the mapping.
@@ -250,11 +237,7 @@ func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns s
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	return pointers(list.Items), nil
 }
 
 // lintLiveRegistry lints the live registry against the cluster's CRDs (tests replace it: their
@@ -276,7 +259,7 @@ func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.
 	switch {
 	case errors.Is(err, errNoKartaCRD):
 	case err != nil:
-		fmt.Fprintf(warn, "warning: cannot list Karta objects (%s) from the cluster: %v; using the built-in catalog and --definitions only\n", kartaResourceName(), err)
+		fmt.Fprintf(warn, "warning: cannot list Karta objects (%s) from the cluster: %v; using the built-in catalog and --definitions only\n", kartaResourceName, err)
 	default:
 		reg.SetSource(definitions.SourceCluster, loaded)
 	}
@@ -330,6 +313,4 @@ func listKartas(ctx context.Context, client dynamic.Interface, warn io.Writer) (
 }
 
 // kartaResourceName is "kartas.run.ai", the resource the Karta CRD serves.
-func kartaResourceName() string {
-	return definitions.GroupVersionResource.GroupResource().String()
-}
+var kartaResourceName = definitions.GroupVersionResource.GroupResource().String()

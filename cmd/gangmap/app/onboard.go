@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -70,9 +69,7 @@ Exit codes: 0 done (or nothing to change); 1 a workload could not be onboarded (
 			"gangmap onboard -f manifests/ --queue team-a -i",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document), a directory of them, or - for stdin (repeatable)")
@@ -150,7 +147,7 @@ type onboardedFile struct {
 	before, after []byte
 }
 
-func (o *onboardOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *onboardOptions) run(ctx context.Context, _ []string, stdout, stderr io.Writer) error {
 	if o.inPlace && o.diff {
 		return fail(ExitUnusable, "-i and --diff do not go together")
 	}
@@ -231,10 +228,7 @@ func (o *onboardOptions) write(files []onboardedFile, stdout, stderr io.Writer) 
 	for _, f := range files {
 		switch {
 		case o.diff:
-			d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-				A: difflib.SplitLines(string(f.before)), B: difflib.SplitLines(string(f.after)),
-				FromFile: f.path, ToFile: f.path + " (onboarded)", Context: 3,
-			})
+			d, err := unifiedDiff(string(f.before), string(f.after), f.path, f.path+" (onboarded)")
 			if err != nil {
 				return fail(ExitProblems, "diff of %s: %v", f.path, err)
 			}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -59,9 +58,7 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 			"gangmap plan -f my-workload.yaml --definitions ./kartas/ -o yaml",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "workload manifest: a YAML or JSON file (multi-document, kind: List), a directory of them, or - for stdin (repeatable)")
@@ -74,7 +71,7 @@ Exit codes: 0 every workload planned; 1 some workload could not be planned; 2 un
 	return cmd
 }
 
-func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+func (o *planOptions) run(ctx context.Context, _ []string, stdout, stderr io.Writer) error {
 	objs, err := readManifests(o.files)
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -105,7 +102,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		doc.Plans = append(doc.Plans, e)
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printPlanTables(w, doc) }, code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printPlanTables(w, doc) }, code)
 }
 
 // supportingKinds are kinds a manifest bundle carries beside its workloads; plan skips them. They
@@ -206,12 +203,12 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	gvk := u.GroupVersionKind()
 	c := reg.Lookup(gvk)
 	if c == nil {
-		hint := missingDefinitionHint(reg, definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
-		if nativeInKAI(gvk) && hint == noDefinitionHint {
+		msg := noDefinition(reg, gvk)
+		if nativeInKAI(gvk) && strings.HasSuffix(msg, noDefinitionHint) {
 			return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
 		}
 		// A definition was given but cannot be used: that is a failure, native kind or not.
-		return planEntry{Workload: ref, label: label, Error: fmt.Sprintf("%s: no usable Workload Map definition for kind %s%s", label, definitions.KindString(gvk), hint)}
+		return planEntry{Workload: ref, label: label, Error: label + ": " + msg}
 	}
 	def := &gang.DefinitionRef{Name: c.Name(), Source: string(c.Loaded.Source)}
 	p, err := gang.Build(ctx, c, u)
@@ -227,13 +224,15 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	return planEntry{Plan: p, label: label}
 }
 
-// noDefinitionHint is missingDefinitionHint's answer when no source has a definition of the kind.
+// noDefinitionHint ends noDefinition's answer when no source has a definition of the kind.
 const noDefinitionHint = "; add one with --definitions (without one, gangmap leaves the kind to KAI's default grouper: one PodGroup pg-<name>-<uid> of minMember 1 for the workload's pods, no gang)"
 
-// missingDefinitionHint says why a kind has no definition when the registry knows more: the
+// noDefinition says that gvk has no usable definition, and why when the registry knows more: the
 // kind's definitions are invalid, in conflict, or blocked by a conflict at a source of higher
 // precedence; or definitions exist for other versions of the kind.
-func missingDefinitionHint(reg *definitions.Registry, want definitions.GroupVersionKind) string {
+func noDefinition(reg *definitions.Registry, gvk schema.GroupVersionKind) string {
+	want := definitions.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind}
+	msg := "no usable Workload Map definition for kind " + definitions.KindString(gvk)
 	var hints, versions []string
 	for _, e := range reg.Entries() {
 		switch {
@@ -246,13 +245,13 @@ func missingDefinitionHint(reg *definitions.Registry, want definitions.GroupVers
 		}
 	}
 	if len(versions) > 0 {
-		sort.Strings(versions)
+		slices.Sort(versions)
 		hints = append(hints, fmt.Sprintf("definitions exist for version %s only (a definition covers exactly one version)", strings.Join(versions, ", ")))
 	}
 	if len(hints) == 0 {
-		return noDefinitionHint
+		return msg + noDefinitionHint
 	}
-	return ": " + strings.Join(hints, "; ")
+	return msg + ": " + strings.Join(hints, "; ")
 }
 
 // workloadLabel names a workload as Kind/name, with its namespace when it has one; a manifest
@@ -318,6 +317,13 @@ func expandPaths(paths []string, what string) ([]string, error) {
 	return out, nil
 }
 
+// runE is a command's RunE that calls run with the command's context, arguments and writers.
+func runE(run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return run(cmd.Context(), args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	}
+}
+
 // addDefinitionsFlag registers --definitions (repeatable), its usage ending in more (what the
 // files come in addition to), and completes it with definition files.
 func addDefinitionsFlag(cmd *cobra.Command, p *[]string, more string) {
@@ -340,26 +346,44 @@ func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
 }
 
 // writeDocument writes doc as indented JSON or YAML, or calls table for any other format, and
-// returns the command's result: exit code, or a failure to write.
-func writeDocument(w io.Writer, output string, doc any, table func(io.Writer) error, code int) error {
+// returns the command's result: exit code, or a failure to write (the first one: see errWriter).
+func writeDocument(w io.Writer, output string, doc any, table func(io.Writer), code int) error {
+	ew := &errWriter{w: w}
 	var err error
 	switch output {
 	case "json":
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(ew)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(doc)
 	case "yaml":
 		var b []byte
 		if b, err = yaml.Marshal(doc); err == nil {
-			_, err = w.Write(b)
+			_, err = ew.Write(b)
 		}
 	default:
-		err = table(w)
+		table(ew)
+		err = ew.err
 	}
 	if err != nil {
 		return fail(ExitProblems, "writing the output: %v", err)
 	}
 	return exitCode(code)
+}
+
+// errWriter keeps the first error of its writes to w and then writes nothing more, so that the
+// table printers need not check each write.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // fixedCompletion completes a flag with a fixed list of values.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -17,7 +18,7 @@ import (
 // printPlanTables writes the table form of a plan document: per workload a header line, the
 // PodGroups table, the roles table, notes and overrides, a Status line (the definition's status
 // words, as describe prints them) and a TOTAL GPUs line; workloads are separated by a blank line.
-func printPlanTables(w io.Writer, doc planDocument) error {
+func printPlanTables(w io.Writer, doc planDocument) {
 	for i, e := range doc.Plans {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -31,28 +32,22 @@ func printPlanTables(w io.Writer, doc planDocument) error {
 			fmt.Fprintf(w, "error: %s\n", indentLines(e.Error, "  "))
 			continue
 		}
-		if err := printPlanTable(w, e.label, e.Plan); err != nil {
-			return err
-		}
+		printPlanTable(w, e.label, e.Plan)
 	}
-	return nil
 }
 
-func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
+func printPlanTable(w io.Writer, label string, p *gang.Plan) {
 	fmt.Fprintf(w, "%s   definition: %s (%s)\n", label, p.Definition.Name, p.Definition.Source)
 	if gvk := schema.FromAPIVersionAndKind(p.Workload.APIVersion, p.Workload.Kind); nativeInKAI(gvk) {
 		fmt.Fprintf(w, "  KAI groups %s natively: in a cluster, gangmap leaves it to KAI's plugin.\n", p.Workload.Kind)
 	}
 	fmt.Fprintln(w)
 
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
+	tw := newTable(w, "  NAME\tMIN-MEMBER\tMIN-SUBGROUP\tSUB-GROUPS\tPODS\tGPUS")
 	for _, pg := range p.PodGroups {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", pg.Name, optInt(pg.MinMember), optInt(pg.MinSubGroup), subGroupList(subGroupShapes(pg.SubGroups)), pg.Pods, pg.GPUs)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	if len(p.PodGroups) == 0 {
 		fmt.Fprintf(w, "  (none: %s)\n", noPodGroupReason(p))
 		if len(p.Misses) > 0 {
@@ -63,31 +58,22 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 	}
 	fmt.Fprintln(w)
 
-	tw = tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "  ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tMIN\tPODS\tGANG-PODS\tGPUS/POD\tGPUS")
+	tw = newTable(w, "  ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tMIN\tPODS\tGANG-PODS\tGPUS/POD\tGPUS")
 	for _, r := range p.Roles {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.MinReplicas, r.Pods, r.GangPods, r.GPUsPerPod, r.GPUs)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	if len(p.Roles) == 0 {
 		fmt.Fprintln(w, "  (none: no component resolved to a pod template)")
 	}
-	if err := printPlanTopology(w, p); err != nil {
-		return err
-	}
+	printPlanTopology(w, p)
 
 	extra := gpuDetailNotes(p.Roles)
 	if len(p.Notes)+len(p.Overrides)+len(extra) > 0 {
 		fmt.Fprintln(w)
 	}
-	for _, n := range p.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
-	}
-	for _, n := range extra {
-		fmt.Fprintf(w, "  note: %s\n", n)
-	}
+	printLines(w, "  note: ", p.Notes)
+	printLines(w, "  note: ", extra)
 	for _, o := range p.Overrides {
 		status := "applied: " + o.Effect
 		if !o.Applied {
@@ -97,7 +83,6 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) error {
 	}
 	fmt.Fprintf(w, "Status: %s\n", planStatusText(p))
 	fmt.Fprintf(w, "TOTAL GPUs: %s\n", p.TotalGPUs)
-	return nil
 }
 
 // planStatusText is the plan's status words as describe prints them ("running", several comma
@@ -106,10 +91,7 @@ func planStatusText(p *gang.Plan) string {
 	if p.StatusError != "" {
 		return "- (" + p.StatusError + ")"
 	}
-	if t := p.StatusText(); t != "" {
-		return t
-	}
-	return "-"
+	return cmp.Or(p.StatusText(), "-")
 }
 
 // gpuDetailNotes reports what the GPUS columns (nvidia.com/gpu and KAI fractions) do not count:
@@ -173,6 +155,23 @@ func dash(s string) string {
 	return s
 }
 
+// newTable is a tabwriter over w in gangmap's column layout (3 spaces between columns), with
+// header as its first row unless "". A failed write is writeDocument's errWriter's to report.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	if header != "" {
+		fmt.Fprintln(tw, header)
+	}
+	return tw
+}
+
+// printLines writes each line after prefix.
+func printLines(w io.Writer, prefix string, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintf(w, "%s%s\n", prefix, l)
+	}
+}
+
 // indentLines indents every line after the first of a multi-line message.
 func indentLines(s, indent string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+indent)
@@ -193,7 +192,7 @@ func noPodGroupReason(p *gang.Plan) string {
 // for each PodGroup and sub-group with a constraint (KAI's TopologyConstraint fields: topology,
 // requiredTopologyLevel, preferredTopologyLevel), segments marked with their index, then each
 // segmented role's segment size, where it was read and the pod index that places its pods.
-func printPlanTopology(w io.Writer, p *gang.Plan) error {
+func printPlanTopology(w io.Writer, p *gang.Plan) {
 	type row struct{ pg, sg, segment, topology, required, preferred string }
 	var rows []row
 	for _, pg := range p.PodGroups {
@@ -216,17 +215,14 @@ func printPlanTopology(w io.Writer, p *gang.Plan) error {
 		}
 	}
 	if len(rows) == 0 {
-		return nil
+		return
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "  PODGROUP\tSUB-GROUP\tSEGMENT\tTOPOLOGY\tREQUIRED\tPREFERRED")
+	tw := newTable(w, "  PODGROUP\tSUB-GROUP\tSEGMENT\tTOPOLOGY\tREQUIRED\tPREFERRED")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", r.pg, r.sg, r.segment, r.topology, r.required, r.preferred)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush()
 	for _, r := range p.Roles {
 		if s := r.Segments; s != nil {
 			leader := ""
@@ -236,5 +232,4 @@ func printPlanTopology(w io.Writer, p *gang.Plan) error {
 			fmt.Fprintf(w, "  segments: role %s in segments of %d pods (%s), each pod by %s%s\n", r.Name, s.Size, s.SizeFrom, s.IndexPath, leader)
 		}
 	}
-	return nil
 }

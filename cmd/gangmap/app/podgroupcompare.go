@@ -2,9 +2,10 @@ package app
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
@@ -19,18 +20,12 @@ import (
 // ownedBy reports whether pg has an owner reference to the workload (by UID; offline, without
 // UIDs, by kind and name).
 func ownedBy(pg *v2alpha2.PodGroup, obj *unstructured.Unstructured) bool {
-	for _, ref := range pg.OwnerReferences {
+	return slices.ContainsFunc(pg.OwnerReferences, func(ref metav1.OwnerReference) bool {
 		if obj.GetUID() != "" {
-			if ref.UID == obj.GetUID() {
-				return true
-			}
-			continue
+			return ref.UID == obj.GetUID()
 		}
-		if ref.Kind == obj.GetKind() && ref.Name == obj.GetName() && pg.Namespace == obj.GetNamespace() {
-			return true
-		}
-	}
-	return false
+		return ref.Kind == obj.GetKind() && ref.Name == obj.GetName() && pg.Namespace == obj.GetNamespace()
+	})
 }
 
 // comparePodGroups lists the planned PodGroups next to the existing ones owned by the workload.
@@ -44,7 +39,7 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 			ownedNames = append(ownedNames, pg.Name)
 		}
 	}
-	sort.Strings(ownedNames)
+	slices.Sort(ownedNames)
 	var planned []*gang.PodGroup
 	if v.plan != nil {
 		planned = v.plan.PodGroups

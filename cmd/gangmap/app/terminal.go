@@ -20,8 +20,6 @@ type controlEscaper struct {
 	pendingC2 bool
 }
 
-var _ io.Writer = (*controlEscaper)(nil)
-
 // escapeControls wraps w (see controlEscaper); call flush when done writing.
 func escapeControls(w io.Writer) *controlEscaper { return &controlEscaper{w: w} }
 

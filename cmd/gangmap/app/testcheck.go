@@ -32,14 +32,16 @@ func yamlDiff(want, got any) string {
 	if bytes.Equal(w, g) {
 		return ""
 	}
-	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(strings.TrimSuffix(string(w), "\n")), B: difflib.SplitLines(strings.TrimSuffix(string(g), "\n")),
-		FromFile: "want", ToFile: "got", Context: 3,
-	})
+	d, err := unifiedDiff(strings.TrimSuffix(string(w), "\n"), strings.TrimSuffix(string(g), "\n"), "want", "got")
 	if err != nil {
 		return fmt.Sprintf("  want %s\n  got  %s\n", w, g)
 	}
 	return "  " + indentLines(strings.TrimRight(d, "\n"), "  ")
+}
+
+// unifiedDiff is the unified diff of a and b, with 3 lines of context.
+func unifiedDiff(a, b, fromFile, toFile string) (string, error) {
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: fromFile, ToFile: toFile, Context: 3})
 }
 
 // checkDefaults fails on every `//` default that stood in for a path that resolved to nothing

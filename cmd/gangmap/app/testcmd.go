@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/gang"
 )
 
 // Files of a definition test case.
@@ -100,9 +100,7 @@ found, a bad --run, a missing directory).`,
 			"gangmap test ./tests --run 'jobset/.*'",
 		),
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd.Context(), args, cmd.OutOrStdout())
-		},
+		RunE: runE(o.run),
 	}
 	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
@@ -116,7 +114,7 @@ type testCase struct {
 	name, dir string
 }
 
-func (o *testOptions) run(ctx context.Context, dirs []string, stdout io.Writer) error {
+func (o *testOptions) run(ctx context.Context, dirs []string, stdout, _ io.Writer) error {
 	var filter *regexp.Regexp
 	if o.filter != "" {
 		var err error
@@ -200,7 +198,7 @@ func findTestCases(root string) ([]testCase, error) {
 		out = append(out, testCase{name: filepath.ToSlash(name), dir: path})
 		return nil
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	slices.SortFunc(out, func(a, b testCase) int { return strings.Compare(a.name, b.name) })
 	return out, err
 }
 
@@ -226,20 +224,12 @@ type testExpect struct {
 // expectPodGroup is one expected PodGroup; MinMember, MinSubGroup and SubGroups are always
 // compared, the other fields when given.
 type expectPodGroup struct {
-	Name        *string          `json:"name,omitempty"`
-	MinMember   *int32           `json:"minMember,omitempty"`
-	MinSubGroup *int32           `json:"minSubGroup,omitempty"`
-	SubGroups   []expectSubGroup `json:"subGroups,omitempty"`
-	Pods        *int64           `json:"pods,omitempty"`
-	GPUs        *float64         `json:"gpus,omitempty"`
-}
-
-// expectSubGroup is one expected sub-group, compared whole.
-type expectSubGroup struct {
-	Name        string  `json:"name"`
-	Parent      *string `json:"parent,omitempty"`
-	MinMember   *int32  `json:"minMember,omitempty"`
-	MinSubGroup *int32  `json:"minSubGroup,omitempty"`
+	Name        *string         `json:"name,omitempty"`
+	MinMember   *int32          `json:"minMember,omitempty"`
+	MinSubGroup *int32          `json:"minSubGroup,omitempty"`
+	SubGroups   []subGroupShape `json:"subGroups,omitempty"`
+	Pods        *int64          `json:"pods,omitempty"`
+	GPUs        *float64        `json:"gpus,omitempty"`
 }
 
 // expectRole is one expected role; Name is compared always, the rest when given.
@@ -335,18 +325,10 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 		}
 	}
 	if want.Definition != nil {
-		got := ""
-		if v.Definition != nil {
-			got = v.Definition.Name
-		}
-		diff("definition", *want.Definition, got)
+		diff("definition", *want.Definition, ptr.Deref(v.Definition, gang.DefinitionRef{}).Name)
 	}
 	if want.Status != nil {
-		got := make([]string, len(v.Status))
-		for i, s := range v.Status {
-			got[i] = string(s)
-		}
-		diff("status", want.Status, got)
+		diff("status", want.Status, append([]definitions.Status{}, v.Status...)) // [], not null
 	}
 	if want.TotalGPUs != nil {
 		diff("totalGPUs", *want.TotalGPUs, v.TotalGPUs.Devices())
@@ -362,14 +344,7 @@ func comparePlan(v *workloadView, want *testExpect) []string {
 			if i := len(got); i < len(w) {
 				g = onlyGiven(w[i], g)
 			}
-			g.MinMember, g.MinSubGroup = pv.Planned.MinMember, pv.Planned.MinSubGroup
-			for _, sg := range pv.Planned.SubGroups {
-				es := expectSubGroup{Name: sg.Name, MinMember: sg.MinMember, MinSubGroup: sg.MinSubGroup}
-				if sg.Parent != "" {
-					es.Parent = ptr.To(sg.Parent)
-				}
-				g.SubGroups = append(g.SubGroups, es)
-			}
+			g.MinMember, g.MinSubGroup, g.SubGroups = pv.Planned.MinMember, pv.Planned.MinSubGroup, pv.Planned.SubGroups
 			got = append(got, g)
 		}
 		diff("podGroups", w, got)

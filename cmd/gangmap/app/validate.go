@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -65,9 +65,7 @@ or not valid YAML).`,
 			"gangmap validate --crd jobset-crd.yaml my-jobset-karta.yaml",
 		),
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(args, cmd.OutOrStdout())
-		},
+		RunE: runE(o.run),
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "treat every warning as an error: a gang no pod can be placed in by elimination, an empty specDefinition, unknown fields even with --allow-unknown-fields")
 	cmd.Flags().BoolVar(&o.allowUnknown, "allow-unknown-fields", false, "report unknown fields as warnings instead of errors (definitions newer than this gangmap; the grouper's --strict-definitions=false)")
@@ -102,7 +100,7 @@ type fieldMessage struct {
 	Message string `json:"message"`
 }
 
-func (o *validateOptions) run(files []string, stdout io.Writer) error {
+func (o *validateOptions) run(_ context.Context, files []string, stdout, _ io.Writer) error {
 	compiler, err := newCompiler()
 	if err != nil {
 		return fail(ExitUnusable, "%v", err)
@@ -121,23 +119,19 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 		doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
 	}
 	markConflicts(doc.Results)
-	if o.strict {
+	code := ExitOK
+	for i := range doc.Results {
+		r := &doc.Results[i]
 		// With --strict, a gang naming components no pod can be placed in is an error too (a path
 		// the workload's CRD schema says can never resolve always is).
-		for i := range doc.Results {
-			r := &doc.Results[i]
-			r.Warnings = slices.DeleteFunc(r.Warnings, func(w fieldMessage) bool {
-				if w.Field == "" || !strings.Contains(w.Message, "never places a pod by elimination") {
-					return false
-				}
-				r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
-				r.Valid = false
-				return true
-			})
-		}
-	}
-	code := ExitOK
-	for _, r := range doc.Results {
+		r.Warnings = slices.DeleteFunc(r.Warnings, func(w fieldMessage) bool {
+			if !o.strict || w.Field == "" || !strings.Contains(w.Message, "never places a pod by elimination") {
+				return false
+			}
+			r.Errors = append(r.Errors, fieldMessage{Field: w.Field, Message: w.Message + " (an error with --strict)"})
+			r.Valid = false
+			return true
+		})
 		switch {
 		case r.Unreadable:
 			code = ExitUnusable
@@ -145,7 +139,7 @@ func (o *validateOptions) run(files []string, stdout io.Writer) error {
 			code = ExitProblems
 		}
 	}
-	return writeDocument(stdout, o.output, doc, func(w io.Writer) error { return printValidateText(w, doc) }, code)
+	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printValidateText(w, doc) }, code)
 }
 
 // validateFile checks every definition in path. Each YAML document is decoded on its own, so
@@ -210,7 +204,9 @@ func validateDocumentBytes(path string, doc int, raw, js []byte, strict bool, co
 	if err != nil {
 		var de *definitions.DefinitionError
 		if errors.As(err, &de) {
-			r.Errors = append(r.Errors, fieldErrors(de.Errs)...)
+			for _, fe := range de.Errs {
+				r.Errors = append(r.Errors, fieldMessage{Field: fe.Field, Message: fe.ErrorBody()})
+			}
 		} else {
 			r.Errors = append(r.Errors, fieldMessage{Message: err.Error()})
 		}
@@ -305,14 +301,6 @@ func markConflicts(results []validateResult) {
 	}
 }
 
-func fieldErrors(errs field.ErrorList) []fieldMessage {
-	out := make([]fieldMessage, len(errs))
-	for i, fe := range errs {
-		out[i] = fieldMessage{Field: fe.Field, Message: fe.ErrorBody()}
-	}
-	return out
-}
-
 func newResult(path string, doc int) validateResult {
 	return validateResult{File: path, Document: doc, Errors: []fieldMessage{}, Warnings: []fieldMessage{}}
 }
@@ -345,7 +333,7 @@ func readInput(path string) ([]byte, error) {
 
 // printValidateText writes one line per definition (OK, INVALID or UNREADABLE), its errors and
 // warnings indented below it, and a summary line.
-func printValidateText(w io.Writer, doc validateDocument) error {
+func printValidateText(w io.Writer, doc validateDocument) {
 	var valid, invalid, unread int
 	for _, r := range doc.Results {
 		verdict := "OK"
@@ -378,8 +366,7 @@ func printValidateText(w io.Writer, doc validateDocument) error {
 			fmt.Fprintf(w, "  warning: %s\n", joinField(e))
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d valid, %d invalid, %d unreadable\n", valid, invalid, unread)
-	return err
+	fmt.Fprintf(w, "%d valid, %d invalid, %d unreadable\n", valid, invalid, unread)
 }
 
 func joinField(m fieldMessage) string {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -191,14 +192,7 @@ func (v *workloadView) podGroupNames() string {
 
 // statusText is the matched statuses, comma separated.
 func (v *workloadView) statusText() string {
-	if len(v.Status) == 0 {
-		return "-"
-	}
-	parts := make([]string, len(v.Status))
-	for i, s := range v.Status {
-		parts[i] = string(s)
-	}
-	return strings.Join(parts, ",")
+	return cmp.Or((&gang.Plan{Status: v.Status}).StatusText(), "-")
 }
 
 // planCode is ExitProblems when some workload has no plan, else ExitOK.
