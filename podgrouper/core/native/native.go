@@ -41,13 +41,18 @@ func ForRelease(release string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromRelease(r), nil
+}
+
+// FromRelease returns the native table of a parsed KAI release (its NativeKinds).
+func FromRelease(r *kairelease.Release) *Table {
 	t := &Table{entries: map[schema.GroupVersionKind]bool{}}
 	for _, e := range r.NativeKinds {
 		if err := t.Add(e); err != nil {
 			panic(err) // the built-in tables are well formed; a test checks them
 		}
 	}
-	return t, nil
+	return t
 }
 
 // ParseGVK parses "group/version/Kind" ("core" or "" for the core group; version may be "*").
