@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/deploy/crds"
+	"github.com/gangmap/gangmap/manifest"
 )
 
 func newKartaCommand(use string) *cobra.Command {
@@ -66,8 +68,11 @@ func runKarta(files []string, allowUnknown bool, stdout, stderr io.Writer) error
 	var docs []string
 	problems := 0
 	for _, f := range expanded {
-		results := validateFile(f, !allowUnknown, compiler, nil)
-		for _, r := range results {
+		data, err := readInput(f)
+		if err != nil {
+			return fail(ExitUnusable, "%s: %v", f, err)
+		}
+		for _, r := range validateData(f, data, !allowUnknown, compiler, nil) {
 			if r.Unreadable {
 				return fail(ExitUnusable, "%s: %s", f, r.Errors[0].Message)
 			}
@@ -78,7 +83,7 @@ func runKarta(files []string, allowUnknown bool, stdout, stderr io.Writer) error
 				}
 			}
 		}
-		objs, err := readManifests([]string{f})
+		objs, err := manifest.Read(bytes.NewReader(data), f)
 		if err != nil {
 			return fail(ExitUnusable, "%v", err)
 		}

@@ -54,6 +54,19 @@ func TestKartaRoundTripsTheCatalog(t *testing.T) {
 	t.Logf("%d catalog definitions: %d converted (%d with spec.gangmap), %d refused (spec.variables)", len(files), len(files)-refused, withExtensions, refused)
 }
 
+// TestKartaFromStdin: `gangmap karta -` validates and converts what it reads from standard input,
+// which can be read once (it wrote nothing, exit 0, when validation and conversion each read it).
+func TestKartaFromStdin(t *testing.T) {
+	f := "../../../definitions/catalog/batch-volcano-sh-job-v1alpha1.yaml"
+	fromFile := gangmap(t, "karta", f)
+	require.Equal(t, ExitOK, fromFile.code, fromFile.stderr)
+	withStdin(t, readFile(t, f))
+	r := gangmap(t, "karta", "-")
+	require.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "kind: Karta")
+	assert.Equal(t, fromFile.stdout, r.stdout)
+}
+
 // TestKartaRefusesWhatTheCRDCannotStore: a field the Karta CRD has no place for (spec.variables,
 // a definition-file-only CEL form) is an error naming it, exit 1 and nothing on stdout; an invalid
 // definition too (validate's errors on stderr).

@@ -367,16 +367,21 @@ func TestPlanTableNotesAndOverrides(t *testing.T) {
 	assert.True(t, strings.HasSuffix(r.stdout, "TOTAL GPUs: 64\n"), r.stdout)
 }
 
-func TestPlanFromStdin(t *testing.T) {
+// withStdin makes content the standard input of the rest of the test, through a pipe.
+func withStdin(t *testing.T, content string) {
 	rd, wr, err := os.Pipe()
 	require.NoError(t, err)
 	old := os.Stdin
 	os.Stdin = rd
-	defer func() { os.Stdin = old }()
+	t.Cleanup(func() { os.Stdin = old })
 	go func() {
-		_, _ = wr.WriteString(readFile(t, seed))
+		_, _ = wr.WriteString(content)
 		_ = wr.Close()
 	}()
+}
+
+func TestPlanFromStdin(t *testing.T) {
+	withStdin(t, readFile(t, seed))
 	doc, _ := planJSON(t, ExitOK, "-f", "-")
 	require.Len(t, doc.Plans, 1)
 	assert.Equal(t, 12.0, doc.Plans[0].TotalGPUs)

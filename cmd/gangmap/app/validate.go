@@ -151,6 +151,11 @@ func validateFile(path string, strict bool, compiler *expr.Compiler, crds []*api
 	if err != nil {
 		return []validateResult{unreadable(path, 0, err)}
 	}
+	return validateData(path, data, strict, compiler, crds)
+}
+
+// validateData is validateFile on path's content, already read (standard input can be read once).
+func validateData(path string, data []byte, strict bool, compiler *expr.Compiler, crds []*apiextensionsv1.CustomResourceDefinition) []validateResult {
 	var out []validateResult
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for doc := 0; ; doc++ {
