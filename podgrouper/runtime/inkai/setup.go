@@ -28,32 +28,21 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
-// Options are gangmap's options inside KAI's pod-grouper: the definition sources and the
-// grouper's bounds. KAI's own flags (scheduler name, queue and node-pool label keys, QPS,
-// metrics and probe addresses, leader election) stay KAI's; Setup takes the three gangmap must
-// agree on from them.
+// Options are gangmap's options inside KAI's pod-grouper, one flag each (AddFlags says what each
+// means): the definition sources, the grouper's bounds, the findings' grace periods (package
+// findings), the workload metrics and shadow mode (see kaiplugin.Shadow). KAI's own flags
+// (scheduler name, queue and node-pool label keys, QPS, metrics and probe addresses, leader
+// election) stay KAI's; Setup takes the three gangmap must agree on from them.
 type Options struct {
-	// DefinitionPaths are definition files or directories, polled every DefinitionsPoll.
-	DefinitionPaths []string
-	DefinitionsPoll time.Duration
-	// ClusterDefinitions watches Karta objects (they win over files and the catalog).
-	ClusterDefinitions bool
-	// Catalog loads gangmap's built-in catalog (the lowest precedence).
-	Catalog bool
-	// StrictDefinitions leaves out definitions with unknown fields.
-	StrictDefinitions bool
-	// PlanCacheSize bounds the cached gang plans (zero: workloadmap.DefaultPlanCacheSize).
-	PlanCacheSize int
-	// Timeout bounds one pod's decision (zero: kaiplugin.DefaultTimeout).
-	Timeout time.Duration
-	// Findings holds the grace periods of the observed-vs-planned findings (package findings),
-	// reported as Warning Events and the gangmap_gang_findings metrics.
-	Findings findings.Config
-	// MaxWorkloadMetrics caps the workloads with gangmap_workload_* series; 0 turns them off.
+	DefinitionPaths                                []string
+	DefinitionsPoll                                time.Duration
+	ClusterDefinitions, Catalog, StrictDefinitions bool
+	// Zero PlanCacheSize and Timeout mean workloadmap.DefaultPlanCacheSize and kaiplugin.DefaultTimeout.
+	PlanCacheSize      int
+	Timeout            time.Duration
+	Findings           findings.Config
 	MaxWorkloadMetrics int
-	// Shadow is shadow mode (see Shadow): KAI groups every pod as stock KAI, gangmap only
-	// decides and reports.
-	Shadow bool
+	Shadow             bool
 }
 
 // DefaultOptions are the defaults of AddFlags: the standalone grouper's defaults for the same
