@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"time"
 
@@ -26,9 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/definitions/catalog"
-	"github.com/gangmap/gangmap/definitions/expr"
-	"github.com/gangmap/gangmap/definitions/sources"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
@@ -43,13 +39,11 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 	"github.com/gangmap/gangmap/podgrouper/runtime/crdlint"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
-	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
-	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/groupersetup"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 	gangmapwebhook "github.com/gangmap/gangmap/podgrouper/runtime/webhook"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
 // Scheme holds the types the grouper reads and writes: core Kubernetes and KAI's PodGroup.
@@ -79,17 +73,13 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if mgr, err = withEvents(mgr); err != nil {
 		return nil, nil, err
 	}
-	compiler, err := expr.NewCompiler(expr.DefaultLimits())
+	registry, _, err := groupersetup.Definitions{Paths: o.DefinitionPaths, Poll: o.DefinitionsPoll, Cluster: o.ClusterDefinitions,
+		Strict: o.StrictDefinitions, Catalog: true, IsNative: table.Has}.Add(mgr)
 	if err != nil {
-		return nil, nil, err
-	}
-	registry := definitions.NewRegistry(compiler)
-	if err := catalog.Register(registry); err != nil {
 		return nil, nil, err
 	}
 	regroup := make(chan struct{}, 1)
 	registry.OnChange(func() {
-		controller.SetDefinitionMetrics(registry, table.Has)
 		select {
 		case regroup <- struct{}{}:
 		default:
@@ -102,9 +92,6 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	// its own): a definition its CRD refuses must never regroup live workloads.
 	registry.SetVetter(linter.Vet)
 	if err := mgr.Add(linter); err != nil {
-		return nil, nil, err
-	}
-	if err := addSources(mgr, o, registry); err != nil {
 		return nil, nil, err
 	}
 	decider := newDecider(mgr, o, registry, table, release)
@@ -165,8 +152,8 @@ func addWebhook(mgr manager.Manager, o *Options, registry *definitions.Registry,
 }
 
 // newPodReconciler builds the pod controller's reconciler (not set up yet) on the manager: its pod
-// cache, the pod book it shares with the findings and the workload metrics, the PodGroup owner
-// index, the findings reporter and the Applier's PodGroup events.
+// cache, the PodGroup owner index, the Tracking (groupersetup.AddTracking) with the findings
+// reporter, and the Applier's PodGroup events.
 func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider *decide.Decider, release *kairelease.Release) (*controller.PodReconciler, error) {
 	// The pod controller's pods: a Record per pod of our scheduler (podcache), not typed pods.
 	pods, err := podcache.New(cfg, o.SchedulerName)
@@ -176,14 +163,10 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 	if err := mgr.Add(pods); err != nil {
 		return nil, err
 	}
-	// One record per pod for the controller, the findings and the workload metrics.
-	book := podbook.New()
-	// PodGroups by owner UID, one map entry per workload fed by the informer's events
-	// (strays.OwnerIndex: 43 B per cached PodGroup; a client-go index took 299, and
-	// controller-runtime's field index 711): the stray collector's look at a workload's PodGroups,
-	// and where the findings reporter, the workload status keeper and the workload metrics find
-	// the PodGroups of a planned name with a key placeholder (podgroup.ActualNames), instead of
-	// listing the namespace's PodGroups for each workload.
+	// PodGroups by owner UID (strays.OwnerIndex): the stray collector's look at a workload's
+	// PodGroups, and where the findings reporter, the workload status keeper and the workload
+	// metrics find the PodGroups of a planned name with a key placeholder (podgroup.ActualNames),
+	// instead of listing the namespace's PodGroups for each workload.
 	pgOwners, err := strays.IndexOwnerUID(context.Background(), mgr.GetCache())
 	if err != nil {
 		return nil, err
@@ -197,27 +180,15 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		Release:  release,
 		DryRun:   o.DryRun,
 
-		WebhookServed: o.WebhookPort != 0,
-		Findings:      findings.NewTrackerIn(book),
-		Book:          book,
-
+		WebhookServed:  o.WebhookPort != 0,
 		PodGroupOwners: pgOwners,
 	}
-	// The gangmap_workload_* series (none with --max-workload-metrics=0), registered with the
-	// registry the manager's metrics endpoint serves (workloadmetrics.Registered: the first
-	// grouper's when the process builds several).
-	if o.MaxWorkloadMetrics != 0 {
-		r.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: mgr.GetClient(), Owners: pgOwners,
-			Log: ctrl.Log.WithName("workload-metrics"), Pods: book})
-	}
-	// KAI's Topologies, for the findings' TopologyNotFound: one informer (read once per change).
-	if r.Findings.Topologies, err = kaitopology.Add(mgr, cfg); err != nil {
+	t, err := groupersetup.AddTracking(mgr, o.MaxWorkloadMetrics, mgr.GetClient(), &findings.Reporter{Config: o.Findings, Client: mgr.GetClient(),
+		Owners: pgOwners, DryRun: o.DryRun, Pods: r, Release: release})
+	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(&findings.Reporter{Tracker: r.Findings, Config: o.Findings, Client: mgr.GetClient(), Owners: pgOwners,
-		Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.DryRun, Pods: r, Release: release}); err != nil {
-		return nil, err
-	}
+	r.Findings, r.Metrics, r.Book = t.Findings, t.Metrics, t.Book
 	// The Applier learns when the cache shows a PodGroup it created (no second POST meanwhile).
 	if err := controller.WatchPodGroupCache(context.Background(), mgr.GetCache(), r.Applier); err != nil {
 		return nil, err
@@ -304,20 +275,6 @@ func addCoexistence(mgr manager.Manager, o *Options, r *controller.PodReconciler
 		return mgr.Add(r.Strays)
 	}
 	return nil
-}
-
-// addSources adds the definition sources of the options to mgr (sources.AddToManager), after
-// checking that each --definitions path exists.
-func addSources(mgr manager.Manager, o *Options, registry *definitions.Registry) error {
-	for _, p := range o.DefinitionPaths {
-		// A path that does not exist at start is a mistake to refuse, not to log every poll
-		// (a mounted ConfigMap directory exists even when empty).
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("--definitions: %w", err)
-		}
-	}
-	_, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
-	return err
 }
 
 // webhookSelectors parses --webhook-namespace-selector and --webhook-object-selector.

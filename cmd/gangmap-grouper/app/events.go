@@ -13,26 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// eventCacheSize is the number of entries in each of the three caches of the grouper's Event
+// eventCacheSize is the number of entries in each of the three LRU caches of the grouper's Event
 // correlator (client-go record.EventCorrelator, which every Event goes through before it is
 // written): the spam filter's token bucket per source and object (a burst of 25 Events, then one
 // per 5 minutes), the aggregator's record per similar Events (same object and reason: from the
 // 10th with another message in 10 minutes, one combined Event), and the logger's count per
-// identical Event (a repeat is a PATCH of the count, not a new Event). client-go's default,
-// 4,096 each, kept ~6 MiB once 10,000 workloads had had their PodGroupCreated Event (about
-// 510 bytes an entry: the Events' keys, a rate limiter per object, a set per aggregate;
-// BenchmarkEventCorrelatorBytes); 1,024 keep ~1.6 MiB. The caches are LRUs and the rules are
-// unchanged: they apply to an object, or to an Event, while fewer than eventCacheSize others
-// have come since its last Event (with 4,096: 4,096 others); an entry evicted sooner starts
-// again (a full burst, a new count, a new aggregate), as past 4,096 before. What gangmap repeats
-// (a pod's Warnings on every retry, a finding re-sent every minute, a Karta's drift) repeats
-// within that window unless 1,024 other objects have Events in between.
-//
-// Why not the events.k8s.io/v1 recorder (client-go tools/events): its de-duplication keeps every
-// distinct Event of the last 6 minutes whole, with no bound, and controller-runtime's components
-// take a record.EventRecorder. Why not controller-runtime's manager Options.EventBroadcaster
-// (deprecated): the manager's leader election would start a second sink on the same broadcaster,
-// writing every Event twice.
+// identical Event (a repeat is a PATCH of the count, not a new Event). The rules are client-go's;
+// they apply to an object, or an Event, while fewer than eventCacheSize others have come since
+// its last Event (client-go's default, 4,096, kept ~6 MiB for 10,000 workloads' Events; 1,024
+// keep ~1.6 MiB); an entry evicted sooner starts again. The measurement and the alternatives not
+// chosen (the events.k8s.io/v1 recorder, the manager's deprecated Options.EventBroadcaster) are in
+// bench/README.md, "Session 7: the Events' correlator".
 const eventCacheSize = 1024
 
 // events records the grouper's Events through one broadcaster whose correlator keeps

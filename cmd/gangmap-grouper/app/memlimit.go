@@ -16,13 +16,10 @@ var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/me
 // unmanagedReserve is what a container's memory limit must leave outside the Go runtime's soft
 // limit: the resident memory the runtime does not count. Go's limit covers the heap, goroutine
 // stacks and the runtime's own metadata (runtime/debug.SetMemoryLimit), not the pages of the
-// binary mapped from its file, which the cgroup charges to the container too. Measured on the
-// 100,000-pod scale run of session 6 (bench/README.md), 49 MiB of the resident set was
-// file-backed, and the anonymous part ran above the soft limit (the heap's spans in use are
-// 1.5-1.8 times the live heap after a collection, so at 110 MiB live the collector runs back to
-// back and its CPU cap lets the heap pass the limit). The reserve is 80 MiB: the binary's
-// file-backed pages (reclaimable by the kernel, but charged while resident) and the margin for
-// the soft limit's overshoot (a metrics scrape of 10,000 workloads' series allocates tens of MB).
+// binary mapped from its file, which the cgroup charges to the container too. The reserve is
+// 80 MiB: the binary's file-backed pages (about 50 MiB resident) and the margin for the soft
+// limit's overshoot (a metrics scrape of 10,000 workloads' series allocates tens of MB); see
+// bench/README.md, "Session 7: the binary's resident pages" and "the heap's spans".
 const unmanagedReserve = 80 << 20
 
 // memoryLimit is the Go runtime's soft memory limit to set, in bytes, and where it comes from:

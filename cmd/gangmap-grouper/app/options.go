@@ -4,7 +4,6 @@ package app
 
 import (
 	"flag"
-	"fmt"
 	"strings"
 	"time"
 
@@ -156,21 +155,12 @@ func (o *Options) webhookDNSNames() []string {
 	return []string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}
 }
 
-// NativeTable is the native-kind table the options select.
+// NativeTable is the native-kind table the options select (nativeTable); the error is the first
+// problem Validate would report about --kai-version and the native kinds.
 func (o *Options) NativeTable() (*native.Table, error) {
-	t, err := native.ForRelease(o.KAIVersion)
-	if err != nil {
-		return nil, err
+	var p problems
+	if t := o.nativeTable(&p); len(p) == 0 {
+		return t, nil
 	}
-	for _, k := range o.NativeKindsAdd {
-		if err := t.Add(k); err != nil {
-			return nil, fmt.Errorf("--native-kinds-add: %w", err)
-		}
-	}
-	for _, k := range o.NativeKindsRemove {
-		if err := t.Remove(k); err != nil {
-			return nil, fmt.Errorf("--native-kinds-remove: %w", err)
-		}
-	}
-	return t, nil
+	return nil, p[0]
 }

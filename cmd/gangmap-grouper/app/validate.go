@@ -30,7 +30,7 @@ const maxWebhookTimeout = 30 * time.Second
 func (o *Options) Validate() error {
 	var p problems
 	p.add(o.SchedulerName == "", "--scheduler-name: must not be empty (KAI's scheduler name, e.g. kai-scheduler)")
-	o.validateNativeKinds(&p)
+	o.nativeTable(&p)
 	memLimit, err := resource.ParseQuantity(o.MemoryLimit)
 	p.add(o.MemoryLimit != "" && (err != nil || memLimit.Sign() < 0), "--memory-limit: want a quantity of bytes such as 176Mi or 0, got %q", o.MemoryLimit)
 	for _, path := range o.DefinitionPaths {
@@ -85,14 +85,15 @@ func (p *problems) add(bad bool, format string, args ...any) {
 	}
 }
 
-// validateNativeKinds checks --kai-version, --native-kinds-add and --native-kinds-remove. A
-// removal that matches nothing in the table is refused: it would change nothing, and the kind
-// the user meant (a typo, another version) would stay KAI's without a word.
-func (o *Options) validateNativeKinds(p *problems) {
+// nativeTable is the native-kind table the options select: --kai-version's, plus
+// --native-kinds-add, less --native-kinds-remove (nil when --kai-version is unknown). Each bad
+// value is a problem, and so is a removal that matches nothing in the table: it would change
+// nothing, and the kind the user meant (a typo, another version) would stay KAI's without a word.
+func (o *Options) nativeTable(p *problems) *native.Table {
 	t, err := native.ForRelease(o.KAIVersion)
 	if err != nil {
 		p.add(true, "--kai-version: %w", err)
-		return
+		return nil
 	}
 	for _, k := range o.NativeKindsAdd {
 		err := t.Add(k)
@@ -120,7 +121,9 @@ func (o *Options) validateNativeKinds(p *problems) {
 		p.add(!matched && wildcard != "", "--native-kinds-remove: %s is not in the native table, which has %s (every version): remove %s instead", k, wildcard, wildcard)
 		p.add(!matched && wildcard == "", "--native-kinds-remove: %s is not in the native table of KAI %s (plus --native-kinds-add), so removing it would change nothing; the table has: %s",
 			k, o.KAIVersion, strings.Join(entries, ", "))
+		_ = t.Remove(k) // parsed above
 	}
+	return t
 }
 
 // validateWebhook checks the webhook flags; with the webhook off (--webhook-port=0) only the port
@@ -229,7 +232,7 @@ func (o *Options) validateTopologySegments(p *problems) {
 	switch o.TopologySegments {
 	case "auto", "off":
 	case "on":
-		// An unknown --kai-version is validateNativeKinds' to report.
+		// An unknown --kai-version is nativeTable's to report.
 		if rel, err := o.KAIRelease(); err == nil && !rel.HasSegments() {
 			p.add(true, "--topology-segments=on: %s; set --kai-version to the KAI release installed (v0.15 or later writes segments), or --topology-segments=auto to write the gang without them", rel.SegmentsNote())
 		}

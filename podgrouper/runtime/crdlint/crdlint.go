@@ -193,20 +193,15 @@ func (l *Linter) lint(ctx context.Context, ld *definitions.Loaded, report bool) 
 		if f.Unchecked {
 			continue
 		}
-		msgs = append(msgs, message(crd, f))
+		msgs = append(msgs, fmt.Sprintf("%s: %s: %s (CRD %s)", f.Field, f.Path, f.Message, crd.Name))
 		if report {
-			l.report(ctx, ld, crd, f)
+			l.report(ctx, ld, crd, f, msgs[len(msgs)-1])
 		}
 	}
 	if len(msgs) == 0 {
 		return "", true
 	}
 	return refusal(crd, msgs), true
-}
-
-// message is one finding's text, as reported and refused.
-func message(crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) string {
-	return fmt.Sprintf("%s: %s: %s (CRD %s)", f.Field, f.Path, f.Message, crd.Name)
 }
 
 // refusal is the Problem message of a definition refused for msgs.
@@ -232,11 +227,10 @@ func (l *Linter) crd(ctx context.Context, gvk schema.GroupVersionKind) (*apiexte
 	return crd, nil
 }
 
-// report emits one Warning Event (cluster Karta) and one error log line per finding and Karta and
-// CRD version.
-func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding) {
+// report emits one Warning Event (cluster Karta) and one error log line per finding (its text
+// msg) and Karta and CRD version.
+func (l *Linter) report(ctx context.Context, ld *definitions.Loaded, crd *apiextensionsv1.CustomResourceDefinition, f schemalint.Finding, msg string) {
 	md := ld.Karta.Metadata
-	msg := message(crd, f)
 	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s", ld.Origin, md.UID, md.ResourceVersion, crd.ResourceVersion, f.Field, f.Path)
 	if l.reported[key] || !l.leads() {
 		return

@@ -18,47 +18,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/definitions/catalog"
-	"github.com/gangmap/gangmap/definitions/expr"
-	"github.com/gangmap/gangmap/definitions/sources"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
-	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
-	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
+	"github.com/gangmap/gangmap/podgrouper/runtime/groupersetup"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
-// Options are gangmap's options inside KAI's pod-grouper: the definition sources and the
-// grouper's bounds. KAI's own flags (scheduler name, queue and node-pool label keys, QPS,
-// metrics and probe addresses, leader election) stay KAI's; Setup takes the three gangmap must
-// agree on from them.
+// Options are gangmap's options inside KAI's pod-grouper, one flag each (AddFlags says what each
+// means): the definition sources, the grouper's bounds, the findings' grace periods (package
+// findings), the workload metrics and shadow mode (see kaiplugin.Shadow). KAI's own flags
+// (scheduler name, queue and node-pool label keys, QPS, metrics and probe addresses, leader
+// election) stay KAI's; Setup takes the three gangmap must agree on from them.
 type Options struct {
-	// DefinitionPaths are definition files or directories, polled every DefinitionsPoll.
-	DefinitionPaths []string
-	DefinitionsPoll time.Duration
-	// ClusterDefinitions watches Karta objects (they win over files and the catalog).
-	ClusterDefinitions bool
-	// Catalog loads gangmap's built-in catalog (the lowest precedence).
-	Catalog bool
-	// StrictDefinitions leaves out definitions with unknown fields.
-	StrictDefinitions bool
-	// PlanCacheSize bounds the cached gang plans (zero: workloadmap.DefaultPlanCacheSize).
-	PlanCacheSize int
-	// Timeout bounds one pod's decision (zero: kaiplugin.DefaultTimeout).
-	Timeout time.Duration
-	// Findings holds the grace periods of the observed-vs-planned findings (package findings),
-	// reported as Warning Events and the gangmap_gang_findings metrics.
-	Findings findings.Config
-	// MaxWorkloadMetrics caps the workloads with gangmap_workload_* series; 0 turns them off.
+	DefinitionPaths                                []string
+	DefinitionsPoll                                time.Duration
+	ClusterDefinitions, Catalog, StrictDefinitions bool
+	// Zero PlanCacheSize and Timeout mean workloadmap.DefaultPlanCacheSize and kaiplugin.DefaultTimeout.
+	PlanCacheSize      int
+	Timeout            time.Duration
+	Findings           findings.Config
 	MaxWorkloadMetrics int
-	// Shadow is shadow mode (see Shadow): KAI groups every pod as stock KAI, gangmap only
-	// decides and reports.
-	Shadow bool
+	Shadow             bool
 }
 
 // DefaultOptions are the defaults of AddFlags: the standalone grouper's defaults for the same
@@ -136,39 +120,29 @@ type KAIConfig struct {
 // Setup builds gangmap's hub and grouper on KAI's manager: the registry with its sources (the
 // catalog now; files and cluster Kartas as manager runnables, which Hub waits for), the workload
 // grouper on KAI's default metadata (gangmap's copy, with the manager's client for priority
-// classes) and the decider that re-reads stale workloads. native is KAI's plugin table
-// (DefaultPluginsHub). Errors: invalid options, a catalog that does not load, clients that
-// cannot be built.
+// classes), the decider that re-reads stale workloads and the Observer of the findings and
+// workload metrics. native is KAI's plugin table (DefaultPluginsHub). Errors: invalid options, a
+// catalog that does not load, clients that cannot be built.
 func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.NativePlugins) (*kaiplugin.Hub, *kaiplugin.Grouper, error) {
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}
-	compiler, err := expr.NewCompiler(expr.DefaultLimits())
-	if err != nil {
-		return nil, nil, err
-	}
-	registry := definitions.NewRegistry(compiler)
-	if o.Catalog {
-		if err := catalog.Register(registry); err != nil {
-			return nil, nil, err
-		}
-	}
-	hub := &kaiplugin.Hub{Native: native, Registry: registry}
 	isNative := func(gvk schema.GroupVersionKind) bool {
 		return native != nil && native.HasMatchingPlugin(metav1.GroupVersionKind(gvk))
 	}
-	registry.OnChange(func() { controller.SetDefinitionMetrics(registry, isNative) })
-	controller.SetDefinitionMetrics(registry, isNative)
-	srcs, err := sources.AddToManager(mgr, registry, o.DefinitionPaths, o.DefinitionsPoll, o.ClusterDefinitions, o.StrictDefinitions)
+	registry, srcs, err := groupersetup.Definitions{Paths: o.DefinitionPaths, Poll: o.DefinitionsPoll, Cluster: o.ClusterDefinitions,
+		Strict: o.StrictDefinitions, Catalog: o.Catalog, IsNative: isNative}.Add(mgr)
 	if err != nil {
 		return nil, nil, err
 	}
+	controller.SetDefinitionMetrics(registry, isNative)
+	hub := &kaiplugin.Hub{Native: native, Registry: registry}
 	for _, s := range srcs {
 		hub.Sources = append(hub.Sources, s)
 	}
-	recorder := mgr.GetEventRecorderFor("gangmap-definitions")
 	defaults := &defaultgrouper.Grouper{Reader: mgr.GetClient(), QueueLabelKey: kai.QueueLabelKey, NodePoolLabelKey: kai.NodePoolLabelKey}
-	wm := &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: recorder, PlanCacheSize: o.PlanCacheSize, KAIPlugin: true}
+	wm := &workloadmap.Grouper{Registry: registry, Defaults: defaults, Recorder: mgr.GetEventRecorderFor("gangmap-definitions"),
+		PlanCacheSize: o.PlanCacheSize, KAIPlugin: true}
 	g := &kaiplugin.Grouper{
 		Decider: &decide.Decider{APIReader: mgr.GetAPIReader(), SchedulerName: kai.SchedulerName},
 		Grouper: wm, Timeout: o.Timeout, Log: mgr.GetLogger().WithName("gangmap"),
@@ -176,42 +150,17 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.Nativ
 	if o.Shadow {
 		g.Shadow = &kaiplugin.Shadow{Recorder: mgr.GetEventRecorderFor("gangmap")}
 	}
-	obs, err := addObserver(mgr, o, wm, kai.PodGroups)
+	// The findings Reporter writes no gangmap.io/health annotation inside KAI (no Client): KAI's
+	// pod-grouper is the PodGroups' only writer (its handler ApplyToCluster), and gangmap's copy of
+	// the PodGroup type is not in KAI's scheme; the findings are Warning Events on the workload and
+	// its Karta and the gangmap_gang_findings metrics. The workload metrics read the PodGroups'
+	// conditions through kai.PodGroups. KAI's Topologies need get, list and watch on
+	// topologies.kai.scheduler (deploy/kai-podgrouper/rbac.yaml).
+	t, err := groupersetup.AddTracking(mgr, o.MaxWorkloadMetrics, kai.PodGroups, &findings.Reporter{Config: o.Findings, DryRun: o.Shadow})
 	if err != nil {
 		return nil, nil, err
 	}
+	obs := &Observer{Tracking: t, Planner: wm, Informers: mgr.GetCache(), Log: mgr.GetLogger().WithName("gangmap-observer")}
 	g.Observer = obs
-	return hub, g, nil
-}
-
-// addObserver builds the Observer of the findings and the workload metrics and adds it and the
-// findings Reporter to the manager. The Reporter writes no gangmap.io/health annotation inside
-// KAI (its Client is nil): KAI's pod-grouper is the PodGroups' only writer (its handler
-// ApplyToCluster), and gangmap's copy of the PodGroup type is not in KAI's scheme; the findings
-// are Warning Events on the workload and its Karta and the gangmap_gang_findings metrics. The
-// workload metrics read the PodGroups' conditions through podGroups (KAI's typed PodGroups as
-// gangmap's copy; nil: no condition series).
-func addObserver(mgr manager.Manager, o Options, planner *workloadmap.Grouper, podGroups client.Reader) (*Observer, error) {
-	book := podbook.New()
-	obs := &Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book, Informers: mgr.GetCache(),
-		Log: mgr.GetLogger().WithName("gangmap-observer")}
-	if o.MaxWorkloadMetrics > 0 {
-		obs.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
-			Log: mgr.GetLogger().WithName("workload-metrics"), Pods: book})
-	}
-	if err := mgr.Add(obs); err != nil {
-		return nil, err
-	}
-	// KAI's Topologies for the findings' TopologyNotFound (one informer; RBAC get/list/watch on
-	// topologies.kai.scheduler: deploy/kai-podgrouper/rbac.yaml).
-	topologies, err := kaitopology.Add(mgr, mgr.GetConfig())
-	if err != nil {
-		return nil, err
-	}
-	obs.Findings.Topologies = topologies
-	rep := &findings.Reporter{Tracker: obs.Findings, Config: o.Findings, Recorder: mgr.GetEventRecorderFor("gangmap-findings"), DryRun: o.Shadow}
-	if err := mgr.Add(rep); err != nil {
-		return nil, err
-	}
-	return obs, nil
+	return hub, g, mgr.Add(obs)
 }

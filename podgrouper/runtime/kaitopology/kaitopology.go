@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -97,14 +96,14 @@ type Watcher struct {
 
 var _ manager.LeaderElectionRunnable = (*Watcher)(nil)
 
-// Add adds a Watcher with clients of cfg (dynamic for the informer, discovery for the Topology
-// API's presence) to mgr and returns it.
-func Add(mgr manager.Manager, cfg *rest.Config) (*Watcher, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
+// Add adds a Watcher with clients of mgr's configuration (dynamic for the informer, discovery for
+// the Topology API's presence) to mgr and returns it.
+func Add(mgr manager.Manager) (*Watcher, error) {
+	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	disc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}

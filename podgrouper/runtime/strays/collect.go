@@ -27,10 +27,9 @@ func (c *Collector) Collect(ctx context.Context, w Workload) (time.Duration, err
 }
 
 // collect is Collect of an enqueued workload. It reads the workload's own PodGroups through
-// Owned (the owner index: the cache's objects, only read; a candidate is a shallow copy) with no
-// deep copy and no List of the namespace per look (10,000 workloads in a namespace made each look
-// copy 10,000 PodGroups: 120 MB live in the 100,000-pod run): a look costs the workload's own
-// PodGroups, not the namespace's.
+// Owned (the owner index: the cache's objects, only read; a candidate is a shallow copy), with no
+// deep copy and no List of the namespace: a look costs the workload's own PodGroups, not the
+// namespace's.
 func (c *Collector) collect(ctx context.Context, w queued) (time.Duration, error) {
 	ns := w.owner.Namespace
 	owned, err := c.Owned(ns, w.owner.UID)
@@ -48,7 +47,11 @@ func (c *Collector) collect(ctx context.Context, w queued) (time.Duration, error
 	if len(candidates) == 0 {
 		return 0, nil
 	}
-	named := c.namedPodGroups(ns)
+	// The PodGroups the cached pods of ns name (pod-group-name names a PodGroup of the pod's own
+	// namespace; all namespaces when ns is "", for a cluster-scoped owner whose pods may live in
+	// several), by namespace and name: a pod never keeps (or lets go) another namespace's
+	// PodGroup of the same name.
+	named := sets.New(c.Pods.AnnotationValues(ns, kaikeys.PodGroupName)...)
 	now := time.Now()
 	var next time.Duration
 	sooner := func(d time.Duration) {
@@ -57,7 +60,7 @@ func (c *Collector) collect(ctx context.Context, w queued) (time.Duration, error
 		}
 	}
 	for _, pg := range candidates {
-		if named[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}] {
+		if named.Has(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}) {
 			c.forgetCandidate(pg.UID)
 			continue
 		}
@@ -80,20 +83,6 @@ func isCandidate(pg *v2alpha2.PodGroup, owner types.UID, keep sets.Set[string]) 
 	_, gangmaps := pg.Annotations[kaikeys.Definition]
 	_, kais := pg.Annotations[kaikeys.TopOwnerMetadata]
 	return gangmaps || kais
-}
-
-// namedPodGroups is the set of PodGroups the cached pods of ns name (pod-group-name, which names
-// a PodGroup of the pod's own namespace; all namespaces when ns is "", for a cluster-scoped owner
-// whose pods may live in several). Keyed by namespace and name, so that a pod of one namespace
-// never keeps (or lets go) another namespace's PodGroup of the same name.
-func (c *Collector) namedPodGroups(ns string) map[types.NamespacedName]bool {
-	out := map[types.NamespacedName]bool{}
-	for _, n := range c.Pods.AnnotationValues(ns, kaikeys.PodGroupName) {
-		if n.Name != "" {
-			out[n] = true
-		}
-	}
-	return out
 }
 
 func (c *Collector) firstUnnamed(uid types.UID, now time.Time) time.Time {

@@ -22,18 +22,16 @@ import (
 // costs the workload's own PodGroups, not its namespace's.
 //
 // An event costs O(1) whatever other namespaces hold, and a look the owner's own namespace's
-// PodGroups. Keyed by the UID alone with a list per UID, 50,000 PodGroups a user of namespace B
-// created carrying namespace A's workload UID made every add or remove copy the whole list under
-// the write lock (42.8 s of CPU and 20 GB allocated for one update each, issue 28), a cost one
-// namespace put on another. Now an owner UID with several PodGroups keeps them by namespace,
-// then by name: a namespaced owner's PodGroups are in its own namespace (an owner reference
-// names an object of the dependent's namespace, or a cluster-scoped one), so
+// PodGroups, so PodGroups one namespace forges with another's owner UID cost it nothing
+// (issue 28, TestOwnerIndexCostStaysInTheNamespace): an owner UID with several PodGroups keeps
+// them by namespace, then by name. A namespaced owner's PodGroups are in its own namespace (an
+// owner reference names an object of the dependent's namespace, or a cluster-scoped one), so
 // Owned(namespace, uid) reads only that namespace's; a cluster-scoped owner's (Owned("", uid))
 // are those of every namespace.
 //
 // A PodGroup costs one map entry (its owner UID string, which the PodGroup holds, and a
-// pointer) while its workload has one PodGroup, as nearly every workload has; the few with
-// several keep maps by namespace and name (BenchmarkOwnerIndexBytes). The index follows the
+// pointer) while its workload has one PodGroup, as nearly every workload has
+// (BenchmarkOwnerIndexBytes). The index follows the
 // informer's handler, so it may lag the informer's store by the events not handled yet: the
 // collector's delete carries the PodGroup's UID and resourceVersion as preconditions, and a
 // stray missed now is found at the next look. Safe for concurrent use.
