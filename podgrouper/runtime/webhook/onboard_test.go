@@ -40,8 +40,7 @@ func onboardFixture(t *testing.T, nsLabels map[string]string, dryRun bool) (*adm
 	rec := record.NewFakeRecorder(10)
 	m := f.webhook.Handler.(*PodMutator)
 	m.DryRun = dryRun
-	m.Onboarding = &Onboarder{Policy: func() *onboarding.Compiled { return policy }, Namespaces: namespaceReader{ns},
-		SchedulerName: "kai-scheduler", QueueLabelKey: "kai.scheduler/queue", Recorder: rec}
+	m.Onboarding, m.Namespaces, m.QueueLabelKey, m.Recorder = func() *onboarding.Compiled { return policy }, namespaceReader{ns}, "kai.scheduler/queue", rec
 	return f, rec
 }
 
