@@ -1,6 +1,7 @@
 package onboarding
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -74,10 +75,7 @@ func (s *Source) Current() *Compiled { return s.current.Load() }
 
 // Start implements manager.Runnable: it loads once, then polls until ctx ends.
 func (s *Source) Start(ctx context.Context) error {
-	interval := s.Interval
-	if interval <= 0 {
-		interval = 10 * time.Second
-	}
+	interval := cmp.Or(max(s.Interval, 0), 10*time.Second) // unset or not positive: 10s
 	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = s.Sync(ctx) }, interval)
 	return nil
 }
