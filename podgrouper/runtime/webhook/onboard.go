@@ -7,19 +7,30 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions/onboard"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
 )
 
-// Onboarded results, the result label of gangmap_onboarded_pods_total.
+// onboarded counts the pods an onboarding rule matched at creation, by rule and result.
+var onboarded = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+	Name: "gangmap_onboarded_pods_total",
+	Help: "Pods the onboarding policy matched at creation, by rule and result (Onboarded, DryRun, NoQueue, OtherScheduler, NamespaceQueueMissing).",
+}, []string{"rule", "result"})
+
+// Onboarded results, the result label of gangmap_onboarded_pods_total: the pod was onboarded,
+// would have been in shadow mode (DryRun), was onboarded without a queue (NoQueue: the top owner
+// lacks the queue label) or was left alone as it names another scheduler (OtherScheduler).
 const (
 	OnboardedResult     = "Onboarded"
 	OnboardedDryRun     = "DryRun"
@@ -125,7 +136,7 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 // report counts a pod of rule in gangmap_onboarded_pods_total by result and, unless msg is "",
 // records the Event on its workload ref.
 func (m *PodMutator) report(ref *corev1.ObjectReference, rule, result, typ, msg string) {
-	onboarding.Onboarded.WithLabelValues(rule, result).Inc()
+	onboarded.WithLabelValues(rule, result).Inc()
 	if msg != "" && m.Recorder != nil {
 		m.Recorder.Event(ref, typ, onboardedEventReason, msg)
 	}
