@@ -96,9 +96,15 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("rule", match.Rule, "workload", klog.KRef(top.Namespace, top.Name), "kind", t.Kind)
 	ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
-	report := func(result, typ, msg string) { // Events and counts only for pods that are created
-		if !dryRunRequest {
-			m.report(ref, match.Rule, result, typ, msg)
+	// report counts the pod by result and, unless msg is "", records the Event on its workload;
+	// both only for pods that are created.
+	report := func(result, typ, msg string) {
+		if dryRunRequest {
+			return
+		}
+		onboarded.WithLabelValues(match.Rule, result).Inc()
+		if msg != "" && m.Recorder != nil {
+			m.Recorder.Event(ref, typ, onboardedEventReason, msg)
 		}
 	}
 	if match.Refused != nil {
@@ -131,15 +137,6 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		report(OnboardedResult, corev1.EventTypeNormal, msg)
 	}
 	return ops, nil
-}
-
-// report counts a pod of rule in gangmap_onboarded_pods_total by result and, unless msg is "",
-// records the Event on its workload ref.
-func (m *PodMutator) report(ref *corev1.ObjectReference, rule, result, typ, msg string) {
-	onboarded.WithLabelValues(rule, result).Inc()
-	if msg != "" && m.Recorder != nil {
-		m.Recorder.Event(ref, typ, onboardedEventReason, msg)
-	}
 }
 
 // podDocument is the part of pod that onboarding reads, in JSON shape.
