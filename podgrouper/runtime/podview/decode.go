@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -17,11 +18,11 @@ type Decoded struct {
 	HasMetadata bool
 }
 
-// DecodePod decodes a pod's JSON (an admission request's object) into the view: only metadata
-// and the fields Pod keeps are decoded, every other field is skipped unread, whatever it holds (a
-// field the compiled k8s.io/api does not know is neither an error nor lost, since nothing is
-// re-encoded). Keys are matched case-sensitively, as the API server does (sigs.k8s.io/json).
-// Errors: the JSON is malformed, or a decoded field has the wrong type.
+// DecodePod decodes a pod's JSON (an admission request's object) into the view: only the fields
+// Pod keeps are decoded, every other field is skipped unread, whatever it holds (a field the
+// compiled k8s.io/api does not know is neither an error nor lost, since nothing is re-encoded).
+// Keys are matched case-sensitively, as the API server does (sigs.k8s.io/json).
+// Errors: the JSON is malformed, or a kept field has the wrong type.
 //
 // The decoded strings are the pod's own (sigs.k8s.io/json allocates them): nothing of raw is
 // kept. Its cost against the scanner it replaced: bench/README.md, "Session 9".
@@ -30,7 +31,7 @@ func DecodePod(raw []byte) (*Decoded, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, in); err != nil {
 		return nil, fmt.Errorf("decoding the pod: %w", err)
 	}
-	pod := &corev1.Pod{TypeMeta: in.TypeMeta}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: in.APIVersion, Kind: in.Kind}}
 	if m := in.Metadata; m != nil {
 		pod.ObjectMeta = metav1.ObjectMeta{
 			Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, UID: m.UID,
@@ -59,15 +60,28 @@ func containersOf(in []containerJSON) []corev1.Container {
 	return out
 }
 
-// podJSON is the JSON of metadata (small: managed fields are read as raw JSON) and of the other
-// fields Pod keeps (the field names of k8s.io/api/core/v1).
+// podJSON is the JSON of the fields Pod keeps (the field names of k8s.io/api/core/v1).
 type podJSON struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        *metav1.ObjectMeta `json:"metadata"`
-	Spec            podSpecJSON        `json:"spec"`
-	Status          struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   *objectMetaJSON `json:"metadata"`
+	Spec       podSpecJSON     `json:"spec"`
+	Status     struct {
 		Phase corev1.PodPhase `json:"phase"`
 	} `json:"status"`
+}
+
+type objectMetaJSON struct {
+	Name              string                  `json:"name"`
+	GenerateName      string                  `json:"generateName"`
+	Namespace         string                  `json:"namespace"`
+	UID               types.UID               `json:"uid"`
+	ResourceVersion   string                  `json:"resourceVersion"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	Labels            map[string]string       `json:"labels"`
+	Annotations       map[string]string       `json:"annotations"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 }
 
 type podSpecJSON struct {
