@@ -56,10 +56,6 @@ type entry struct {
 	metric   *Metric
 }
 
-func (e *entry) empty() bool {
-	return e.grouped == "" && e.repaired == "" && e.finding == nil && e.metric == nil
-}
-
 // Book is the record of every pod. Safe for concurrent use; every method holds one mutex and
 // calls out to nothing while holding it (callers may hold their own lock). Use New.
 type Book struct {
@@ -86,7 +82,7 @@ func (b *Book) get(pod types.NamespacedName, create bool) *entry {
 
 // drop deletes the pod's entry when every part has let go of it.
 func (b *Book) drop(pod types.NamespacedName, e *entry) {
-	if e.empty() {
+	if *e == (entry{}) {
 		delete(b.pods, pod)
 	}
 }
