@@ -14,7 +14,7 @@ import (
 )
 
 // addOnboarding runs the onboarding policy's file source and its namespace check (a rule's queue
-// label missing on a namespace it selects) and gives the webhook its Onboarder, when
+// label missing on a namespace it selects) and gives the webhook the policy, when
 // --onboarding-policy is set. A policy kind is known when the registry has an active
 // definition for it (any version).
 func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Registry, m *gangmapwebhook.PodMutator) error {
@@ -31,8 +31,7 @@ func addOnboarding(mgr manager.Manager, o *Options, registry *definitions.Regist
 	recorder := mgr.GetEventRecorderFor("gangmap-onboarding")
 	// The owner walk keeps the top-owner labels the policy's rules read (queue.fromOwnerLabel).
 	m.Decider.Walker.ExtraLabels = func() []string { return src.Current().OwnerLabelKeys() }
-	m.Onboarding = &gangmapwebhook.Onboarder{Policy: src.Current, Namespaces: mgr.GetClient(),
-		SchedulerName: o.SchedulerName, QueueLabelKey: o.QueueLabelKey, Recorder: recorder}
+	m.Onboarding, m.QueueLabelKey, m.Recorder = src.Current, o.QueueLabelKey, recorder
 	return mgr.Add(&onboarding.NamespaceAuditor{Policy: src.Current, Changes: src.Changes(),
 		Namespaces: mgr.GetClient(), Informers: mgr.GetCache(), Recorder: recorder})
 }

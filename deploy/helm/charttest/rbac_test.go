@@ -382,7 +382,7 @@ var builtinChains = map[schema.GroupKind][]schema.GroupResource{
 // expectedClusterPerms is every cluster-wide API call the grouper makes with the rendering's
 // values, and only those.
 //
-// The onboarding policy (webhook.Onboarder) reads the pod's namespace through the cached client
+// The onboarding policy (webhook.PodMutator.onboardPod) reads the pod's namespace through the cached client
 // when a rule has a namespace selector or a queue from a namespace label.
 func expectedClusterPerms(t *testing.T, r *rendering) permSet {
 	t.Helper()

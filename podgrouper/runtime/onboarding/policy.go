@@ -22,6 +22,7 @@ package onboarding
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,9 +49,9 @@ type Policy struct {
 type Rule struct {
 	// Name names the rule in Events, logs and the metric's rule label. Required, unique.
 	Name string `json:"name"`
-	// Kinds are the top-owner kinds (API group and kind; any version) whose pods the rule
-	// onboards. Each must have a gangmap definition.
-	Kinds []Kind `json:"kinds"`
+	// Kinds are the top-owner kinds (API group and kind, "" the core group; any version) whose
+	// pods the rule onboards. Each must have a gangmap definition.
+	Kinds []metav1.GroupKind `json:"kinds"`
 	// NamespaceSelector selects the pods' namespaces by their labels; absent selects every one.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// SchedulerName is set as the pod's spec.schedulerName; empty: the grouper's scheduler name.
@@ -64,12 +65,6 @@ type Rule struct {
 	// Labels and Annotations are set on the pod, replacing values already there.
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-// Kind is a workload kind by API group and kind ("" is the core group).
-type Kind struct {
-	Group string `json:"group"`
-	Kind  string `json:"kind"`
 }
 
 // QueueSource says where a pod's queue comes from: exactly one field.
@@ -144,7 +139,7 @@ func compile(p *Policy, known func(schema.GroupKind) bool) (*Compiled, field.Err
 			errs = append(errs, field.Required(path.Child("kinds"), "name the workload kinds (group and kind) whose pods the rule onboards"))
 		}
 		for j, k := range r.Kinds {
-			gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}
+			gk := schema.GroupKind(k)
 			switch {
 			case k.Kind == "":
 				errs = append(errs, field.Required(path.Child("kinds").Index(j).Child("kind"), ""))
@@ -277,12 +272,9 @@ func (c *Compiled) Match(t Target, defaultScheduler, queueLabelKey string) *Matc
 			return &Match{Rule: r.Name, Refused: p}
 		}
 		m := &Match{Rule: r.Name, Settings: onboard.Settings{
-			SchedulerName: r.SchedulerName, OverrideScheduler: r.OverrideScheduler,
+			SchedulerName: cmp.Or(r.SchedulerName, defaultScheduler), OverrideScheduler: r.OverrideScheduler,
 			Labels: r.Labels, Annotations: r.Annotations,
 		}}
-		if m.Settings.SchedulerName == "" {
-			m.Settings.SchedulerName = defaultScheduler
-		}
 		if q := r.Queue; q != nil {
 			queue, problem := q.resolve(t)
 			m.Problem = problem

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/definitions/onboard"
@@ -37,7 +38,7 @@ func TestParseAndMatch(t *testing.T) {
 	c, err := Parse([]byte(goodPolicy), "policy.yaml", knownCustomJob)
 	require.NoError(t, err)
 	assert.True(t, c.NeedsNamespaces())
-	assert.Equal(t, []Kind{{Group: customJob.Group, Kind: customJob.Kind}}, c.rules[0].Kinds)
+	assert.Equal(t, []metav1.GroupKind{metav1.GroupKind(customJob)}, c.rules[0].Kinds)
 	assert.Equal(t, map[schema.GroupKind]bool{customJob: true}, c.rules[1].kinds)
 
 	m := c.Match(Target{Kind: customJob, NamespaceLabels: map[string]string{"onboard": "yes", "team-queue": "team-a"}}, "kai-scheduler", "kai.scheduler/queue")

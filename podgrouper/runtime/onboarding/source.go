@@ -1,6 +1,7 @@
 package onboarding
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -28,14 +29,6 @@ var (
 		Name: "gangmap_onboarding_policy_rules",
 		Help: "Rules of the onboarding policy in force.",
 	})
-	// Onboarded counts pods the webhook onboarded (result Onboarded), would have onboarded in
-	// shadow mode (DryRun), onboarded without their queue (NoQueue: the top owner lacks the
-	// queue label), or left alone because they name another scheduler (OtherScheduler) or their
-	// namespace lacks the rule's queue label (NamespaceQueueMissing), per rule.
-	Onboarded = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
-		Name: "gangmap_onboarded_pods_total",
-		Help: "Pods the onboarding policy matched at creation, by rule and result (Onboarded, DryRun, NoQueue, OtherScheduler, NamespaceQueueMissing).",
-	}, []string{"rule", "result"})
 )
 
 // Source polls the onboarding policy file and keeps the last valid policy in force: a file that
@@ -74,10 +67,7 @@ func (s *Source) Current() *Compiled { return s.current.Load() }
 
 // Start implements manager.Runnable: it loads once, then polls until ctx ends.
 func (s *Source) Start(ctx context.Context) error {
-	interval := s.Interval
-	if interval <= 0 {
-		interval = 10 * time.Second
-	}
+	interval := cmp.Or(max(s.Interval, 0), 10*time.Second) // unset or not positive: 10s
 	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = s.Sync(ctx) }, interval)
 	return nil
 }

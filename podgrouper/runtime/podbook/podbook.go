@@ -6,10 +6,8 @@
 // The workloads' aggregates stay with their owners (findings' counters, the metrics' pods per
 // role and phase).
 //
-// The Book is ordinary Go maps: one of entries by pod key, one of grouped pods per owner. Issue
-// 32 measured it against the packed store it replaced (slabs of 96-byte entries, an
-// open-addressing index, reference-counted name tables; bench/README.md, "Session 9"): the
-// grouper stays within its memory bound without it.
+// The Book is ordinary Go maps: one of entries by pod key, one of grouped pods per owner (against
+// the packed store it replaced: bench/README.md, "Session 9").
 //
 // Each part owns its own fields of an entry and sees only those; an entry goes when every part
 // has let go of the pod. Strings are the callers', not copied.
@@ -58,10 +56,6 @@ type entry struct {
 	metric   *Metric
 }
 
-func (e *entry) empty() bool {
-	return e.grouped == "" && e.repaired == "" && e.finding == nil && e.metric == nil
-}
-
 // Book is the record of every pod. Safe for concurrent use; every method holds one mutex and
 // calls out to nothing while holding it (callers may hold their own lock). Use New.
 type Book struct {
@@ -88,7 +82,7 @@ func (b *Book) get(pod types.NamespacedName, create bool) *entry {
 
 // drop deletes the pod's entry when every part has let go of it.
 func (b *Book) drop(pod types.NamespacedName, e *entry) {
-	if e.empty() {
+	if *e == (entry{}) {
 		delete(b.pods, pod)
 	}
 }

@@ -82,7 +82,7 @@ func clientGoStore(b *testing.B) any {
 	reqs := make([]reconcile.Request, 0, 100_000)
 	for i := range 100_000 {
 		for _, labelled := range []bool{false, true} {
-			rec, _ := podview.TransformRecord(scalePod(i, labelled))
+			rec := podview.ToRecord(scalePod(i, labelled))
 			if err := idx.Add(rec); err != nil {
 				b.Fatal(err)
 			}

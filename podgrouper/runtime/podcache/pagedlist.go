@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -15,66 +14,45 @@ import (
 const listPageSize = 500
 
 // pagedList is the pods' ListerWatcher as the informer's reflector sees it: a list reads the pods
-// in pages of listPageSize and makes each page's pods Records (toRecord, the cache's transform)
+// in pages of pageSize and makes each page's pods Records (toRecord, the cache's transform)
 // before it reads the next, so that listing 100,000 pods holds their Records and one page of
 // whole pods, not 100,000 whole pods. A reflector lists once at start and again after a watch
 // it cannot resume (its resourceVersion compacted away). Its own list asks for resourceVersion
 // "0" (any version, from the API server's watch cache, which then ignores the page limit and
 // answers with every pod at once); pagedList asks instead for the most recent version
 // (resourceVersion "", a consistent read, as fresh as any version the reflector could ask for),
-// which the API server serves in pages. Watches pass through (WatchWithContext is the embedded
-// one's).
-type pagedList struct {
-	toolscache.ListerWatcherWithContext
-	toRecord toolscache.TransformFunc
-	pageSize int64
-}
-
-var _ toolscache.ListerWatcher = (*pagedList)(nil)
-var _ toolscache.ListerWatcherWithContext = (*pagedList)(nil)
-
-// List implements toolscache.Lister.
-func (p *pagedList) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return p.ListWithContext(context.Background(), opts)
-}
-
-// Watch implements toolscache.Watcher.
-func (p *pagedList) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return p.WatchWithContext(context.Background(), opts)
-}
-
-// ListWithContext implements toolscache.ListerWithContext: every page of the most recent list
-// (opts' selectors kept), as one list of Records with the list's resourceVersion. An error of
-// any page is the list's (the reflector retries; an expired continuation starts a new list).
-func (p *pagedList) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	opts.ResourceVersion, opts.ResourceVersionMatch, opts.Continue, opts.Limit = "", "", "", p.pageSize
-	out := &metav1.List{}
-	for {
-		page, err := p.ListerWatcherWithContext.ListWithContext(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		lm, err := meta.ListAccessor(page)
-		if err != nil {
-			return nil, fmt.Errorf("pod cache: list page: %w", err)
-		}
-		if err := meta.EachListItem(page, func(obj runtime.Object) error {
-			rec, err := p.toRecord(obj)
+// which the API server serves in pages. Watches are lw's.
+//
+// A list is every page (opts' selectors kept), as one list of Records with the list's
+// resourceVersion. An error of any page is the list's (the reflector retries; an expired
+// continuation starts a new list).
+func pagedList(lw toolscache.ListerWatcherWithContext, toRecord toolscache.TransformFunc, pageSize int64) *toolscache.ListWatch {
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		opts.ResourceVersion, opts.ResourceVersionMatch, opts.Continue, opts.Limit = "", "", "", pageSize
+		out := &metav1.List{}
+		for {
+			page, err := lw.ListWithContext(ctx, opts)
 			if err != nil {
+				return nil, err
+			}
+			lm, err := meta.ListAccessor(page)
+			if err != nil {
+				return nil, fmt.Errorf("pod cache: list page: %w", err)
+			}
+			if err := meta.EachListItem(page, func(obj runtime.Object) error {
+				rec, err := toRecord(obj)
+				if err == nil { // a Record, or obj itself when it is no pod
+					out.Items = append(out.Items, runtime.RawExtension{Object: rec.(runtime.Object)})
+				}
 				return err
+			}); err != nil {
+				return nil, fmt.Errorf("pod cache: list page: %w", err)
 			}
-			ro, ok := rec.(runtime.Object)
-			if !ok {
-				return fmt.Errorf("a %T is not an object", rec)
+			out.ResourceVersion = lm.GetResourceVersion()
+			if opts.Continue = lm.GetContinue(); opts.Continue == "" {
+				return out, nil
 			}
-			out.Items = append(out.Items, runtime.RawExtension{Object: ro})
-			return nil
-		}); err != nil {
-			return nil, fmt.Errorf("pod cache: list page: %w", err)
-		}
-		out.ResourceVersion = lm.GetResourceVersion()
-		if opts.Continue = lm.GetContinue(); opts.Continue == "" {
-			return out, nil
 		}
 	}
+	return &toolscache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: lw.WatchWithContext}
 }

@@ -108,7 +108,11 @@ func TestListIsReadInPagesOfRecords(t *testing.T) {
 // resourceVersion; a page that fails fails the list (the reflector lists again).
 func TestPagedListGivesRecordsOrTheError(t *testing.T) {
 	srv := &pagingServer{n: 7}
-	p := &pagedList{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(srv.listWatch()), toRecord: podview.TransformRecord, pageSize: 3}
+	c, err := NewWithListWatch(nil, "kai-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pagedList(toolscache.ToListerWatcherWithContext(srv.listWatch()), c.transform, 3)
 	obj, err := p.List(metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)

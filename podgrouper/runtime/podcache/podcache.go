@@ -4,7 +4,7 @@
 // typed Pod. At 100,000 cached pods this is what keeps the grouper within a few hundred MiB.
 //
 // The informer is client-go's SharedIndexInformer (no resync) with the namespace index and
-// podview.TransformRecord as its transform; lists are read in pages, each made Records before
+// its transform making each pod a podview.Record; lists are read in pages, each made Records before
 // the next is read (pagedList). Events become reconcile.Requests made of the stored Record's own
 // strings, so the work queue's items and the pod controller's per-pod bookkeeping (podbook)
 // share them; a pod's changed Record takes the key strings of the one it replaces (transform).
@@ -70,7 +70,7 @@ func New(cfg *rest.Config, schedulerName string) (*Cache, error) {
 func NewWithListWatch(lw toolscache.ListerWatcher, schedulerName string) (*Cache, error) {
 	c := &Cache{schedulerName: schedulerName}
 	c.informer = toolscache.NewSharedIndexInformerWithOptions(
-		&pagedList{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), toRecord: c.transform, pageSize: listPageSize},
+		pagedList(toolscache.ToListerWatcherWithContext(lw), c.transform, listPageSize),
 		&corev1.Pod{}, toolscache.SharedIndexInformerOptions{
 			Indexers:          toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
 			ObjectDescription: "pods of " + schedulerName,
@@ -81,21 +81,21 @@ func NewWithListWatch(lw toolscache.ListerWatcher, schedulerName string) (*Cache
 	return c, nil
 }
 
-// transform is the informer's transform: a pod becomes its Record (podview.TransformRecord), which
-// takes the namespace and name strings of the Record it will replace (equal: the same key), so
-// that the pod's key strings, which the work queue and the pod controller's bookkeeping keep,
-// exist once however often it changes.
+// transform is the informer's transform: a *corev1.Pod becomes its Record (podview.ToRecord),
+// which takes the namespace and name strings of the Record it will replace (equal: the same key),
+// so that the pod's key strings, which the work queue and the pod controller's bookkeeping keep,
+// exist once however often it changes. Anything else (a Record, a deletion tombstone) passes
+// unchanged, so it is idempotent, as client-go asks of a transform.
 func (c *Cache) transform(obj any) (any, error) {
-	out, err := podview.TransformRecord(obj)
-	if err != nil {
-		return nil, err
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
 	}
-	if r, ok := out.(*podview.Record); ok && r != obj {
-		if old := c.get(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}); old != nil {
-			r.Namespace, r.Name = old.Namespace, old.Name
-		}
+	r := podview.ToRecord(p)
+	if old := c.get(types.NamespacedName{Namespace: r.Namespace, Name: r.Name}); old != nil {
+		r.Namespace, r.Name = old.Namespace, old.Name
 	}
-	return out, nil
+	return r, nil
 }
 
 // Start runs the informer until ctx is done.

@@ -116,7 +116,7 @@ func waitFor(cond func() bool) error {
 // TestRequestOfATombstone: a deletion tombstone makes the request of its last Record, or of its
 // key when it has none; a malformed key makes none.
 func TestRequestOfATombstone(t *testing.T) {
-	rec, _ := podview.TransformRecord(testPod("a", "p1", ""))
+	rec := podview.ToRecord(testPod("a", "p1", ""))
 	for _, tc := range []struct {
 		obj  any
 		want string
@@ -129,5 +129,30 @@ func TestRequestOfATombstone(t *testing.T) {
 		if got := map[bool]string{true: req.String()}[ok]; got != tc.want {
 			t.Errorf("requestOf(%v) = %q, want %q", tc.obj, got, tc.want)
 		}
+	}
+}
+
+// TestTransformIsIdempotent: client-go may hand the transform an object it already transformed,
+// or a deletion tombstone; both pass unchanged. A Record is keyed like its pod.
+func TestTransformIsIdempotent(t *testing.T) {
+	c, err := NewWithListWatch(nil, "kai-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := c.transform(testPod("ns", "p", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.transform(obj)
+	if err != nil || again != obj {
+		t.Errorf("second transform: %v, %v; want the same record", again, err)
+	}
+	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/p", Obj: obj}
+	if out, err := c.transform(tomb); err != nil || out != any(tomb) {
+		t.Errorf("tombstone: %v, %v", out, err)
+	}
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil || key != "ns/p" {
+		t.Errorf("store key %q, %v; want ns/p", key, err)
 	}
 }

@@ -25,9 +25,7 @@ type Decoded struct {
 // Errors: the JSON is malformed, or a kept field has the wrong type.
 //
 // The decoded strings are the pod's own (sigs.k8s.io/json allocates them): nothing of raw is
-// kept. Issue 32 measured this library decoding against the hand-written scanner it replaces
-// (bench/README.md, "Session 9"): 43 µs of CPU against 16 µs, an admission of a grouped pod
-// well within its bound.
+// kept. Its cost against the scanner it replaced: bench/README.md, "Session 9".
 func DecodePod(raw []byte) (*Decoded, error) {
 	in := &podJSON{}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, in); err != nil {

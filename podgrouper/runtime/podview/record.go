@@ -148,16 +148,6 @@ func (r *Record) Pod(schedulerName string) *corev1.Pod {
 	return p
 }
 
-// TransformRecord is the pod informer's transform (client-go SharedIndexInformer.SetTransform): a
-// *corev1.Pod becomes its Record (ToRecord); anything else (a Record, a deletion tombstone) passes
-// unchanged, so it is idempotent, as client-go asks of a transform.
-func TransformRecord(obj any) (any, error) {
-	if p, ok := obj.(*corev1.Pod); ok {
-		return ToRecord(p), nil
-	}
-	return obj, nil
-}
-
 // pairs returns m as key, value, ... sorted by key, its strings made canonical; nil for an empty
 // map (a pod's labels and annotations maps, empty or absent, read alike).
 func pairs(m map[string]string) []string {

@@ -83,27 +83,6 @@ func TestRecordLabelsAndAnnotations(t *testing.T) {
 	}
 }
 
-// TestTransformRecordIsIdempotent: client-go may hand the transform an object it already
-// transformed, or a deletion tombstone; both pass unchanged. A Record is keyed like its pod.
-func TestTransformRecordIsIdempotent(t *testing.T) {
-	obj, err := TransformRecord(richPod())
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := TransformRecord(obj)
-	if err != nil || again != obj {
-		t.Errorf("second transform: %v, %v; want the same record", again, err)
-	}
-	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: obj}
-	if out, err := TransformRecord(tomb); err != nil || out != any(tomb) {
-		t.Errorf("tombstone: %v, %v", out, err)
-	}
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err != nil || key != "ns/p" {
-		t.Errorf("store key %q, %v; want ns/p", key, err)
-	}
-}
-
 // TestRecordPacksTimesAndPhase: the creation and deletion timestamps (whole seconds) and the
 // phase read back as they were, absent ones as absent; a phase outside the API's five keeps its
 // name. A Record is 184 bytes.

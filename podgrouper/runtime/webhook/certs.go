@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,18 +70,14 @@ func (s *SelfSigned) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable: Ensure every Interval until ctx ends.
 func (s *SelfSigned) Start(ctx context.Context) error {
-	t := time.NewTicker(cmp.Or(max(s.Interval, 0), time.Hour)) // unset or not positive: an hour
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := s.Ensure(ctx); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Renewing the webhook's self-signed certificate")
-			}
+	interval := cmp.Or(max(s.Interval, 0), time.Hour) // unset or not positive: an hour
+	_ = wait.PollUntilContextCancel(ctx, interval, false, func(ctx context.Context) (bool, error) {
+		if err := s.Ensure(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Renewing the webhook's self-signed certificate")
 		}
-	}
+		return false, nil // until ctx ends
+	})
+	return nil
 }
 
 // Ensure makes the Secret hold a valid CA and serving certificate (creating or renewing them),

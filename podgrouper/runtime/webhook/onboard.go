@@ -7,37 +7,30 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions/onboard"
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
 )
 
-// Onboarder applies the onboarding policy to pods at creation, before gangmap decides their
-// PodGroup: a pod whose top owner is a kind a rule names, in a namespace the rule selects, is given
-// the rule's scheduler name, queue label, labels and annotations (onboard.Settings.Changes, the
-// rules `gangmap onboard` applies to manifests). It never fails a creation: on any error the pod
-// is left as it is and the error logged.
-type Onboarder struct {
-	// Policy is the policy in force (onboarding.Source.Current).
-	Policy func() *onboarding.Compiled
-	// Namespaces reads the pod's namespace when a rule needs its labels.
-	Namespaces client.Reader
-	// SchedulerName and QueueLabelKey are the grouper's (KAI's) scheduler name and queue label key.
-	SchedulerName, QueueLabelKey string
-	// Recorder records an Event on the top owner for each onboarded pod (aggregated by client-go's
-	// event correlator).
-	Recorder record.EventRecorder
-}
+// onboarded counts the pods an onboarding rule matched at creation, by rule and result.
+var onboarded = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+	Name: "gangmap_onboarded_pods_total",
+	Help: "Pods the onboarding policy matched at creation, by rule and result (Onboarded, DryRun, NoQueue, OtherScheduler, NamespaceQueueMissing).",
+}, []string{"rule", "result"})
 
-// Onboarded results, the result label of gangmap_onboarded_pods_total.
+// Onboarded results, the result label of gangmap_onboarded_pods_total: the pod was onboarded,
+// would have been in shadow mode (DryRun), was onboarded without a queue (NoQueue: the top owner
+// lacks the queue label) or was left alone as it names another scheduler (OtherScheduler).
 const (
 	OnboardedResult     = "Onboarded"
 	OnboardedDryRun     = "DryRun"
@@ -49,14 +42,22 @@ const (
 	onboardedEventReason = "GangmapOnboarded"
 )
 
-// mayOnboard reports whether a rule could apply to pod (a nil Onboarder: never), cheaply, before
-// any read: the policy has rules, and the pod has metadata, owners and another scheduler name.
-func (o *Onboarder) mayOnboard(pod *corev1.Pod, hasMetadata bool) bool {
-	return o != nil && hasMetadata && len(pod.OwnerReferences) > 0 && pod.Spec.SchedulerName != o.SchedulerName && !o.Policy().Empty()
+// onboardingActive reports whether an onboarding policy with rules is in force (a rule may then
+// apply to a pod of another scheduler).
+func (m *PodMutator) onboardingActive() bool { return m.Onboarding != nil && !m.Onboarding().Empty() }
+
+// mayOnboard reports whether a rule could apply to pod, cheaply, before any read: the policy has
+// rules, and the pod has metadata, owners and another scheduler name.
+func (m *PodMutator) mayOnboard(pod *corev1.Pod, hasMetadata bool) bool {
+	return hasMetadata && len(pod.OwnerReferences) > 0 && pod.Spec.SchedulerName != m.Decider.SchedulerName && m.onboardingActive()
 }
 
-// onboardPod returns the JSON patch operations that onboard pod under the policy and applies the
-// same changes to pod (so the grouping decision sees a KAI pod), or nil when no rule applies. The
+// onboardPod applies the onboarding policy to a pod at creation, before gangmap decides its
+// PodGroup: a pod whose top owner is a kind a rule names, in a namespace the rule selects, is given
+// the rule's scheduler name, queue label, labels and annotations (onboard.Settings.Changes, the
+// rules `gangmap onboard` applies to manifests). It returns the JSON patch operations that onboard
+// pod and applies the same changes to pod (so the grouping decision sees a KAI pod), or nil when
+// no rule applies; its error leaves the pod as it is (Handle admits it unchanged). The
 // top owner is found by d's owner walk (the decision's own, cached). In dry run (shadow mode) it
 // reports and changes nothing. Only pods with owner references and metadata are onboarded.
 //
@@ -64,11 +65,10 @@ func (o *Onboarder) mayOnboard(pod *corev1.Pod, hasMetadata bool) bool {
 // the same patch, so the dry run shows what a create would, but no Event is recorded and nothing
 // counted, since no pod is created (the chart declares the webhook sideEffects: None).
 func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadata, dryRunRequest bool) ([]patchOp, error) {
-	o := m.Onboarding
-	if !o.mayOnboard(pod, hasMetadata) {
+	if !m.mayOnboard(pod, hasMetadata) {
 		return nil, nil
 	}
-	policy := o.Policy()
+	policy := m.Onboarding()
 	chain, err := m.Decider.Walker.Walk(ctx, pod.Namespace, pod.OwnerReferences)
 	var invalid *owners.InvalidReferenceError
 	if errors.As(err, &invalid) || (err != nil && (apierrors.IsNotFound(err) || meta.IsNoMatchError(err))) {
@@ -85,20 +85,26 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 	t := onboarding.Target{Kind: top.GroupVersionKind().GroupKind(), OwnerLabels: top.Labels, Namespace: pod.Namespace}
 	if policy.NeedsNamespaces() {
 		ns := &corev1.Namespace{}
-		if err := o.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+		if err := m.Namespaces.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 			return nil, fmt.Errorf("reading namespace %s to onboard the pod: %w", pod.Namespace, err)
 		}
 		t.NamespaceLabels = ns.Labels
 	}
-	match := policy.Match(t, o.SchedulerName, o.QueueLabelKey)
+	match := policy.Match(t, m.Decider.SchedulerName, m.QueueLabelKey)
 	if match == nil {
 		return nil, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("rule", match.Rule, "workload", klog.KRef(top.Namespace, top.Name), "kind", t.Kind)
 	ref := &corev1.ObjectReference{APIVersion: top.APIVersion, Kind: top.Kind, Namespace: top.Namespace, Name: top.Name, UID: top.UID}
-	report := func(result, typ, msg string) { // Events and counts only for pods that are created
-		if !dryRunRequest {
-			o.report(ref, match.Rule, result, typ, msg)
+	// report counts the pod by result and, unless msg is "", records the Event on its workload;
+	// both only for pods that are created.
+	report := func(result, typ, msg string) {
+		if dryRunRequest {
+			return
+		}
+		onboarded.WithLabelValues(match.Rule, result).Inc()
+		if msg != "" && m.Recorder != nil {
+			m.Recorder.Event(ref, typ, onboardedEventReason, msg)
 		}
 	}
 	if match.Refused != nil {
@@ -131,15 +137,6 @@ func (m *PodMutator) onboardPod(ctx context.Context, pod *corev1.Pod, hasMetadat
 		report(OnboardedResult, corev1.EventTypeNormal, msg)
 	}
 	return ops, nil
-}
-
-// report counts a pod of rule in gangmap_onboarded_pods_total by result and, unless msg is "",
-// records the Event on its workload ref.
-func (o *Onboarder) report(ref *corev1.ObjectReference, rule, result, typ, msg string) {
-	onboarding.Onboarded.WithLabelValues(rule, result).Inc()
-	if msg != "" && o.Recorder != nil {
-		o.Recorder.Event(ref, typ, onboardedEventReason, msg)
-	}
 }
 
 // podDocument is the part of pod that onboarding reads, in JSON shape.

@@ -40,8 +40,7 @@ func onboardFixture(t *testing.T, nsLabels map[string]string, dryRun bool) (*adm
 	rec := record.NewFakeRecorder(10)
 	m := f.webhook.Handler.(*PodMutator)
 	m.DryRun = dryRun
-	m.Onboarding = &Onboarder{Policy: func() *onboarding.Compiled { return policy }, Namespaces: namespaceReader{ns},
-		SchedulerName: "kai-scheduler", QueueLabelKey: "kai.scheduler/queue", Recorder: rec}
+	m.Onboarding, m.Namespaces, m.QueueLabelKey, m.Recorder = func() *onboarding.Compiled { return policy }, namespaceReader{ns}, "kai.scheduler/queue", rec
 	return f, rec
 }
 
@@ -157,7 +156,7 @@ func TestOnboardingPolicyLeavesOthersAlone(t *testing.T) {
 // namespace, and gangmap_onboarded_pods_total counts it as NamespaceQueueMissing.
 func TestOnboardingWithoutQueueLabel(t *testing.T) {
 	f, rec := onboardFixture(t, map[string]string{"onboard": "yes"}, false)
-	before := testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedRefused))
+	before := testutil.ToFloat64(onboarded.WithLabelValues("jobsets", OnboardedRefused))
 	raw := unonboardedPod(t, f)
 	var out bytes.Buffer
 	resp, err := f.admit(context.Background(), request(raw), &out)
@@ -166,7 +165,7 @@ func TestOnboardingWithoutQueueLabel(t *testing.T) {
 	assert.Empty(t, resp.Patch)
 	ev := <-rec.Events
 	assert.Contains(t, ev, "Warning GangmapOnboarded Pods not onboarded: onboarding policy rules[0].queue.fromNamespaceLabel: namespace \"bench\"")
-	assert.Equal(t, before+1, testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedRefused)))
+	assert.Equal(t, before+1, testutil.ToFloat64(onboarded.WithLabelValues("jobsets", OnboardedRefused)))
 }
 
 // TestOnboardingIgnoresInvalidOwnerReference: with an onboarding policy in force, a pod whose
@@ -244,7 +243,7 @@ func TestOnboardingDryRunRequestHasNoSideEffects(t *testing.T) {
 	require.NotEmpty(t, created.Patch)
 	<-rec.Events // the create's Event
 
-	counted := testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedResult))
+	counted := testutil.ToFloat64(onboarded.WithLabelValues("jobsets", OnboardedResult))
 	req := request(raw)
 	dryRun := true
 	req.DryRun = &dryRun
@@ -257,5 +256,5 @@ func TestOnboardingDryRunRequestHasNoSideEffects(t *testing.T) {
 		t.Fatalf("a dry-run request recorded an Event: %s", e)
 	default:
 	}
-	assert.Equal(t, counted, testutil.ToFloat64(onboarding.Onboarded.WithLabelValues("jobsets", OnboardedResult)))
+	assert.Equal(t, counted, testutil.ToFloat64(onboarded.WithLabelValues("jobsets", OnboardedResult)))
 }

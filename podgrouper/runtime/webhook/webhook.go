@@ -23,6 +23,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
+	"github.com/gangmap/gangmap/podgrouper/runtime/onboarding"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 )
 
@@ -71,8 +73,13 @@ type PodMutator struct {
 	// The decision runs on its own goroutine: the webhook answers by Timeout even when the
 	// decision does not return (see decideWithin).
 	Timeout time.Duration
-	// Onboarding, when set, applies the onboarding policy to pods before the decision.
-	Onboarding *Onboarder
+	// Onboarding, when set, is the onboarding policy in force (onboarding.Source.Current), applied
+	// to pods before the decision (see onboardPod); QueueLabelKey is the grouper's (KAI's) queue
+	// label key, and Recorder records an Event on the top owner for each onboarded pod
+	// (aggregated by client-go's event correlator).
+	Onboarding    func() *onboarding.Compiled
+	QueueLabelKey string
+	Recorder      record.EventRecorder
 	// DryRun: decide and count, but never change a pod.
 	DryRun bool
 }
@@ -120,7 +127,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 	} else if skip != "" {
 		return skipped(skip)
 	}
-	if m.Timeout > 0 && onboardingActive(m.Onboarding) {
+	if m.Timeout > 0 && m.onboardingActive() {
 		// bounds onboarding's reads; decideWithin bounds the decision
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.Timeout)
@@ -142,7 +149,7 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) (resp ad
 func (m *PodMutator) excluded(ctx context.Context, decoded *podview.Decoded) (string, error) {
 	pod := decoded.Pod
 	switch {
-	case pod.Spec.SchedulerName != m.Decider.SchedulerName && !m.Onboarding.mayOnboard(pod, decoded.HasMetadata):
+	case pod.Spec.SchedulerName != m.Decider.SchedulerName && !m.mayOnboard(pod, decoded.HasMetadata):
 		return "not a pod of gangmap's scheduler", nil
 	case m.ObjectSelector != nil && !m.ObjectSelector.Empty() && !m.ObjectSelector.Matches(labels.Set(pod.Labels)):
 		return "the object selector excludes the pod", nil
@@ -282,12 +289,6 @@ func setKeys(ops []patchOp, path string, cur, want map[string]string, keys ...st
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func escapePointer(s string) string { return pointerEscaper.Replace(s) }
-
-// onboardingActive reports whether an onboarding policy with rules is in force (a rule may then
-// apply to a pod of another scheduler).
-func onboardingActive(o *Onboarder) bool {
-	return o != nil && o.Policy != nil && !o.Policy().Empty()
-}
 
 // admitUnchanged allows the pod after an error, counted and logged: gangmap never blocks a pod
 // creation. pre is the onboarding patch of a pod the policy already changed: it is kept (the pod
