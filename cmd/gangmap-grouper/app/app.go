@@ -198,8 +198,7 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		DryRun:   o.DryRun,
 
 		WebhookServed: o.WebhookPort != 0,
-		Findings:      findings.NewTrackerIn(book),
-		Book:          book,
+		Observer:      controller.Observer{Book: book, Findings: findings.NewTrackerIn(book)},
 
 		PodGroupOwners: pgOwners,
 	}

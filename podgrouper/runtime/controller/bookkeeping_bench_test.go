@@ -78,7 +78,7 @@ func BenchmarkPodBookkeepingBytes(b *testing.B) {
 	for range b.N {
 		before := heapmeasure.Live()
 		book := podbook.New()
-		r := &PodReconciler{Book: book, Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: n, Pods: book}}
+		r := &PodReconciler{Observer: Observer{Book: book, Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: n, Pods: book}}}
 		for i, p := range pods {
 			r.recordForBenchmark(p, plans[i/perWorkload], now)
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/grouper"
-	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
@@ -50,7 +49,7 @@ func (p *rolePlanner) Role(_ context.Context, _ *unstructured.Unstructured, pod 
 func TestWorkloadMetricsCountNoPodOutsideThePlan(t *testing.T) {
 	ctx := context.Background()
 	m := &workloadmetrics.Tracker{MaxWorkloads: 10}
-	r := &PodReconciler{Metrics: m, Decider: &decide.Decider{Hub: &hub.Hub{Grouper: &rolePlanner{}}}}
+	r := &PodReconciler{Observer: Observer{Metrics: m, Planner: &rolePlanner{}}}
 	owner := workloadAt("3")
 	d := &decide.Decision{Kind: owner.GroupVersionKind(), Owner: owner}
 	pod := func(name, pool string) *corev1.Pod {
@@ -62,7 +61,7 @@ func TestWorkloadMetricsCountNoPodOutsideThePlan(t *testing.T) {
 	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(stray), "worker-a", "Running")
 
 	for _, p := range []*corev1.Pod{a, b, stray} {
-		r.track(ctx, p, d)
+		r.Track(ctx, p, d)
 	}
 	role, ok := m.PodRole(client.ObjectKeyFromObject(a))
 	assert.True(t, ok)

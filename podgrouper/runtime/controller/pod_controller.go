@@ -37,7 +37,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
 // Event reasons gangmap emits.
@@ -67,8 +66,6 @@ type PodReconciler struct {
 	// honour the skip annotation (before v0.15) gangmap never takes back a pod KAI's pod-grouper
 	// regrouped (see yieldToKAI).
 	Release *kairelease.Release
-	// Metrics, when set, gets every grouped workload and pod (the gangmap_workload_* series).
-	Metrics *workloadmetrics.Tracker
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
@@ -76,14 +73,13 @@ type PodReconciler struct {
 	// 0): the repair Event then says the webhook had not set the pods although it is served.
 	WebhookServed bool
 
-	// Book, when set, is the record of every pod the controller groups (shared with Findings and
-	// Metrics, so that each pod has one entry); nil: a Book of the reconciler's own. In it the
-	// controller keeps each pod's top owner (for the workload watches) and the UID of the pod it
-	// last repaired, so that a reconcile that reads a cached pod older than its own repair patch
-	// (a workload event regroups every pod at once) neither counts nor reports the pod again.
-	Book *podbook.Book
-	// Findings, when set, counts each pod against its workload's plan (see package findings).
-	Findings *findings.Tracker
+	// Observer records each decision for the findings and the workload metrics. Its Book, when
+	// nil, is one of the reconciler's own; in it the controller also keeps each pod's top owner
+	// (for the workload watches) and the UID of the pod it last repaired, so that a reconcile that
+	// reads a cached pod older than its own repair patch (a workload event regroups every pod at
+	// once) neither counts nor reports the pod again. Its Planner, when nil, is the Decider's
+	// grouper when that is one (SetupWithManager).
+	Observer
 	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
 	Owners *ownerskip.Marker
 	// Strays, when set, deletes (in dry-run: reports) the workload's PodGroups no pod names any
@@ -119,15 +115,10 @@ var _ reconcile.Reconciler = (*PodReconciler)(nil)
 // reconcile for the steps. A pod the cache lacks is gone (the cache holds every pod of the
 // scheduler once synced, which the controller waits for): what is kept of it is forgotten.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.init()
 	pod, ok := r.Pods.Get(req.NamespacedName)
 	if !ok {
-		if r.Findings != nil {
-			r.Findings.Forget(req.NamespacedName, time.Now())
-		}
-		if r.Metrics != nil {
-			r.Metrics.ForgetPod(req.NamespacedName)
-		}
-		r.book().Forget(req.NamespacedName)
+		r.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KObj(pod))
@@ -147,7 +138,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	if d != nil && d.Pod != nil {
 		pod = d.Pod
 	}
-	r.observe(key, pod, d)
+	r.Observe(key, pod, d)
 	if d != nil && d.Seen.NotInPlan != nil {
 		r.reportOutsidePlan(ctx, pod, d)
 	}
@@ -176,7 +167,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		podGroupWrites.WithLabelValues("DryRun").Inc()
 		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
 		r.reportDryRun(ctx, pod, d)
-		r.track(ctx, pod, d)
+		r.Track(ctx, pod, d)
 		return ctrl.Result{}, nil
 	}
 	return r.write(ctx, log, pod, d)
@@ -230,7 +221,7 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 		return r.fail(ctx, pod, d.Owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
-	r.track(ctx, pod, d)
+	r.Track(ctx, pod, d)
 	r.collectStrays(d)
 	return ctrl.Result{}, nil
 }
@@ -291,20 +282,6 @@ func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *
 		cur, r.Release.Line, pgName)
 	ctrl.LoggerFrom(ctx).Info("Pod left to KAI's pod-grouper (no skip annotation in this KAI release)", "kaiPodGroup", cur, "kaiVersion", r.Release.Requested)
 	return true
-}
-
-// observe counts the pod against its workload's plan for the findings (or forgets it when it is
-// not gangmap's): a map update, no API call.
-func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *decide.Decision) {
-	if r.Findings == nil {
-		return
-	}
-	now := time.Now()
-	if d == nil || d.Seen.Plan == nil {
-		r.Findings.Forget(key, now)
-		return
-	}
-	r.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, now)
 }
 
 // init makes what the reconciler keeps for itself, once: its Book when none is given, the

@@ -56,13 +56,14 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
+	r.init()
 	r.workloads = &workloadWatcher{r: r, ctrl: c, cache: mgr.GetCache()}
-	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
-		keeper := newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, p, r.Metrics, r.DryRun)
-		if err := mgr.Add(keeper); err != nil {
-			return err
-		}
-		r.workloads.changed, r.workloads.deleted = keeper.changed, r.Metrics.ForgetWorkload
+	if r.Planner == nil {
+		r.Planner, _ = r.Decider.Hub.Grouper.(Planner)
+	}
+	if r.Planner != nil && r.Metrics != nil {
+		r.workloads.status = newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, r.Planner, r.Metrics, r.DryRun)
+		return mgr.Add(r.workloads.status)
 	}
 	return nil
 }

@@ -193,7 +193,7 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.Nativ
 // gangmap's copy; nil: no condition series).
 func addObserver(mgr manager.Manager, o Options, planner *workloadmap.Grouper, podGroups client.Reader) (*Observer, error) {
 	book := podbook.New()
-	obs := &Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book, Informers: mgr.GetCache(),
+	obs := &Observer{Observer: controller.Observer{Findings: findings.NewTrackerIn(book), Planner: planner, Book: book}, Informers: mgr.GetCache(),
 		Log: mgr.GetLogger().WithName("gangmap-observer")}
 	if o.MaxWorkloadMetrics > 0 {
 		obs.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: o.MaxWorkloadMetrics, Reader: podGroups,
