@@ -63,12 +63,12 @@ func TestWorkloadMetricsCountNoPodOutsideThePlan(t *testing.T) {
 	for _, p := range []*corev1.Pod{a, b, stray} {
 		r.Track(ctx, p, d)
 	}
-	role, ok := m.PodRole(client.ObjectKeyFromObject(a))
+	rec, ok := m.Pods.Metric(client.ObjectKeyFromObject(a))
 	assert.True(t, ok)
-	assert.Equal(t, "worker-a", role)
-	_, ok = m.PodRole(client.ObjectKeyFromObject(b))
+	assert.Equal(t, "worker-a", rec.Role)
+	_, ok = m.Pods.Metric(client.ObjectKeyFromObject(b))
 	assert.False(t, ok, "the pod outside the plan is not counted under the dropped role")
-	_, ok = m.PodRole(client.ObjectKeyFromObject(stray))
+	_, ok = m.Pods.Metric(client.ObjectKeyFromObject(stray))
 	assert.False(t, ok, "an unclaimed pod is counted under no role")
 }
 

@@ -224,18 +224,6 @@ func (t *Tracker) Tracked(uid types.UID) bool {
 	return ok
 }
 
-// PodRole returns the role recorded for a pod, if any.
-func (t *Tracker) PodRole(pod types.NamespacedName) (string, bool) {
-	t.init()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	m, ok := t.Pods.Metric(pod)
-	if !ok || t.live(m) == nil {
-		return "", false
-	}
-	return m.Role, true
-}
-
 // live returns the entry a pod's record counts under, nil when that entry is gone.
 func (t *Tracker) live(m podbook.Metric) *entry {
 	if e := t.workloads[m.Owner]; e != nil && e.serial == m.Serial {

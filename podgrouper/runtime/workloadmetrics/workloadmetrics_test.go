@@ -68,7 +68,7 @@ gangmap_workload_status{` + lbl + `,status="initializing"} 1
 `
 	assert.NoError(t, testutil.CollectAndCompare(tr, strings.NewReader(want),
 		"gangmap_workload_gpus", "gangmap_workload_gang_min_gpus", "gangmap_workload_role_gpus", "gangmap_workload_role_pods", "gangmap_workload_status"))
-	role, ok := tr.PodRole(types.NamespacedName{Namespace: "team-a", Name: "w-1"})
+	role, ok := podRole(tr, types.NamespacedName{Namespace: "team-a", Name: "w-1"})
 	assert.True(t, ok)
 	assert.Equal(t, "workers", role)
 
@@ -88,7 +88,7 @@ func TestCap(t *testing.T) {
 	assert.False(t, tr.SetWorkload(FromPlan(p, "c", "JobSet.jobset.x-k8s.io")))
 	assert.True(t, tr.SetWorkload(FromPlan(p, "a", "JobSet.jobset.x-k8s.io")), "a tracked workload is updated")
 	tr.SetPod("b", types.NamespacedName{Name: "x"}, "leader", "Running")
-	_, ok := tr.PodRole(types.NamespacedName{Name: "x"})
+	_, ok := podRole(tr, types.NamespacedName{Name: "x"})
 	assert.False(t, ok)
 	assert.NoError(t, testutil.CollectAndCompare(tr, strings.NewReader(`
 # HELP gangmap_workload_metrics_dropped_total Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them.
@@ -156,6 +156,18 @@ func TestPodCountsFollowThePod(t *testing.T) {
 	tr.ForgetPod(pod)
 	tr.ForgetPod(pod)
 	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1}, pods())
-	_, ok := tr.PodRole(pod)
+	_, ok := podRole(tr, pod)
 	assert.False(t, ok)
+}
+
+// podRole returns the role recorded for a pod under a live entry, if any.
+func podRole(t *Tracker, pod types.NamespacedName) (string, bool) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.Pods.Metric(pod)
+	if !ok || t.live(m) == nil {
+		return "", false
+	}
+	return m.Role, true
 }
