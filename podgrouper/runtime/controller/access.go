@@ -12,13 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // ReasonRBACMissing is the Event reason on a definition whose kind gangmap may not read.
@@ -121,11 +121,7 @@ func (a *AccessChecker) report(ctx context.Context, gvk schema.GroupVersionKind,
 	if a.Recorder == nil || a.Registry == nil {
 		return
 	}
-	c := a.Registry.Lookup(gvk)
-	if c == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
-		return
+	if karta := findings.DefinitionOf(a.Registry.Lookup(gvk)).Karta(); karta != nil {
+		a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
 	}
-	karta := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: c.Loaded.Karta.Metadata.Name,
-		UID: types.UID(c.Loaded.Karta.Metadata.UID)}
-	a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
 }

@@ -272,7 +272,7 @@ func (r *Reporter) events(rep Report, typ, reason, msg string, onKarta func(work
 	}
 	w := rep.Workload
 	r.Recorder.Event(workloadObject(w), typ, reason, msg)
-	if k := kartaObject(rep.Definition); k != nil && onKarta != nil {
+	if k := rep.Definition.Karta(); k != nil && onKarta != nil {
 		r.Recorder.Event(k, typ, reason, onKarta(w.Kind+" "+w.Namespace+"/"+w.Name))
 	}
 }
@@ -297,9 +297,9 @@ func workloadObject(w gang.WorkloadRef) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: types.UID(w.UID)}
 }
 
-// kartaObject is a reference object for Events on a cluster Karta, or nil for a definition
-// from a file or the catalog.
-func kartaObject(d Definition) *corev1.ObjectReference {
+// Karta is the reference of Events on the definition's cluster Karta, nil for a definition from
+// a file or the catalog.
+func (d Definition) Karta() *corev1.ObjectReference {
 	if d.KartaUID == "" {
 		return nil
 	}
