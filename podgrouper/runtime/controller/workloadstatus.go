@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -197,23 +196,14 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 	return nil
 }
 
-// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs (an Update of a
-// copy of the cached PodGroup with that annotation changed: the verbs podgroup.Applier already
-// needs; a Conflict is retried by the queue); a PodGroup not there yet, or not gangmap's, is left
-// alone. The cached PodGroup is read without a deep copy (only read) and copied only to write.
+// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs
+// (findings.SetAnnotation; a Conflict is retried by the queue); a PodGroup not there yet, or not
+// gangmap's, is left alone.
 func (s *statusKeeper) annotate(ctx context.Context, ns, name, status string) error {
-	pg := &v2alpha2.PodGroup{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg, client.UnsafeDisableDeepCopy); err != nil {
-		return client.IgnoreNotFound(err)
+	updated, err := findings.SetAnnotation(ctx, s.client, types.NamespacedName{Namespace: ns, Name: name}, kaikeys.Status, status,
+		func(pg *v2alpha2.PodGroup) bool { return isGangmaps(pg) && status != "" })
+	if err = client.IgnoreNotFound(err); updated && err == nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KRef(ns, name), "status", status)
 	}
-	if !isGangmaps(pg) || status == "" || pg.Annotations[kaikeys.Status] == status {
-		return nil
-	}
-	pg = pg.DeepCopy()
-	pg.Annotations[kaikeys.Status] = status
-	if err := s.client.Update(ctx, pg); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KObj(pg), "status", status)
-	return nil
+	return err
 }

@@ -235,7 +235,7 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 		return false
 	}
 	for _, name := range names {
-		if err := r.setAnnotation(ctx, types.NamespacedName{Namespace: rep.Workload.Namespace, Name: name}, string(v)); err != nil {
+		if _, err := SetAnnotation(ctx, r.Client, types.NamespacedName{Namespace: rep.Workload.Namespace, Name: name}, HealthAnnotation, string(v), nil); err != nil {
 			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "Writing the health annotation", "podGroup", rep.Workload.Namespace+"/"+name)
 			}
@@ -245,23 +245,24 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 	return done
 }
 
-// setAnnotation reads the PodGroup (from the cache, without a deep copy: only read until it must
-// change, then copied) and updates it with the annotation, with the verbs gangmap already has on
-// PodGroups (get and update: no patch). A conflict is retried on the next tick.
-func (r *Reporter) setAnnotation(ctx context.Context, key types.NamespacedName, v string) error {
+// SetAnnotation sets the annotation to v on the PodGroup when it differs and write (nil: any)
+// allows it, and reports whether it sent the update: the PodGroup is read from the cache without
+// a deep copy (only read until it must change, then copied) and updated with the verbs gangmap
+// already has on PodGroups (get and update: no patch). A conflict is the caller's to retry.
+func SetAnnotation(ctx context.Context, c client.Client, key types.NamespacedName, annotation, v string, write func(*v2alpha2.PodGroup) bool) (bool, error) {
 	pg := &v2alpha2.PodGroup{}
-	if err := r.Client.Get(ctx, key, pg, client.UnsafeDisableDeepCopy); err != nil {
-		return err
+	if err := c.Get(ctx, key, pg, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
 	}
-	if pg.Annotations[HealthAnnotation] == v {
-		return nil
+	if pg.Annotations[annotation] == v || (write != nil && !write(pg)) {
+		return false, nil
 	}
 	pg = pg.DeepCopy()
 	if pg.Annotations == nil {
 		pg.Annotations = map[string]string{}
 	}
-	pg.Annotations[HealthAnnotation] = v
-	return r.Client.Update(ctx, pg)
+	pg.Annotations[annotation] = v
+	return true, c.Update(ctx, pg)
 }
 
 // events records an Event on the workload and, when its definition is a cluster Karta and
