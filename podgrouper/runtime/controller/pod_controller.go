@@ -143,7 +143,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 		r.reportOutsidePlan(ctx, pod, d)
 	}
 	if d == nil || d.Metadata == nil {
-		r.book().Ungroup(key)
+		r.Book.Ungroup(key)
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(key)
 		}
@@ -155,7 +155,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 
 	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
 	// the workload (scaling, labels) regroups its pods even when no pod changes.
-	r.book().Group(key, d.Owner.GetUID())
+	r.Book.Group(key, d.Owner.GetUID())
 	if r.workloads != nil {
 		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
 			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
@@ -182,7 +182,7 @@ func (r *PodReconciler) decideFailed(ctx context.Context, pod *corev1.Pod, err e
 		return r.fail(ctx, pod, nil, "Decide", err)
 	}
 	if decide.IsInvalidOwnerReference(err) {
-		r.book().Ungroup(client.ObjectKeyFromObject(pod))
+		r.Book.Ungroup(client.ObjectKeyFromObject(pod))
 		r.ignoreOwner(ctx, pod, de.Err)
 		return ctrl.Result{}, nil
 	}
@@ -284,8 +284,9 @@ func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *
 	return true
 }
 
-// init makes what the reconciler keeps for itself, once: its Book when none is given, the
-// memories of pods already told something and the episodes of Events.
+// init makes what the reconciler keeps for itself, once (at its first Reconcile or at
+// SetupWithManager): its Book when none is given, the memories of pods already told something
+// and the episodes of Events.
 func (r *PodReconciler) init() {
 	r.once.Do(func() {
 		if r.Book == nil {
@@ -299,15 +300,9 @@ func (r *PodReconciler) init() {
 	})
 }
 
-// book returns the reconciler's Book (see Book).
-func (r *PodReconciler) book() *podbook.Book {
-	r.init()
-	return r.Book
-}
-
 // requests returns a reconcile request for every pod grouped under the top owner with uid.
 func (r *PodReconciler) requests(uid types.UID) []reconcile.Request {
-	pods := r.book().Grouped(uid)
+	pods := r.Book.Grouped(uid)
 	out := make([]reconcile.Request, len(pods))
 	for i, pod := range pods {
 		out[i] = reconcile.Request{NamespacedName: pod}
@@ -340,7 +335,6 @@ func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err er
 	for _, ref := range pod.OwnerReferences {
 		key = append(key, string(ref.UID))
 	}
-	r.init()
 	if !firstReport(r.invalidOwners, key...) {
 		return
 	}
@@ -391,7 +385,7 @@ var _ findings.WorkloadPods = (*PodReconciler)(nil)
 // as pending: the model may then call a PodGroup admitted that KAI holds as not ready, never the
 // other way round.
 func (r *PodReconciler) PodsOf(_ context.Context, namespace string, uid types.UID) []findings.AdmissionPod {
-	keys := r.book().Grouped(uid)
+	keys := r.Book.Grouped(uid)
 	out := make([]findings.AdmissionPod, 0, len(keys))
 	for _, key := range keys {
 		if key.Namespace != namespace {

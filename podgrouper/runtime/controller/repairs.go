@@ -17,7 +17,6 @@ import (
 
 // FlushEvents writes the Events of every open episode now (the manager's stop; tests).
 func (r *PodReconciler) FlushEvents() {
-	r.init()
 	r.repaired.Flush()
 	r.dryRun.Flush()
 }
@@ -65,7 +64,7 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide
 	if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	if repaired && r.book().FirstRepair(client.ObjectKeyFromObject(pod), pod.UID) {
+	if repaired && r.Book.FirstRepair(client.ObjectKeyFromObject(pod), pod.UID) {
 		r.reportRepair(ctx, pod, d, cur)
 	}
 	return nil
@@ -126,7 +125,6 @@ func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *de
 	} else {
 		log.Info("Pod labelled after creation (gangmap's admission webhook had not set it)")
 	}
-	r.init()
 	r.repaired.Add(d.Owner, pod.Name, detail)
 }
 
@@ -135,7 +133,6 @@ func (r *PodReconciler) reportRepair(ctx context.Context, pod *corev1.Pod, d *de
 func (r *PodReconciler) reportDryRun(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
 	md := d.Metadata
 	ctrl.LoggerFrom(ctx).V(2).Info("Dry-run: PodGroup decided, nothing written")
-	r.init()
 	r.dryRun.Add(d.Owner, pod.Name, fmt.Sprintf("would join PodGroup %s (%s)", md.Name, gangSummary(md)))
 }
 

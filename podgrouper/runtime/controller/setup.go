@@ -33,6 +33,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if r.Pods == nil {
 		return errors.New("the pod controller needs the pod cache (PodReconciler.Pods)")
 	}
+	r.init()
 	// The Events of the episodes still open when the manager stops are written then.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -56,7 +57,6 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
-	r.init()
 	r.workloads = &workloadWatcher{r: r, ctrl: c, cache: mgr.GetCache()}
 	if r.Planner == nil {
 		r.Planner, _ = r.Decider.Hub.Grouper.(Planner)
