@@ -174,17 +174,14 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 	if err != nil {
 		return nil
 	}
-	if !s.metrics.SetWorkload(workloadmetrics.FromPlan(plan, obj.GetUID(), k.gvk.GroupKind().String())) || s.dryRun {
+	w := workloadmetrics.FromPlan(plan, obj.GetUID(), k.gvk.GroupKind().String())
+	if !s.metrics.SetWorkload(w) || s.dryRun {
 		return nil
 	}
 	status := plan.StatusText()
-	planned := make([]string, 0, len(plan.PodGroups))
-	for _, pg := range plan.PodGroups {
-		planned = append(planned, pg.Name)
-	}
 	// An alpha plan's name with a {key} placeholder stands for the PodGroups the pods' values
 	// named (one per value): annotate those.
-	names, _, err := podgroup.ActualNames(ctx, s.client, s.owners, k.key.Namespace, obj.GetUID(), planned)
+	names, _, err := podgroup.ActualNames(ctx, s.client, s.owners, k.key.Namespace, obj.GetUID(), w.PodGroups)
 	if err != nil {
 		return err
 	}
