@@ -55,9 +55,7 @@ func (r *PodReconciler) recordForBenchmark(p bookkeepingPod, plan *gang.Plan, no
 	r.Book.Group(p.key, p.owner)
 	r.Findings.SetPlan(plan, findings.Definition{Name: "customjob"}, now)
 	r.Findings.Observe(p.key, findings.Observation{Owner: p.owner, Role: p.role}, now)
-	if r.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, p.owner, "CustomJob.example.com")) {
-		r.Metrics.SetPod(p.owner, p.key, p.role, string(corev1.PodPending))
-	}
+	r.Metrics.TrackPod(p.owner, "CustomJob.example.com", plan, p.key, p.role, corev1.PodPending)
 	r.Book.FirstRepair(p.key, p.uid)
 }
 

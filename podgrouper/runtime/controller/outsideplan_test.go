@@ -56,9 +56,9 @@ func TestWorkloadMetricsCountNoPodOutsideThePlan(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"pool": pool}}}
 	}
 	a, b, stray := pod("w-a-0", "a"), pod("w-b-0", "b"), pod("sidecar", "")
-	require.True(t, m.SetWorkload(workloadmetrics.Workload{UID: owner.GetUID(), Namespace: "ns", Name: "train"}))
-	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(b), "worker-b", "Running")
-	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(stray), "worker-a", "Running")
+	kind := owner.GroupVersionKind().GroupKind().String()
+	require.True(t, m.TrackPod(owner.GetUID(), kind, (&rolePlanner{}).plan(), client.ObjectKeyFromObject(b), "worker-b", corev1.PodRunning))
+	require.True(t, m.TrackPod(owner.GetUID(), kind, (&rolePlanner{}).plan(), client.ObjectKeyFromObject(stray), "worker-a", corev1.PodRunning))
 
 	for _, p := range []*corev1.Pod{a, b, stray} {
 		r.Track(ctx, p, d)
