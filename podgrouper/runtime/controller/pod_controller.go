@@ -36,7 +36,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
 
 // Event reasons gangmap emits.
@@ -100,11 +99,11 @@ type PodReconciler struct {
 	// invalidOwners and outsidePlan remember the pods already told their owner reference is
 	// ignored, or that they are outside their workload's plan (firstReport).
 	invalidOwners, outsidePlan *lru.Cache
-	// repaired and dryRun write the Events about pods once per workload and episode (package
-	// workloadevents): a workload's pods labelled after creation (ReasonRepaired) and, in dry-run,
+	// repaired and dryRun write the Events about pods once per workload and episode
+	// (aggregator): a workload's pods labelled after creation (ReasonRepaired) and, in dry-run,
 	// the pods that would join its PodGroups (ReasonWouldWrite). Each pod stays in the log and in
 	// gangmap_pods_repaired_total or gangmap_pods_grouped_total.
-	repaired, dryRun *workloadevents.Aggregator
+	repaired, dryRun *aggregator
 	// once makes, at the first use (init), the Book when none is given and the fields above.
 	once sync.Once
 }
@@ -293,10 +292,10 @@ func (r *PodReconciler) init() {
 			r.Book = podbook.New()
 		}
 		r.invalidOwners, r.outsidePlan = lru.New(reportedPods), lru.New(reportedPods)
-		r.repaired = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeWarning, Reason: ReasonRepaired,
-			Message: repairMessage(r.WebhookServed)}
-		r.dryRun = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeNormal, Reason: ReasonWouldWrite,
-			Message: dryRunMessage}
+		r.repaired = &aggregator{recorder: r.Recorder, typ: corev1.EventTypeWarning, reason: ReasonRepaired,
+			message: repairMessage(r.WebhookServed)}
+		r.dryRun = &aggregator{recorder: r.Recorder, typ: corev1.EventTypeNormal, reason: ReasonWouldWrite,
+			message: dryRunMessage}
 	})
 }
 
