@@ -162,7 +162,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	}
 
 	if r.DryRun {
-		r.collectStrays(d)
+		r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
 		podGroupWrites.WithLabelValues("DryRun").Inc()
 		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
 		r.reportDryRun(ctx, pod, d)
@@ -221,7 +221,7 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	r.Track(ctx, pod, d)
-	r.collectStrays(d)
+	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
 	return ctrl.Result{}, nil
 }
 

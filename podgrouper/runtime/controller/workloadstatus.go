@@ -185,22 +185,17 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 	if err != nil {
 		return err
 	}
+	// gangmap.io/status goes on gangmap's PodGroups only, when it differs (a Conflict is retried
+	// by the queue); a PodGroup not there yet is left alone.
+	mine := func(pg *v2alpha2.PodGroup) bool { return isGangmaps(pg) && status != "" }
 	for _, name := range names {
-		if err := s.annotate(ctx, k.key.Namespace, name, status); err != nil {
+		updated, err := findings.SetAnnotation(ctx, s.client, types.NamespacedName{Namespace: k.key.Namespace, Name: name}, kaikeys.Status, status, mine)
+		if err = client.IgnoreNotFound(err); err != nil {
 			return err
+		}
+		if updated {
+			ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KRef(k.key.Namespace, name), "status", status)
 		}
 	}
 	return nil
-}
-
-// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs
-// (findings.SetAnnotation; a Conflict is retried by the queue); a PodGroup not there yet, or not
-// gangmap's, is left alone.
-func (s *statusKeeper) annotate(ctx context.Context, ns, name, status string) error {
-	updated, err := findings.SetAnnotation(ctx, s.client, types.NamespacedName{Namespace: ns, Name: name}, kaikeys.Status, status,
-		func(pg *v2alpha2.PodGroup) bool { return isGangmaps(pg) && status != "" })
-	if err = client.IgnoreNotFound(err); updated && err == nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KRef(ns, name), "status", status)
-	}
-	return err
 }
