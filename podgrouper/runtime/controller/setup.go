@@ -125,11 +125,9 @@ func (r *PodReconciler) regroup(ctx context.Context, in <-chan struct{}, q workq
 
 // startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows
 // the workload's state (spec.gangmap.gang.startup.holds), so that its pods are regrouped when the
-// operator records progress in the status (a dependency Complete, a replicated job Ready).
+// operator records progress in the status (a dependency Complete, a replicated job Ready). A
+// watched kind was decided through the Hub and its Registry, so both are set.
 func (r *PodReconciler) startRuleReadsStatus(gvk schema.GroupVersionKind) bool {
-	if r.Decider.Hub == nil || r.Decider.Hub.Registry == nil {
-		return false
-	}
 	c := r.Decider.Hub.Registry.Lookup(gvk)
 	return c != nil && c.Startup != nil && c.Startup.Holds != nil
 }
