@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -285,7 +284,7 @@ func (a *aggregator) flush() {
 		ended = append(ended, e)
 	}
 	a.mu.Unlock()
-	sort.Slice(ended, func(i, j int) bool { return ended[i].Started.Before(ended[j].Started) })
+	slices.SortFunc(ended, func(a, b *episode) int { return a.Started.Compare(b.Started) })
 	for _, e := range ended {
 		a.write(e)
 	}
