@@ -18,7 +18,6 @@ import (
 
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
 )
 
 // TestRepairEventsScaleWithWorkloads: 100 CustomJobs of 10 pods (1 coordinator, 9 workers), all
@@ -121,7 +120,7 @@ func TestRepairEventsScaleWithWorkloads(t *testing.T) {
 
 // controllerQuiet is how long the controller waits after a workload's last repaired pod before it
 // writes the workload's repair Event, with a margin.
-const controllerQuiet = workloadevents.DefaultQuiet + 2*time.Second
+const controllerQuiet = controller.EpisodeQuiet + 2*time.Second
 
 func total(m map[string]map[string]int) int {
 	n := 0

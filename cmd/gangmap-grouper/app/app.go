@@ -152,7 +152,7 @@ func addWebhook(mgr manager.Manager, o *Options, registry *definitions.Registry,
 }
 
 // newPodReconciler builds the pod controller's reconciler (not set up yet) on the manager: its pod
-// cache, the PodGroup owner index, the Tracking (groupersetup.AddTracking) with the findings
+// cache, the PodGroup owner index, the Observer (groupersetup.AddObserver) with the findings
 // reporter, and the Applier's PodGroup events.
 func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider *decide.Decider, release *kairelease.Release) (*controller.PodReconciler, error) {
 	// The pod controller's pods: a Record per pod of our scheduler (podcache), not typed pods.
@@ -183,12 +183,10 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		WebhookServed:  o.WebhookPort != 0,
 		PodGroupOwners: pgOwners,
 	}
-	t, err := groupersetup.AddTracking(mgr, o.MaxWorkloadMetrics, mgr.GetClient(), &findings.Reporter{Config: o.Findings, Client: mgr.GetClient(),
-		Owners: pgOwners, DryRun: o.DryRun, Pods: r, Release: release})
-	if err != nil {
+	if r.Observer, err = groupersetup.AddObserver(mgr, o.MaxWorkloadMetrics, mgr.GetClient(), &findings.Reporter{Config: o.Findings,
+		Client: mgr.GetClient(), Owners: pgOwners, DryRun: o.DryRun, Pods: r, Release: release}); err != nil {
 		return nil, err
 	}
-	r.Findings, r.Metrics, r.Book = t.Findings, t.Metrics, t.Book
 	// The Applier learns when the cache shows a PodGroup it created (no second POST meanwhile).
 	if err := controller.WatchPodGroupCache(context.Background(), mgr.GetCache(), r.Applier); err != nil {
 		return nil, err

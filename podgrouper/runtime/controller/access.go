@@ -12,13 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // ReasonRBACMissing is the Event reason on a definition whose kind gangmap may not read.
@@ -28,8 +28,7 @@ const ReasonRBACMissing = "GangmapRBACMissing"
 // (SelfSubjectAccessReviews), and reports a kind it may not: a Warning Event on the definition
 // when it is a Karta in the cluster, an error log, and gangmap_rbac_missing_total{kind}. Without
 // this check a read through the cache would block (an informer that cannot list never syncs) and
-// gangmap would group nothing without saying why. A nil *AccessChecker allows everything and
-// reports through logs and the metric only.
+// gangmap would group nothing without saying why.
 type AccessChecker struct {
 	// Client creates SelfSubjectAccessReviews.
 	Client client.Client
@@ -63,9 +62,6 @@ var verbs = []string{"get", "list", "watch"}
 // verbs (reported once per Retry). A failure to ask (e.g. SelfSubjectAccessReviews not allowed)
 // is logged and treated as allowed: the check is a guard, not an authority.
 func (a *AccessChecker) Check(ctx context.Context, gvk schema.GroupVersionKind) error {
-	if a == nil {
-		return nil
-	}
 	a.mu.Lock()
 	last, ok := a.checked[gvk]
 	a.mu.Unlock()
@@ -107,11 +103,6 @@ func (a *AccessChecker) Check(ctx context.Context, gvk schema.GroupVersionKind) 
 
 // ReportForbidden reports that reading an object of gvk was Forbidden (verb is what was tried).
 func (a *AccessChecker) ReportForbidden(ctx context.Context, gvk schema.GroupVersionKind, verb string, err error) {
-	if a == nil {
-		rbacMissing.WithLabelValues(gvk.GroupKind().String()).Inc()
-		ctrl.LoggerFrom(ctx).Error(err, "Gangmap may not read a kind it groups", "kind", gvk.String(), "verb", verb)
-		return
-	}
 	a.report(ctx, gvk, fmt.Errorf("gangmap may not %s %s: %w", verb, gvk.GroupKind(), err))
 }
 
@@ -121,11 +112,7 @@ func (a *AccessChecker) report(ctx context.Context, gvk schema.GroupVersionKind,
 	if a.Recorder == nil || a.Registry == nil {
 		return
 	}
-	c := a.Registry.Lookup(gvk)
-	if c == nil || c.Loaded == nil || c.Loaded.Source != definitions.SourceCluster {
-		return
+	if karta := findings.DefinitionOf(a.Registry.Lookup(gvk)).Karta(); karta != nil {
+		a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
 	}
-	karta := &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: c.Loaded.Karta.Metadata.Name,
-		UID: types.UID(c.Loaded.Karta.Metadata.UID)}
-	a.Recorder.Event(karta, corev1.EventTypeWarning, ReasonRBACMissing, err.Error())
 }

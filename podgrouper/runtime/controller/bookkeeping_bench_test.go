@@ -52,13 +52,11 @@ func bookkeepingFixture(n, perWorkload int) ([]bookkeepingPod, []*gang.Plan) {
 // record does, for one grouped pod, the bookkeeping the reconciler does (reconcile, observe,
 // track, labelPod): the owner index, the findings, the workload metrics and the repair mark.
 func (r *PodReconciler) recordForBenchmark(p bookkeepingPod, plan *gang.Plan, now time.Time) {
-	r.book().Group(p.key, p.owner)
+	r.Book.Group(p.key, p.owner)
 	r.Findings.SetPlan(plan, findings.Definition{Name: "customjob"}, now)
 	r.Findings.Observe(p.key, findings.Observation{Owner: p.owner, Role: p.role}, now)
-	if r.Metrics.SetWorkload(workloadmetrics.FromPlan(plan, p.owner, "CustomJob.example.com")) {
-		r.Metrics.SetPod(p.owner, p.key, p.role, string(corev1.PodPending))
-	}
-	r.book().FirstRepair(p.key, p.uid)
+	r.Metrics.TrackPod(p.owner, "CustomJob.example.com", plan, p.key, p.role, corev1.PodPending)
+	r.Book.FirstRepair(p.key, p.uid)
 }
 
 // BenchmarkPodBookkeepingBytes measures the live heap the pod controller's per-pod bookkeeping
@@ -78,7 +76,7 @@ func BenchmarkPodBookkeepingBytes(b *testing.B) {
 	for range b.N {
 		before := heapmeasure.Live()
 		book := podbook.New()
-		r := &PodReconciler{Book: book, Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: n, Pods: book}}
+		r := &PodReconciler{Observer: Observer{Book: book, Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: n, Pods: book}}}
 		for i, p := range pods {
 			r.recordForBenchmark(p, plans[i/perWorkload], now)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/ownerskip"
-	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
 )
 
 // Event reasons of the coexistence with KAI's pod-grouper.
@@ -106,10 +105,4 @@ func (r *PodReconciler) unmarkKind(ctx context.Context, gvk schema.GroupVersionK
 		}
 		r.marked.Delete(w.GetUID())
 	}
-}
-
-// collectStrays asks the stray collector to look at the workload's PodGroups (it keeps the
-// workload's identity only, not the decision's copy of the whole object).
-func (r *PodReconciler) collectStrays(d *decide.Decision) {
-	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
 }

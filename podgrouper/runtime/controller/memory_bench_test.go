@@ -182,9 +182,7 @@ func (s *steadyState) record(key types.NamespacedName, uid types.UID, job *unstr
 	s.book.Group(key, owner)
 	s.findings.SetPlan(seen.Plan, findings.DefinitionOf(seen.Definition), now)
 	s.findings.Observe(key, findings.Observation{Owner: owner, Role: seen.Role, Unclaimed: seen.Unclaimed}, now)
-	if s.metrics.SetWorkload(workloadmetrics.FromPlan(seen.Plan, owner, "CustomJob.e2e.example.com")) {
-		s.metrics.SetPod(owner, key, seen.Role, string(corev1.PodPending))
-	}
+	s.metrics.TrackPod(owner, "CustomJob.e2e.example.com", seen.Plan, key, seen.Role, corev1.PodPending)
 	s.book.FirstRepair(key, uid)
 }
 

@@ -39,7 +39,6 @@ func (r *PodReconciler) reportOutsidePlan(ctx context.Context, pod *corev1.Pod, 
 	if errors.As(d.Seen.NotInPlan, &nip) {
 		instance = nip.Instance
 	}
-	r.init()
 	if !firstReport(r.outsidePlan, string(pod.UID), instance) {
 		return
 	}

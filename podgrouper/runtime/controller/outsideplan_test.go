@@ -17,7 +17,6 @@ import (
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/grouper"
-	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
@@ -50,26 +49,26 @@ func (p *rolePlanner) Role(_ context.Context, _ *unstructured.Unstructured, pod 
 func TestWorkloadMetricsCountNoPodOutsideThePlan(t *testing.T) {
 	ctx := context.Background()
 	m := &workloadmetrics.Tracker{MaxWorkloads: 10}
-	r := &PodReconciler{Metrics: m, Decider: &decide.Decider{Hub: &hub.Hub{Grouper: &rolePlanner{}}}}
+	r := &PodReconciler{Observer: Observer{Metrics: m, Planner: &rolePlanner{}}}
 	owner := workloadAt("3")
 	d := &decide.Decision{Kind: owner.GroupVersionKind(), Owner: owner}
 	pod := func(name, pool string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{"pool": pool}}}
 	}
 	a, b, stray := pod("w-a-0", "a"), pod("w-b-0", "b"), pod("sidecar", "")
-	require.True(t, m.SetWorkload(workloadmetrics.Workload{UID: owner.GetUID(), Namespace: "ns", Name: "train"}))
-	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(b), "worker-b", "Running")
-	m.SetPod(owner.GetUID(), client.ObjectKeyFromObject(stray), "worker-a", "Running")
+	kind := owner.GroupVersionKind().GroupKind().String()
+	require.True(t, m.TrackPod(owner.GetUID(), kind, (&rolePlanner{}).plan(), client.ObjectKeyFromObject(b), "worker-b", corev1.PodRunning))
+	require.True(t, m.TrackPod(owner.GetUID(), kind, (&rolePlanner{}).plan(), client.ObjectKeyFromObject(stray), "worker-a", corev1.PodRunning))
 
 	for _, p := range []*corev1.Pod{a, b, stray} {
-		r.track(ctx, p, d)
+		r.Track(ctx, p, d)
 	}
-	role, ok := m.PodRole(client.ObjectKeyFromObject(a))
+	rec, ok := m.Pods.Metric(client.ObjectKeyFromObject(a))
 	assert.True(t, ok)
-	assert.Equal(t, "worker-a", role)
-	_, ok = m.PodRole(client.ObjectKeyFromObject(b))
+	assert.Equal(t, "worker-a", rec.Role)
+	_, ok = m.Pods.Metric(client.ObjectKeyFromObject(b))
 	assert.False(t, ok, "the pod outside the plan is not counted under the dropped role")
-	_, ok = m.PodRole(client.ObjectKeyFromObject(stray))
+	_, ok = m.Pods.Metric(client.ObjectKeyFromObject(stray))
 	assert.False(t, ok, "an unclaimed pod is counted under no role")
 }
 

@@ -36,8 +36,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podview"
 	"github.com/gangmap/gangmap/podgrouper/runtime/strays"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadevents"
-	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
 // Event reasons gangmap emits.
@@ -67,8 +65,6 @@ type PodReconciler struct {
 	// honour the skip annotation (before v0.15) gangmap never takes back a pod KAI's pod-grouper
 	// regrouped (see yieldToKAI).
 	Release *kairelease.Release
-	// Metrics, when set, gets every grouped workload and pod (the gangmap_workload_* series).
-	Metrics *workloadmetrics.Tracker
 	// DryRun (shadow mode) computes and reports through Events, logs and metrics, and writes
 	// nothing.
 	DryRun bool
@@ -76,14 +72,13 @@ type PodReconciler struct {
 	// 0): the repair Event then says the webhook had not set the pods although it is served.
 	WebhookServed bool
 
-	// Book, when set, is the record of every pod the controller groups (shared with Findings and
-	// Metrics, so that each pod has one entry); nil: a Book of the reconciler's own. In it the
-	// controller keeps each pod's top owner (for the workload watches) and the UID of the pod it
-	// last repaired, so that a reconcile that reads a cached pod older than its own repair patch
-	// (a workload event regroups every pod at once) neither counts nor reports the pod again.
-	Book *podbook.Book
-	// Findings, when set, counts each pod against its workload's plan (see package findings).
-	Findings *findings.Tracker
+	// Observer records each decision for the findings and the workload metrics. Its Book, when
+	// nil, is one of the reconciler's own; in it the controller also keeps each pod's top owner
+	// (for the workload watches) and the UID of the pod it last repaired, so that a reconcile that
+	// reads a cached pod older than its own repair patch (a workload event regroups every pod at
+	// once) neither counts nor reports the pod again. Its Planner, when nil, is the Decider's
+	// grouper when that is one (SetupWithManager).
+	Observer
 	// Owners, when set, marks each workload gangmap groups with KAI's skip annotation (markOwner).
 	Owners *ownerskip.Marker
 	// Strays, when set, deletes (in dry-run: reports) the workload's PodGroups no pod names any
@@ -104,11 +99,11 @@ type PodReconciler struct {
 	// invalidOwners and outsidePlan remember the pods already told their owner reference is
 	// ignored, or that they are outside their workload's plan (firstReport).
 	invalidOwners, outsidePlan *lru.Cache
-	// repaired and dryRun write the Events about pods once per workload and episode (package
-	// workloadevents): a workload's pods labelled after creation (ReasonRepaired) and, in dry-run,
+	// repaired and dryRun write the Events about pods once per workload and episode
+	// (aggregator): a workload's pods labelled after creation (ReasonRepaired) and, in dry-run,
 	// the pods that would join its PodGroups (ReasonWouldWrite). Each pod stays in the log and in
 	// gangmap_pods_repaired_total or gangmap_pods_grouped_total.
-	repaired, dryRun *workloadevents.Aggregator
+	repaired, dryRun *aggregator
 	// once makes, at the first use (init), the Book when none is given and the fields above.
 	once sync.Once
 }
@@ -119,15 +114,10 @@ var _ reconcile.Reconciler = (*PodReconciler)(nil)
 // reconcile for the steps. A pod the cache lacks is gone (the cache holds every pod of the
 // scheduler once synced, which the controller waits for): what is kept of it is forgotten.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.init()
 	pod, ok := r.Pods.Get(req.NamespacedName)
 	if !ok {
-		if r.Findings != nil {
-			r.Findings.Forget(req.NamespacedName, time.Now())
-		}
-		if r.Metrics != nil {
-			r.Metrics.ForgetPod(req.NamespacedName)
-		}
-		r.book().Forget(req.NamespacedName)
+		r.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("pod", klog.KObj(pod))
@@ -147,12 +137,12 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	if d != nil && d.Pod != nil {
 		pod = d.Pod
 	}
-	r.observe(key, pod, d)
+	r.Observe(key, pod, d)
 	if d != nil && d.Seen.NotInPlan != nil {
 		r.reportOutsidePlan(ctx, pod, d)
 	}
 	if d == nil || d.Metadata == nil {
-		r.book().Ungroup(key)
+		r.Book.Ungroup(key)
 		if r.Metrics != nil {
 			r.Metrics.ForgetPod(key)
 		}
@@ -164,7 +154,7 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 
 	// 2. Remember the pod under its workload and watch the workload's kind, so that a change of
 	// the workload (scaling, labels) regroups its pods even when no pod changes.
-	r.book().Group(key, d.Owner.GetUID())
+	r.Book.Group(key, d.Owner.GetUID())
 	if r.workloads != nil {
 		if err := r.workloads.ensure(ctx, d.Kind); err != nil {
 			log.Error(err, "Cannot watch the workload kind; its pods are regrouped on pod events only", "kind", d.Kind.String())
@@ -172,11 +162,11 @@ func (r *PodReconciler) reconcile(ctx context.Context, pod *corev1.Pod) (ctrl.Re
 	}
 
 	if r.DryRun {
-		r.collectStrays(d)
+		r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
 		podGroupWrites.WithLabelValues("DryRun").Inc()
 		podsGrouped.WithLabelValues(d.Kind.Kind, "true").Inc()
 		r.reportDryRun(ctx, pod, d)
-		r.track(ctx, pod, d)
+		r.Track(ctx, pod, d)
 		return ctrl.Result{}, nil
 	}
 	return r.write(ctx, log, pod, d)
@@ -191,7 +181,7 @@ func (r *PodReconciler) decideFailed(ctx context.Context, pod *corev1.Pod, err e
 		return r.fail(ctx, pod, nil, "Decide", err)
 	}
 	if decide.IsInvalidOwnerReference(err) {
-		r.book().Ungroup(client.ObjectKeyFromObject(pod))
+		r.Book.Ungroup(client.ObjectKeyFromObject(pod))
 		r.ignoreOwner(ctx, pod, de.Err)
 		return ctrl.Result{}, nil
 	}
@@ -230,8 +220,8 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 		return r.fail(ctx, pod, d.Owner, "PodPatch", err)
 	}
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
-	r.track(ctx, pod, d)
-	r.collectStrays(d)
+	r.Track(ctx, pod, d)
+	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
 	return ctrl.Result{}, nil
 }
 
@@ -293,44 +283,25 @@ func (r *PodReconciler) yieldToKAI(ctx context.Context, pod *corev1.Pod, owner *
 	return true
 }
 
-// observe counts the pod against its workload's plan for the findings (or forgets it when it is
-// not gangmap's): a map update, no API call.
-func (r *PodReconciler) observe(key types.NamespacedName, pod *corev1.Pod, d *decide.Decision) {
-	if r.Findings == nil {
-		return
-	}
-	now := time.Now()
-	if d == nil || d.Seen.Plan == nil {
-		r.Findings.Forget(key, now)
-		return
-	}
-	r.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, now)
-}
-
-// init makes what the reconciler keeps for itself, once: its Book when none is given, the
-// memories of pods already told something and the episodes of Events.
+// init makes what the reconciler keeps for itself, once (at its first Reconcile or at
+// SetupWithManager): its Book when none is given, the memories of pods already told something
+// and the episodes of Events.
 func (r *PodReconciler) init() {
 	r.once.Do(func() {
 		if r.Book == nil {
 			r.Book = podbook.New()
 		}
 		r.invalidOwners, r.outsidePlan = lru.New(reportedPods), lru.New(reportedPods)
-		r.repaired = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeWarning, Reason: ReasonRepaired,
-			Message: repairMessage(r.WebhookServed)}
-		r.dryRun = &workloadevents.Aggregator{Recorder: r.Recorder, Type: corev1.EventTypeNormal, Reason: ReasonWouldWrite,
-			Message: dryRunMessage}
+		r.repaired = &aggregator{recorder: r.Recorder, typ: corev1.EventTypeWarning, reason: ReasonRepaired,
+			message: repairMessage(r.WebhookServed)}
+		r.dryRun = &aggregator{recorder: r.Recorder, typ: corev1.EventTypeNormal, reason: ReasonWouldWrite,
+			message: dryRunMessage}
 	})
-}
-
-// book returns the reconciler's Book (see Book).
-func (r *PodReconciler) book() *podbook.Book {
-	r.init()
-	return r.Book
 }
 
 // requests returns a reconcile request for every pod grouped under the top owner with uid.
 func (r *PodReconciler) requests(uid types.UID) []reconcile.Request {
-	pods := r.book().Grouped(uid)
+	pods := r.Book.Grouped(uid)
 	out := make([]reconcile.Request, len(pods))
 	for i, pod := range pods {
 		out[i] = reconcile.Request{NamespacedName: pod}
@@ -363,7 +334,6 @@ func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err er
 	for _, ref := range pod.OwnerReferences {
 		key = append(key, string(ref.UID))
 	}
-	r.init()
 	if !firstReport(r.invalidOwners, key...) {
 		return
 	}
@@ -414,7 +384,7 @@ var _ findings.WorkloadPods = (*PodReconciler)(nil)
 // as pending: the model may then call a PodGroup admitted that KAI holds as not ready, never the
 // other way round.
 func (r *PodReconciler) PodsOf(_ context.Context, namespace string, uid types.UID) []findings.AdmissionPod {
-	keys := r.book().Grouped(uid)
+	keys := r.Book.Grouped(uid)
 	out := make([]findings.AdmissionPod, 0, len(keys))
 	for _, key := range keys {
 		if key.Namespace != namespace {

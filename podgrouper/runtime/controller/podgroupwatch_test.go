@@ -20,10 +20,11 @@ import (
 // made gangmap reconcile every pod of that workload at each change of the forged PodGroup).
 func TestPodGroupEventRegroupsOnlyItsNamespace(t *testing.T) {
 	r := &PodReconciler{}
+	r.init()
 	owner := types.UID("7d7b9d2e-0c4f-4f6e-9f0e-1b2c3d4e5f60")
-	r.book().Group(types.NamespacedName{Namespace: "team-a", Name: "train-0"}, owner)
-	r.book().Group(types.NamespacedName{Namespace: "team-a", Name: "train-1"}, owner)
-	r.book().Group(types.NamespacedName{Namespace: "team-b", Name: "train-0"}, owner)
+	r.Book.Group(types.NamespacedName{Namespace: "team-a", Name: "train-0"}, owner)
+	r.Book.Group(types.NamespacedName{Namespace: "team-a", Name: "train-1"}, owner)
+	r.Book.Group(types.NamespacedName{Namespace: "team-b", Name: "train-0"}, owner)
 	pg := func(ns string) *v2alpha2.PodGroup {
 		return &v2alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: "pg-" + string(owner) + "-customjob",

@@ -138,10 +138,11 @@ func TestRepairsOneEventPerWorkload(t *testing.T) {
 			c, patches := patchCounter(objs...)
 			rec := record.NewFakeRecorder(10000)
 			r := &PodReconciler{Client: c, Recorder: rec, WebhookServed: served}
+			r.init()
 			before := testutil.ToFloat64(repairs)
 			for i := 0; i < 10; i++ {
 				for w := range decisions {
-					r.book().Group(client.ObjectKeyFromObject(podsOf[w][i]), decisions[w].Owner.GetUID())
+					r.Book.Group(client.ObjectKeyFromObject(podsOf[w][i]), decisions[w].Owner.GetUID())
 					require.NoError(t, r.labelPod(ctx, podsOf[w][i], decisions[w]))
 				}
 			}

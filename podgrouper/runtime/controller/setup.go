@@ -33,6 +33,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if r.Pods == nil {
 		return errors.New("the pod controller needs the pod cache (PodReconciler.Pods)")
 	}
+	r.init()
 	// The Events of the episodes still open when the manager stops are written then.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -57,12 +58,12 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		return err
 	}
 	r.workloads = &workloadWatcher{r: r, ctrl: c, cache: mgr.GetCache()}
-	if p, ok := r.Decider.Hub.Grouper.(planner); ok && r.Metrics != nil {
-		keeper := newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, p, r.Metrics, r.DryRun)
-		if err := mgr.Add(keeper); err != nil {
-			return err
-		}
-		r.workloads.changed, r.workloads.deleted = keeper.changed, r.Metrics.ForgetWorkload
+	if r.Planner == nil {
+		r.Planner, _ = r.Decider.Hub.Grouper.(Planner)
+	}
+	if r.Planner != nil && r.Metrics != nil {
+		r.workloads.status = newStatusKeeper(mgr.GetClient(), r.PodGroupOwners, r.Planner, r.Metrics, r.DryRun)
+		return mgr.Add(r.workloads.status)
 	}
 	return nil
 }
@@ -124,11 +125,9 @@ func (r *PodReconciler) regroup(ctx context.Context, in <-chan struct{}, q workq
 
 // startRuleReadsStatus reports whether the active definition of gvk has a start rule that follows
 // the workload's state (spec.gangmap.gang.startup.holds), so that its pods are regrouped when the
-// operator records progress in the status (a dependency Complete, a replicated job Ready).
+// operator records progress in the status (a dependency Complete, a replicated job Ready). A
+// watched kind was decided through the Hub and its Registry, so both are set.
 func (r *PodReconciler) startRuleReadsStatus(gvk schema.GroupVersionKind) bool {
-	if r.Decider.Hub == nil || r.Decider.Hub.Registry == nil {
-		return false
-	}
 	c := r.Decider.Hub.Registry.Lookup(gvk)
 	return c != nil && c.Startup != nil && c.Startup.Holds != nil
 }

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,15 +26,13 @@ import (
 // stops being gangmap's (its definition went away, or KAI now groups it natively), prune stops
 // its informer; the watch starts again if the kind comes back.
 type workloadWatcher struct {
-	// r is the pod controller: its Book lists and forgets a workload's pods, its Findings, Strays
-	// and skip marks (unmarkKind, before a kind's watch stops) forget what a workload leaves.
+	// r is the pod controller: its Book lists a workload's pods, its Observer, Strays and skip
+	// marks (unmarkKind, before a kind's watch stops) forget what a workload leaves.
 	r     *PodReconciler
 	ctrl  controller.Controller
 	cache cache.Cache
-	// changed, when set, gets every update of a watched workload (status included); deleted every
-	// deleted workload's UID (the status keeper and the workload metrics).
-	changed func(*unstructured.Unstructured)
-	deleted func(types.UID)
+	// status, when set, gets every update of a watched workload (status included).
+	status *statusKeeper
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -97,15 +94,11 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 		// change pruned and re-added the kind) may have changed while the kind was not watched:
 		// the status keeper looks again (a workload it does not track costs one lookup).
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], _ queue) {
-			if w.changed != nil {
-				w.changed(e.Object)
-			}
+			w.status.changed(e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew
-			if w.changed != nil {
-				w.changed(n)
-			}
+			w.status.changed(n)
 			if o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
 				(!w.r.startRuleReadsStatus(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
 				return
@@ -117,15 +110,8 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
-			uid := e.Object.GetUID()
-			w.r.book().UngroupOwner(uid)
-			if w.r.Findings != nil {
-				w.r.Findings.ForgetOwner(uid)
-			}
-			if w.deleted != nil {
-				w.deleted(uid)
-			}
-			w.r.Strays.Forget(uid)
+			w.r.ForgetWorkload(e.Object.GetUID())
+			w.r.Strays.Forget(e.Object.GetUID())
 		},
 	}
 }

@@ -88,9 +88,7 @@ func BenchmarkWorkloadStateBytes(b *testing.B) {
 				book.Group(key, uid)
 				f.SetPlan(sw.seen.Plan, findings.DefinitionOf(sw.seen.Definition), now)
 				f.Observe(key, findings.Observation{Owner: uid, Role: sw.roles[i]}, now)
-				if m.SetWorkload(workloadmetrics.FromPlan(sw.seen.Plan, uid, sw.job.GroupVersionKind().GroupKind().String())) {
-					m.SetPod(uid, key, sw.roles[i], string(corev1.PodRunning))
-				}
+				m.TrackPod(uid, sw.job.GroupVersionKind().GroupKind().String(), sw.seen.Plan, key, sw.roles[i], corev1.PodRunning)
 			}
 			sw.seen = grouper.Seen{} // the plan goes (the plan cache keeps 1,024 of 10,000 by default)
 		}

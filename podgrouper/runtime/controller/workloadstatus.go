@@ -2,9 +2,9 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,34 +20,88 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
+	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
 
-// planner is the part of gangmap's grouper (workloadmap.Grouper) the workload metrics and status
+// Planner is the part of gangmap's grouper (workloadmap.Grouper) the workload metrics and status
 // need: the cached plan of a workload, and a pod's role in it.
-type planner interface {
+type Planner interface {
 	Plan(ctx context.Context, topOwner *unstructured.Unstructured) (*gang.Plan, *definitions.Compiled, error)
 	Role(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod) (*gang.Plan, string, error)
 }
 
-// track records a grouped pod and its workload in the workload metrics: the workload's plan
+// Observer keeps what the grouper records of the pods it groups and their workloads: the Book
+// (each pod's one record), the findings (each pod against its workload's plan) and the workload
+// metrics (each pod's role and phase). The pod controller and gangmap inside KAI's pod-grouper
+// (inkai.Observer) feed it their decisions, and have it forget the pods and workloads that go; a
+// nil Findings or Metrics records nothing there. Map updates only, no API call.
+type Observer struct {
+	// Book is the record of every pod, shared by Findings and Metrics so that each pod has one
+	// entry.
+	Book *podbook.Book
+	// Findings counts each pod against its workload's plan (see package findings).
+	Findings *findings.Tracker
+	// Metrics gets every grouped workload and pod (the gangmap_workload_* series).
+	Metrics *workloadmetrics.Tracker
+	// Planner gives a pod's role in its workload's plan, for Metrics (nil: no workload metrics).
+	Planner Planner
+}
+
+// Observe counts the pod against its workload's plan for the findings, or forgets it there when
+// it is not gangmap's (d nil) or has no plan.
+func (o *Observer) Observe(key types.NamespacedName, pod *corev1.Pod, d *decide.Decision) {
+	if o.Findings == nil {
+		return
+	}
+	if d == nil || d.Seen.Plan == nil {
+		o.Findings.Forget(key, time.Now())
+		return
+	}
+	o.Findings.ObserveGrouped(key, pod, d.Owner.GetUID(), d.Seen, time.Now())
+}
+
+// Track records a grouped pod and its workload in the workload metrics: the workload's plan
 // (roles, GPUs, status) and the pod's role and phase. A pod with no role in the current plan (no
 // component claims it, or its instance or replica is not in the plan: it is in KAI's default
 // PodGroup, outside every gang) is not counted under any role, and one counted before (under a
 // role the workload has since dropped) is forgotten, so gangmap_workload_role_pods never shows
 // it under a role or gang the plan does not have.
-func (r *PodReconciler) track(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
-	p, ok := r.Decider.Hub.Grouper.(planner)
-	if r.Metrics == nil || !ok {
+func (o *Observer) Track(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
+	if o.Metrics == nil || o.Planner == nil {
 		return
 	}
-	plan, role, err := p.Role(ctx, d.Owner, pod)
+	plan, role, err := o.Planner.Role(ctx, d.Owner, pod)
 	if err != nil {
 		role = ""
 	}
-	if !r.Metrics.TrackPod(d.Owner.GetUID(), d.Kind.GroupKind().String(), plan, client.ObjectKeyFromObject(pod), role, pod.Status.Phase) {
+	if !o.Metrics.TrackPod(d.Owner.GetUID(), d.Kind.GroupKind().String(), plan, client.ObjectKeyFromObject(pod), role, pod.Status.Phase) {
 		ctrl.LoggerFrom(ctx).V(2).Info("No workload metrics for the pod: no role in the plan", "error", err)
 	}
+}
+
+// Forget drops a pod that is gone (deleted, or no longer gangmap's) from the findings, the
+// metrics and the Book.
+func (o *Observer) Forget(key types.NamespacedName) {
+	if o.Findings != nil {
+		o.Findings.Forget(key, time.Now())
+	}
+	if o.Metrics != nil {
+		o.Metrics.ForgetPod(key)
+	}
+	o.Book.Forget(key)
+}
+
+// ForgetWorkload drops a deleted workload; its pods go as they are deleted.
+func (o *Observer) ForgetWorkload(uid types.UID) {
+	if o.Findings != nil {
+		o.Findings.ForgetOwner(uid)
+	}
+	if o.Metrics != nil {
+		o.Metrics.ForgetWorkload(uid)
+	}
+	o.Book.UngroupOwner(uid)
 }
 
 // statusKey names a workload whose status may have changed.
@@ -65,7 +119,7 @@ type statusKeeper struct {
 	client client.Client
 	// owners gives a workload's own PodGroups (podgroup.ActualNames); nil: the namespace's.
 	owners  podgroup.OwnerLister
-	planner planner
+	planner Planner
 	metrics *workloadmetrics.Tracker
 	dryRun  bool
 	queue   workqueue.TypedRateLimitingInterface[statusKey]
@@ -73,7 +127,7 @@ type statusKeeper struct {
 
 var _ manager.Runnable = (*statusKeeper)(nil)
 
-func newStatusKeeper(c client.Client, owners podgroup.OwnerLister, p planner, m *workloadmetrics.Tracker, dryRun bool) *statusKeeper {
+func newStatusKeeper(c client.Client, owners podgroup.OwnerLister, p Planner, m *workloadmetrics.Tracker, dryRun bool) *statusKeeper {
 	return &statusKeeper{client: c, owners: owners, planner: p, metrics: m, dryRun: dryRun,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[statusKey](),
 			workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "gangmap-workload-status"})}
@@ -120,45 +174,28 @@ func (s *statusKeeper) refresh(ctx context.Context, k statusKey) error {
 	if err != nil {
 		return nil
 	}
-	if !s.metrics.SetWorkload(workloadmetrics.FromPlan(plan, obj.GetUID(), k.gvk.GroupKind().String())) || s.dryRun {
+	w := workloadmetrics.FromPlan(plan, obj.GetUID(), k.gvk.GroupKind().String())
+	if !s.metrics.SetWorkload(w) || s.dryRun {
 		return nil
 	}
 	status := plan.StatusText()
-	planned := make([]string, 0, len(plan.PodGroups))
-	for _, pg := range plan.PodGroups {
-		planned = append(planned, pg.Name)
-	}
 	// An alpha plan's name with a {key} placeholder stands for the PodGroups the pods' values
 	// named (one per value): annotate those.
-	names, _, err := podgroup.ActualNames(ctx, s.client, s.owners, k.key.Namespace, obj.GetUID(), planned)
+	names, _, err := podgroup.ActualNames(ctx, s.client, s.owners, k.key.Namespace, obj.GetUID(), w.PodGroups)
 	if err != nil {
 		return err
 	}
+	// gangmap.io/status goes on gangmap's PodGroups only, when it differs (a Conflict is retried
+	// by the queue); a PodGroup not there yet is left alone.
+	mine := func(pg *v2alpha2.PodGroup) bool { return isGangmaps(pg) && status != "" }
 	for _, name := range names {
-		if err := s.annotate(ctx, k.key.Namespace, name, status); err != nil {
+		updated, err := findings.SetAnnotation(ctx, s.client, types.NamespacedName{Namespace: k.key.Namespace, Name: name}, kaikeys.Status, status, mine)
+		if err = client.IgnoreNotFound(err); err != nil {
 			return err
 		}
+		if updated {
+			ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KRef(k.key.Namespace, name), "status", status)
+		}
 	}
-	return nil
-}
-
-// annotate sets gangmap.io/status on one of gangmap's PodGroups when it differs (an Update of a
-// copy of the cached PodGroup with that annotation changed: the verbs podgroup.Applier already
-// needs; a Conflict is retried by the queue); a PodGroup not there yet, or not gangmap's, is left
-// alone. The cached PodGroup is read without a deep copy (only read) and copied only to write.
-func (s *statusKeeper) annotate(ctx context.Context, ns, name, status string) error {
-	pg := &v2alpha2.PodGroup{}
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pg, client.UnsafeDisableDeepCopy); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !isGangmaps(pg) || status == "" || pg.Annotations[kaikeys.Status] == status {
-		return nil
-	}
-	pg = pg.DeepCopy()
-	pg.Annotations[kaikeys.Status] = status
-	if err := s.client.Update(ctx, pg); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup status annotation updated", "podGroup", klog.KObj(pg), "status", status)
 	return nil
 }

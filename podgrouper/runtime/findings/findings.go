@@ -132,18 +132,10 @@ const (
 
 // WithDefaults returns c with zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
-	if c.MoreThanPlannedGrace <= 0 {
-		c.MoreThanPlannedGrace = DefaultMoreThanPlannedGrace
-	}
-	if c.NotAdmittableGrace <= 0 {
-		c.NotAdmittableGrace = DefaultNotAdmittableGrace
-	}
-	if c.GangUnsatisfiableGrace <= 0 {
-		c.GangUnsatisfiableGrace = DefaultGangUnsatisfiableGrace
-	}
-	if c.ResendInterval <= 0 {
-		c.ResendInterval = DefaultResendInterval
-	}
+	c.MoreThanPlannedGrace = cmp.Or(max(c.MoreThanPlannedGrace, 0), DefaultMoreThanPlannedGrace)
+	c.NotAdmittableGrace = cmp.Or(max(c.NotAdmittableGrace, 0), DefaultNotAdmittableGrace)
+	c.GangUnsatisfiableGrace = cmp.Or(max(c.GangUnsatisfiableGrace, 0), DefaultGangUnsatisfiableGrace)
+	c.ResendInterval = cmp.Or(max(c.ResendInterval, 0), DefaultResendInterval)
 	return c
 }
 

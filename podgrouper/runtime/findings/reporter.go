@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
@@ -117,8 +120,7 @@ func (r *Reporter) Tick(ctx context.Context) {
 		st := r.state[uid]
 		if st == nil {
 			if len(rep.Findings) == 0 {
-				// Nothing to send and nothing sent to clear: a healthy workload keeps no state
-				// (at 10,000 workloads, 140 bytes each: BenchmarkWorkloadStateBytes).
+				// Nothing to send and nothing sent to clear: a healthy workload keeps no state.
 				continue
 			}
 			st = &reported{kind: rep.Workload.Kind, definition: rep.Definition.Name}
@@ -236,7 +238,7 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 		return false
 	}
 	for _, name := range names {
-		if err := r.setAnnotation(ctx, types.NamespacedName{Namespace: rep.Workload.Namespace, Name: name}, string(v)); err != nil {
+		if _, err := SetAnnotation(ctx, r.Client, types.NamespacedName{Namespace: rep.Workload.Namespace, Name: name}, HealthAnnotation, string(v), nil); err != nil {
 			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "Writing the health annotation", "podGroup", rep.Workload.Namespace+"/"+name)
 			}
@@ -246,23 +248,24 @@ func (r *Reporter) annotate(ctx context.Context, rep Report, st *reported) bool 
 	return done
 }
 
-// setAnnotation reads the PodGroup (from the cache, without a deep copy: only read until it must
-// change, then copied) and updates it with the annotation, with the verbs gangmap already has on
-// PodGroups (get and update: no patch). A conflict is retried on the next tick.
-func (r *Reporter) setAnnotation(ctx context.Context, key types.NamespacedName, v string) error {
+// SetAnnotation sets the annotation to v on the PodGroup when it differs and write (nil: any)
+// allows it, and reports whether it sent the update: the PodGroup is read from the cache without
+// a deep copy (only read until it must change, then copied) and updated with the verbs gangmap
+// already has on PodGroups (get and update: no patch). A conflict is the caller's to retry.
+func SetAnnotation(ctx context.Context, c client.Client, key types.NamespacedName, annotation, v string, write func(*v2alpha2.PodGroup) bool) (bool, error) {
 	pg := &v2alpha2.PodGroup{}
-	if err := r.Client.Get(ctx, key, pg, client.UnsafeDisableDeepCopy); err != nil {
-		return err
+	if err := c.Get(ctx, key, pg, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
 	}
-	if pg.Annotations[HealthAnnotation] == v {
-		return nil
+	if pg.Annotations[annotation] == v || (write != nil && !write(pg)) {
+		return false, nil
 	}
 	pg = pg.DeepCopy()
 	if pg.Annotations == nil {
 		pg.Annotations = map[string]string{}
 	}
-	pg.Annotations[HealthAnnotation] = v
-	return r.Client.Update(ctx, pg)
+	pg.Annotations[annotation] = v
+	return true, c.Update(ctx, pg)
 }
 
 // events records an Event on the workload and, when its definition is a cluster Karta and
@@ -273,7 +276,7 @@ func (r *Reporter) events(rep Report, typ, reason, msg string, onKarta func(work
 	}
 	w := rep.Workload
 	r.Recorder.Event(workloadObject(w), typ, reason, msg)
-	if k := kartaObject(rep.Definition); k != nil && onKarta != nil {
+	if k := rep.Definition.Karta(); k != nil && onKarta != nil {
 		r.Recorder.Event(k, typ, reason, onKarta(w.Kind+" "+w.Namespace+"/"+w.Name))
 	}
 }
@@ -298,11 +301,61 @@ func workloadObject(w gang.WorkloadRef) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: types.UID(w.UID)}
 }
 
-// kartaObject is a reference object for Events on a cluster Karta, or nil for a definition
-// from a file or the catalog.
-func kartaObject(d Definition) *corev1.ObjectReference {
+// Karta is the reference of Events on the definition's cluster Karta, nil for a definition from
+// a file or the catalog.
+func (d Definition) Karta() *corev1.ObjectReference {
 	if d.KartaUID == "" {
 		return nil
 	}
 	return &corev1.ObjectReference{APIVersion: definitions.APIVersion, Kind: definitions.Kind, Name: d.Name, UID: d.KartaUID}
 }
+
+// HealthAnnotation is the condition-like annotation gangmap keeps on the PodGroups it writes:
+// a Health as JSON. It is written when a workload's findings change (not per pod), and absent
+// on a PodGroup whose workload never had a finding.
+const HealthAnnotation = "gangmap.io/health"
+
+// MaxHealthFindings bounds the findings one workload's HealthAnnotation lists, and the Warning
+// Events the Reporter sends for one workload at one evaluation (the rest are counted, and said in
+// one Event). A workload's roles are its author's data (a JobSet of 900 replicated jobs whose
+// operator created the pod of one: 899 GangUnsatisfiable findings, 286 KB of JSON): unbounded,
+// the annotation passed the API server's 256 KiB limit for a PodGroup's annotations, its update
+// was refused at every evaluation (two seconds), each time a request against the grouper's
+// client rate limit shared with every other workload's grouping, and the workload got thousands
+// of Events per ResendInterval.
+const MaxHealthFindings = 16
+
+// Health is the value of HealthAnnotation.
+type Health struct {
+	// Healthy is true when the workload has no finding.
+	Healthy bool `json:"healthy"`
+	// Findings are the current findings, in Reasons order: the first MaxHealthFindings of them.
+	Findings []Finding `json:"findings,omitempty"`
+	// Omitted counts the current findings past the first MaxHealthFindings, not listed.
+	Omitted int `json:"omitted,omitempty"`
+	// LastTransitionTime is when the findings last changed (RFC 3339).
+	LastTransitionTime string `json:"lastTransitionTime"`
+}
+
+// ParseHealth reads a HealthAnnotation value. Errors say the value is not a Health.
+func ParseHealth(v string) (*Health, error) {
+	h := &Health{}
+	if err := json.Unmarshal([]byte(v), h); err != nil {
+		return nil, fmt.Errorf("annotation %s: expected gangmap's health JSON: %w", HealthAnnotation, err)
+	}
+	return h, nil
+}
+
+// Metrics of the findings, registered with controller-runtime's registry.
+var (
+	// Gauge counts the workloads currently affected, by workload kind, definition and reason.
+	Gauge = promauto.With(metrics.Registry).NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gangmap_gang_findings",
+		Help: "Workloads whose pods currently disagree with their gang plan, by workload kind, definition and reason (UnclaimedPods, GangNotAdmittable, MoreThanPlanned, GangUnsatisfiable, Drift, TopologyUnresolved, TopologyNotFound).",
+	}, []string{"kind", "definition", "reason"})
+	// Total counts findings raised (a workload entering a finding), by the same labels.
+	Total = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
+		Name: "gangmap_gang_findings_total",
+		Help: "Findings raised (a workload's pods started to disagree with its gang plan), by workload kind, definition and reason.",
+	}, []string{"kind", "definition", "reason"})
+)

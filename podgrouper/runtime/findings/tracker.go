@@ -52,8 +52,8 @@ type workload struct {
 	apiVersion, kind, namespace, name string
 	definition                        Definition
 	// plan identifies the plan last set, without keeping it alive: the plan cache bounds the
-	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan
-	// (10,000 workloads' plans were 50 MB beyond the cache's bound). planned says one was set.
+	// plans it keeps (and lets an old one go), the findings must not hold every workload's plan.
+	// planned says one was set.
 	plan weak.Pointer[gang.Plan]
 	// podGroups are the plan's PodGroup names.
 	podGroups []string
@@ -80,7 +80,7 @@ type rareState struct {
 	blocked *blockedState
 }
 
-// roleState is one role's plan and pods: 64 bytes (session 6: 104).
+// roleState is one role's plan and pods (64 bytes).
 type roleState struct {
 	name              string
 	desired, required int64
@@ -315,9 +315,8 @@ type Report struct {
 
 // Evaluate returns the findings, at time now, of every workload whose plan is known and that
 // has findings or for which report (nil: every workload; called under the Tracker's lock: it
-// must not call the Tracker) returns true. The Reporter asks for the workloads it reported on
-// before: a tick over 10,000 healthy workloads allocated 1.9 MB of Reports
-// (BenchmarkReporterTick).
+// must not call the Tracker) returns true: the Reporter asks for the workloads it reported on
+// before (bench/README.md, "Session 7: the findings' and workload metrics' state").
 func (t *Tracker) Evaluate(now time.Time, cfg Config, report func(types.UID) bool) []Report {
 	cfg = cfg.WithDefaults()
 	t.mu.Lock()

@@ -1,8 +1,8 @@
 // Package groupersetup builds, on a controller-runtime manager, what gangmap's two groupers set
 // up the same way: the standalone grouper (cmd/gangmap-grouper/app) and gangmap inside KAI's
 // pod-grouper (podgrouper/runtime/inkai). That is the definition registry with its metrics and
-// sources (Definitions), and the record of grouped pods the findings and the workload metrics
-// share, with KAI's Topology watcher and the findings reporter (AddTracking).
+// sources (Definitions), and the controller.Observer of the pods they group, with KAI's Topology
+// watcher and the findings reporter (AddObserver).
 package groupersetup
 
 import (
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -65,54 +64,27 @@ func (d Definitions) Add(mgr manager.Manager) (*definitions.Registry, []sources.
 	return registry, srcs, err
 }
 
-// Tracking is a grouper's record of the pods it groups: one Book shared by the findings and the
-// workload metrics, so that each pod has one entry.
-type Tracking struct {
-	Book *podbook.Book
-	// Findings counts each pod against its workload's plan (package findings).
-	Findings *findings.Tracker
-	// Metrics holds the gangmap_workload_* series; nil: none.
-	Metrics *workloadmetrics.Tracker
-}
-
-// AddTracking builds the Tracking and adds to mgr KAI's Topologies watcher (the findings'
-// TopologyNotFound: one informer, read once per change) and rep, the findings Reporter, given
-// its Tracker and its Recorder ("gangmap-findings") here. The gangmap_workload_* series (none
-// when maxWorkloads is 0) are registered with the registry the manager's metrics endpoint serves
-// (workloadmetrics.Registered: the first grouper's when the process builds several); they read
-// the PodGroups' conditions through podGroups (nil: none) and find a workload's PodGroups through
-// rep.Owners, as the Reporter does (nil: the namespace's).
-func AddTracking(mgr manager.Manager, maxWorkloads int, podGroups client.Reader, rep *findings.Reporter) (Tracking, error) {
+// AddObserver builds the controller.Observer of a grouper's pods (one Book shared by the findings
+// and the workload metrics, so that each pod has one entry; the Planner is the caller's) and adds
+// to mgr KAI's Topologies watcher (the findings' TopologyNotFound: one informer, read once per
+// change) and rep, the findings Reporter, given its Tracker and its Recorder ("gangmap-findings")
+// here. The gangmap_workload_* series (none when maxWorkloads is 0) are registered with the
+// registry the manager's metrics endpoint serves (workloadmetrics.Registered: the first grouper's
+// when the process builds several); they read the PodGroups' conditions through podGroups (nil:
+// none) and find a workload's PodGroups through rep.Owners, as the Reporter does (nil: the
+// namespace's).
+func AddObserver(mgr manager.Manager, maxWorkloads int, podGroups client.Reader, rep *findings.Reporter) (controller.Observer, error) {
 	book := podbook.New()
-	t := Tracking{Book: book, Findings: findings.NewTrackerIn(book)}
+	o := controller.Observer{Book: book, Findings: findings.NewTrackerIn(book)}
 	if maxWorkloads > 0 {
-		t.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: maxWorkloads, Reader: podGroups, Owners: rep.Owners,
+		o.Metrics = workloadmetrics.Registered(&workloadmetrics.Tracker{MaxWorkloads: maxWorkloads, Reader: podGroups, Owners: rep.Owners,
 			Log: mgr.GetLogger().WithName("workload-metrics"), Pods: book})
 	}
 	topologies, err := kaitopology.Add(mgr)
 	if err != nil {
-		return t, err
+		return o, err
 	}
-	t.Findings.Topologies = topologies
-	rep.Tracker, rep.Recorder = t.Findings, mgr.GetEventRecorderFor("gangmap-findings")
-	return t, mgr.Add(rep)
-}
-
-// Forget drops a pod that is deleted or no longer gangmap's from the findings, the metrics and
-// the Book.
-func (t Tracking) Forget(pod types.NamespacedName) {
-	t.Findings.Forget(pod, time.Now())
-	if t.Metrics != nil {
-		t.Metrics.ForgetPod(pod)
-	}
-	t.Book.Forget(pod)
-}
-
-// ForgetWorkload drops a deleted workload (its pods go as they are deleted).
-func (t Tracking) ForgetWorkload(uid types.UID) {
-	t.Findings.ForgetOwner(uid)
-	if t.Metrics != nil {
-		t.Metrics.ForgetWorkload(uid)
-	}
-	t.Book.UngroupOwner(uid)
+	o.Findings.Topologies = topologies
+	rep.Tracker, rep.Recorder = o.Findings, mgr.GetEventRecorderFor("gangmap-findings")
+	return o, mgr.Add(rep)
 }

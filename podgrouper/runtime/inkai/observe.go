@@ -16,8 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
-	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
-	"github.com/gangmap/gangmap/podgrouper/runtime/groupersetup"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // Informers is where the Observer finds the informers of pods and of workload kinds: KAI's
@@ -36,11 +35,9 @@ type Informers interface {
 // pod, and one on each observed workload kind's informer forgets a deleted workload, as the
 // standalone grouper's pod controller and workload watches do. Safe for concurrent use.
 type Observer struct {
-	// Tracking holds the findings, the workload metrics and their Book; its Forget and
-	// ForgetWorkload drop a deleted pod and workload.
-	groupersetup.Tracking
-	// Planner gives a pod's role in its workload's cached plan, for the workload metrics.
-	Planner *workloadmap.Grouper
+	// Observer records the decisions as the standalone pod controller does (its Findings, the
+	// Book and the Metrics, nil for none).
+	controller.Observer
 	// Informers is KAI's manager cache.
 	Informers Informers
 	// Log is the logger (the discard logger when unset).
@@ -73,27 +70,10 @@ func (o *Observer) Observe(ctx context.Context, pod *corev1.Pod, d *decide.Decis
 		o.Forget(key)
 		return
 	}
-	uid := d.Owner.GetUID()
-	o.Book.Group(key, uid)
-	if d.Seen.Plan != nil {
-		o.Findings.ObserveGrouped(key, pod, uid, d.Seen, time.Now())
-	}
-	o.track(ctx, pod, d)
+	o.Book.Group(key, d.Owner.GetUID())
+	o.Observer.Observe(key, pod, d)
+	o.Track(ctx, pod, d)
 	o.watchKind(ctx, d.Kind)
-}
-
-// track records the pod's workload (its plan: roles, GPUs, status) and the pod's role and phase in
-// the workload metrics, as the standalone pod controller's track does: a pod with no role in the
-// plan is counted under none.
-func (o *Observer) track(ctx context.Context, pod *corev1.Pod, d *decide.Decision) {
-	if o.Metrics == nil {
-		return
-	}
-	plan, role, err := o.Planner.Role(ctx, d.Owner, pod)
-	if err != nil {
-		role = ""
-	}
-	o.Metrics.TrackPod(d.Owner.GetUID(), d.Kind.GroupKind().String(), plan, client.ObjectKeyFromObject(pod), role, pod.Status.Phase)
 }
 
 // Start implements manager.Runnable: it adds the pod delete handler to KAI's pod informer and

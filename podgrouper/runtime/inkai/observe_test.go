@@ -24,8 +24,8 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/defaultgrouper"
 	"github.com/gangmap/gangmap/podgrouper/core/kaiplugin"
 	"github.com/gangmap/gangmap/podgrouper/core/workloadmap"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
-	"github.com/gangmap/gangmap/podgrouper/runtime/groupersetup"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
 )
@@ -108,8 +108,8 @@ func observed(t *testing.T) (kaisamples.Sample, *kaiplugin.Grouper, *Observer, *
 	g := &kaiplugin.Grouper{Decider: &decide.Decider{APIReader: c, SchedulerName: kaisamples.SchedulerName}, Grouper: wm}
 	book := podbook.New()
 	inf := &fakeInformers{}
-	obs := &Observer{Tracking: groupersetup.Tracking{Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: 10, Pods: book}, Book: book},
-		Planner: wm, Informers: inf}
+	obs := &Observer{Observer: controller.Observer{Findings: findings.NewTrackerIn(book), Metrics: &workloadmetrics.Tracker{MaxWorkloads: 10, Pods: book},
+		Planner: wm, Book: book}, Informers: inf}
 	g.Observer = obs
 	return s, g, obs, inf
 }

@@ -156,11 +156,12 @@ func Setup(mgr manager.Manager, o Options, kai KAIConfig, native kaiplugin.Nativ
 	// its Karta and the gangmap_gang_findings metrics. The workload metrics read the PodGroups'
 	// conditions through kai.PodGroups. KAI's Topologies need get, list and watch on
 	// topologies.kai.scheduler (deploy/kai-podgrouper/rbac.yaml).
-	t, err := groupersetup.AddTracking(mgr, o.MaxWorkloadMetrics, kai.PodGroups, &findings.Reporter{Config: o.Findings, DryRun: o.Shadow})
+	co, err := groupersetup.AddObserver(mgr, o.MaxWorkloadMetrics, kai.PodGroups, &findings.Reporter{Config: o.Findings, DryRun: o.Shadow})
 	if err != nil {
 		return nil, nil, err
 	}
-	obs := &Observer{Tracking: t, Planner: wm, Informers: mgr.GetCache(), Log: mgr.GetLogger().WithName("gangmap-observer")}
+	co.Planner = wm
+	obs := &Observer{Observer: co, Informers: mgr.GetCache(), Log: mgr.GetLogger().WithName("gangmap-observer")}
 	g.Observer = obs
 	return hub, g, mgr.Add(obs)
 }

@@ -57,9 +57,8 @@ func (t *Tracker) Collect(ch chan<- prometheus.Metric) {
 
 // ConditionsTimeout bounds the reads of the tracked workloads' PodGroups in one scrape (from the
 // manager's cache: microseconds each once it has synced; before, a read waits for the sync). It
-// is Prometheus' default scrape timeout. Until session 7 each read had a second of its own (a
-// timer per workload per scrape, and a scrape of 10,000 workloads before the sync could take
-// hours); PodGroups not read in time export no conditions in that scrape.
+// is Prometheus' default scrape timeout; PodGroups not read in time export no conditions in that
+// scrape.
 const ConditionsTimeout = 10 * time.Second
 
 // workload adds the series of a tracked workload but its PodGroups' conditions, from the entry
@@ -137,8 +136,7 @@ func (r *conditionReader) series(ctx context.Context, reader client.Reader, owne
 // read appends the conditions of a PodGroup (from the cache) to r.conds: its conditions' type
 // and status and its scheduling conditions' type (status True), each (type, status) once, none
 // when it cannot be read. The PodGroup is read without a deep copy (client.UnsafeDisableDeepCopy:
-// its slices are the cached object's) and only read here: a copy per workload per scrape was the
-// scrape's main allocation at 10,000 workloads.
+// its slices are the cached object's) and only read here.
 func (r *conditionReader) read(ctx context.Context, reader client.Reader, ns, name string) {
 	r.pg = v2alpha2.PodGroup{}
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &r.pg, client.UnsafeDisableDeepCopy); err != nil {

@@ -72,7 +72,7 @@ func TestExpositionEqualsConstMetrics(t *testing.T) {
 	tr := exhibitTracker(t)
 	require.True(t, tr.SetWorkload(Workload{UID: "g-unicode", Namespace: "équipe-ü", Kind: "Job.batch", Name: "läufer",
 		GPUs: 2, GangGPUs: 1, Roles: []Role{{Name: "räder-🚀 \"x\"\n", GPUs: 2, GangGPUs: 1}}}))
-	tr.SetPod("g-unicode", types.NamespacedName{Namespace: "équipe-ü", Name: "p-0"}, "räder-🚀 \"x\"\n", "Running")
+	setPod(tr, "g-unicode", types.NamespacedName{Namespace: "équipe-ü", Name: "p-0"}, "räder-🚀 \"x\"\n", "Running")
 
 	ch := make(chan prometheus.Metric, 10000)
 	tr.Collect(ch)

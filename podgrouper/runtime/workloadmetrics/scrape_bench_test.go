@@ -27,9 +27,9 @@ func scaleTracker(n int) *Tracker {
 			Status: []string{"running"}, GPUs: 10, GangGPUs: 10, PodGroups: []string{"pg-" + name},
 			Roles: []Role{{Name: "coordinator", GPUs: 1, GangGPUs: 1}, {Name: "worker", GPUs: 9, GangGPUs: 9}}})
 		store.add("scale", "pg-"+name, v2alpha2.PodGroupStatus{})
-		tr.SetPod(uid, types.NamespacedName{Namespace: "scale", Name: name + "-coordinator-0"}, "coordinator", "Running")
+		setPod(tr, uid, types.NamespacedName{Namespace: "scale", Name: name + "-coordinator-0"}, "coordinator", "Running")
 		for i := range 9 {
-			tr.SetPod(uid, types.NamespacedName{Namespace: "scale", Name: fmt.Sprintf("%s-worker-%d", name, i)}, "worker", "Running")
+			setPod(tr, uid, types.NamespacedName{Namespace: "scale", Name: fmt.Sprintf("%s-worker-%d", name, i)}, "worker", "Running")
 		}
 	}
 	return tr

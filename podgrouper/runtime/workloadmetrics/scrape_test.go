@@ -87,7 +87,7 @@ func exhibitTracker(t *testing.T) *Tracker {
 	store := &podGroupStore{}
 	tr := &Tracker{MaxWorkloads: 100, Reader: store}
 	pod := func(uid types.UID, ns, name, role, phase string) {
-		tr.SetPod(uid, types.NamespacedName{Namespace: ns, Name: name}, role, phase)
+		setPod(tr, uid, types.NamespacedName{Namespace: ns, Name: name}, role, phase)
 	}
 	require.True(t, tr.SetWorkload(Workload{UID: "a-custom", Namespace: "scale", Kind: "CustomJob.e2e.example.com", Name: "w00001",
 		Status: []string{"running"}, GPUs: 10, GangGPUs: 10, PodGroups: []string{"pg-w00001"},
@@ -182,7 +182,7 @@ func TestSeriesWriteAllocatesNothing(t *testing.T) {
 func TestInvalidUTF8RoleKeepsTheScrape(t *testing.T) {
 	tr := &Tracker{MaxWorkloads: 10}
 	require.True(t, tr.SetWorkload(Workload{UID: "u1", Namespace: "ns", Kind: "Job.batch", Name: "j", Roles: []Role{{Name: "bad\xffrole", GPUs: 1}}}))
-	tr.SetPod("u1", types.NamespacedName{Namespace: "ns", Name: "p"}, "bad\xffrole", "Running")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "ns", Name: "p"}, "bad\xffrole", "Running")
 	byName := collectByName(t, tr)
 	assert.Equal(t, map[string]float64{"bad\uFFFDrole": 1}, labelValues(byName["gangmap_workload_role_gpus"], "role"))
 	assert.Equal(t, map[string]float64{"bad\uFFFDrole": 1}, labelValues(byName["gangmap_workload_role_pods"], "role"))
@@ -237,9 +237,9 @@ func TestScrapesWhileWorkloadsChange(t *testing.T) {
 		require.True(t, tr.SetWorkload(Workload{UID: uid, Namespace: "scale", Kind: "CustomJob.e2e.example.com", Name: fmt.Sprintf("z%d", i),
 			Roles: []Role{{Name: "worker", GPUs: 1}}}))
 		pod := types.NamespacedName{Namespace: "scale", Name: fmt.Sprintf("z%d-0", i)}
-		tr.SetPod(uid, pod, "worker", "Pending")
-		tr.SetPod(uid, pod, "worker", "Running")
-		tr.SetPod("a-custom", types.NamespacedName{Namespace: "scale", Name: "c-0"}, "coordinator", []string{"Pending", "Running"}[i%2])
+		setPod(tr, uid, pod, "worker", "Pending")
+		setPod(tr, uid, pod, "worker", "Running")
+		setPod(tr, "a-custom", types.NamespacedName{Namespace: "scale", Name: "c-0"}, "coordinator", []string{"Pending", "Running"}[i%2])
 		tr.ForgetPod(pod)
 		tr.ForgetWorkload(uid)
 	}

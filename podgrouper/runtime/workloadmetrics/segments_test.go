@@ -57,7 +57,7 @@ func TestSegmentSeries(t *testing.T) {
 	})
 	require.Len(t, unnamed.TopologyIssues, 1)
 	require.True(t, tr.SetWorkload(FromPlan(unnamed, "u3", "Job.batch.volcano.sh")))
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "segmented-worker-0"}, "worker", "Running")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "segmented-worker-0"}, "worker", "Running")
 
 	want := `
 # HELP gangmap_workload_role_segments Segment sub-groups gangmap writes for one role of the workload (kai.scheduler/segment-size: ceil(pods / size), each with the segment topology constraint); only roles in segments.

@@ -12,12 +12,8 @@ import (
 // gauge is one series of one scrape: a prometheus.Metric whose Write hands out label pairs and a
 // gauge value shared with other series of the scrape, so a Write allocates nothing. A gauge
 // lives in its scrape's chunks and is never changed once built (the registry keeps what Write
-// returns until the scrape is encoded; a dto.Metric is immutable by its contract).
-//
-// It replaces prometheus.MustNewConstMetric, which gave every series its own sorted
-// []*dto.LabelPair with a copy of each label name and value, the label values' slice, and a
-// gauge allocated again in Write: about 800 of the 1,100 bytes a series cost a scrape of 10,000
-// workloads (BenchmarkScrapeWorkloads).
+// returns until the scrape is encoded; a dto.Metric is immutable by its contract). Against
+// prometheus.MustNewConstMetric: bench/README.md, "Session 7: the workload metrics scrape".
 type gauge struct {
 	desc *prometheus.Desc
 	// labels are sorted by name, as the registry requires: the workload's kind, name and

@@ -29,9 +29,9 @@ func TestSeriesPerWorkloadBounded(t *testing.T) {
 		Conditions: []v2alpha2.PodGroupCondition{{Type: "Ready", Status: corev1.ConditionFalse}}}}
 	tr := &Tracker{MaxWorkloads: 10, Reader: &sharedPodGroups{stored: stored}}
 	require.True(t, tr.SetWorkload(w))
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "p0"}, "r-00", "Running")
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "p35"}, "r-35", "Pending")
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "p39"}, "r-39", "Pending")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "p0"}, "r-00", "Running")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "p35"}, "r-35", "Pending")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "p39"}, "r-39", "Pending")
 
 	byName := collectByName(t, tr)
 	roleGPUs := labelValues(byName["gangmap_workload_role_gpus"], "role")
@@ -58,7 +58,7 @@ func TestSeriesPerWorkloadBounded(t *testing.T) {
 func TestSeriesPerWorkloadUnderTheCap(t *testing.T) {
 	tr := &Tracker{MaxWorkloads: 10}
 	require.True(t, tr.SetWorkload(FromPlan(seedPlan(t), "u1", "JobSet.jobset.x-k8s.io")))
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "w-0"}, "workers", "Pending")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "w-0"}, "workers", "Pending")
 	byName := collectByName(t, tr)
 	assert.Equal(t, map[string]float64{"leader": 4, "workers": 8}, labelValues(byName["gangmap_workload_role_gpus"], "role"))
 	assert.Equal(t, map[string]float64{"workers": 1}, labelValues(byName["gangmap_workload_role_pods"], "role"))

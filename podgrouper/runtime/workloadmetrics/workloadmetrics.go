@@ -10,6 +10,7 @@
 package workloadmetrics
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"sync"
@@ -193,12 +194,17 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 	t.init()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.setWorkloadLocked(w) != nil
+}
+
+// setWorkloadLocked is SetWorkload under the lock: it returns w's entry, nil when w is dropped.
+func (t *Tracker) setWorkloadLocked(w Workload) *entry {
 	if e, ok := t.workloads[w.UID]; ok {
 		e.Workload = w
-		return true
+		return e
 	}
 	if _, gone := t.gone.Get(w.UID); gone {
-		return false
+		return nil
 	}
 	if len(t.workloads) >= t.MaxWorkloads {
 		t.dropped.Inc()
@@ -208,11 +214,12 @@ func (t *Tracker) SetWorkload(w Workload) bool {
 			t.Log.Info("Workload metrics cap reached: this workload gets no gangmap_workload_* series (raise --max-workload-metrics)",
 				"workload", w.Namespace+"/"+w.Name, "kind", w.Kind, "cap", t.MaxWorkloads, "dropped", n)
 		}
-		return false
+		return nil
 	}
 	t.serial++
-	t.workloads[w.UID] = &entry{Workload: w, serial: t.serial}
-	return true
+	e := &entry{Workload: w, serial: t.serial}
+	t.workloads[w.UID] = e
+	return e
 }
 
 // Tracked reports whether the workload has series.
@@ -222,18 +229,6 @@ func (t *Tracker) Tracked(uid types.UID) bool {
 	defer t.mu.Unlock()
 	_, ok := t.workloads[uid]
 	return ok
-}
-
-// PodRole returns the role recorded for a pod, if any.
-func (t *Tracker) PodRole(pod types.NamespacedName) (string, bool) {
-	t.init()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	m, ok := t.Pods.Metric(pod)
-	if !ok || t.live(m) == nil {
-		return "", false
-	}
-	return m.Role, true
 }
 
 // live returns the entry a pod's record counts under, nil when that entry is gone.
@@ -257,29 +252,19 @@ func (t *Tracker) TrackPod(uid types.UID, groupKind string, plan *gang.Plan, pod
 		}
 		return false
 	}
-	if t.SetWorkload(FromPlan(plan, uid, groupKind)) {
-		if phase == "" {
-			phase = corev1.PodPending
-		}
-		t.SetPod(uid, pod, role, string(phase))
+	w := FromPlan(plan, uid, groupKind)
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.setWorkloadLocked(w); e != nil {
+		t.setPodLocked(e, pod, role, string(cmp.Or(phase, corev1.PodPending)))
 	}
 	return true
 }
 
-// SetPod records a pod of a tracked workload with its role and phase; a pod of an untracked
-// workload is ignored.
-func (t *Tracker) SetPod(uid types.UID, pod types.NamespacedName, role, phase string) {
-	t.init()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.workloads[uid]
-	if !ok {
-		if old, had := t.Pods.Metric(pod); had && old.Owner != uid {
-			t.swapPodLocked(pod, nil)
-		}
-		return
-	}
-	t.swapPodLocked(pod, &podbook.Metric{Owner: uid, Serial: e.serial, Role: role, Phase: phase})
+// setPodLocked records a pod of the tracked workload e with its role and phase.
+func (t *Tracker) setPodLocked(e *entry, pod types.NamespacedName, role, phase string) {
+	t.swapPodLocked(pod, &podbook.Metric{Owner: e.UID, Serial: e.serial, Role: role, Phase: phase})
 	e.count(podState{role: role, phase: phase}, 1)
 }
 

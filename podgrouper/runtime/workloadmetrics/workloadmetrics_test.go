@@ -43,9 +43,9 @@ func TestSeedJobSetSeries(t *testing.T) {
 	tr := &Tracker{MaxWorkloads: 10}
 	w := FromPlan(seedPlan(t), "u1", "JobSet.jobset.x-k8s.io")
 	require.True(t, tr.SetWorkload(w))
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "l-0"}, "leader", "Running")
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "w-0"}, "workers", "Pending")
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "w-1"}, "workers", "Pending")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "l-0"}, "leader", "Running")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "w-0"}, "workers", "Pending")
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "w-1"}, "workers", "Pending")
 	lbl := `kind="JobSet.jobset.x-k8s.io",name="train-llm",namespace="team-a"` // sorted, as collected
 	want := `
 # HELP gangmap_workload_gpus GPUs the workload's pods request when every role runs all its replicas, in devices (fractions as decimals).
@@ -68,7 +68,7 @@ gangmap_workload_status{` + lbl + `,status="initializing"} 1
 `
 	assert.NoError(t, testutil.CollectAndCompare(tr, strings.NewReader(want),
 		"gangmap_workload_gpus", "gangmap_workload_gang_min_gpus", "gangmap_workload_role_gpus", "gangmap_workload_role_pods", "gangmap_workload_status"))
-	role, ok := tr.PodRole(types.NamespacedName{Namespace: "team-a", Name: "w-1"})
+	role, ok := podRole(tr, types.NamespacedName{Namespace: "team-a", Name: "w-1"})
 	assert.True(t, ok)
 	assert.Equal(t, "workers", role)
 
@@ -87,8 +87,8 @@ func TestCap(t *testing.T) {
 	assert.False(t, tr.SetWorkload(FromPlan(p, "b", "JobSet.jobset.x-k8s.io")))
 	assert.False(t, tr.SetWorkload(FromPlan(p, "c", "JobSet.jobset.x-k8s.io")))
 	assert.True(t, tr.SetWorkload(FromPlan(p, "a", "JobSet.jobset.x-k8s.io")), "a tracked workload is updated")
-	tr.SetPod("b", types.NamespacedName{Name: "x"}, "leader", "Running")
-	_, ok := tr.PodRole(types.NamespacedName{Name: "x"})
+	setPod(tr, "b", types.NamespacedName{Name: "x"}, "leader", "Running")
+	_, ok := podRole(tr, types.NamespacedName{Name: "x"})
 	assert.False(t, ok)
 	assert.NoError(t, testutil.CollectAndCompare(tr, strings.NewReader(`
 # HELP gangmap_workload_metrics_dropped_total Updates of workloads that got no gangmap_workload_* series because --max-workload-metrics workloads already have them.
@@ -122,10 +122,10 @@ func TestPodCountsFollowThePod(t *testing.T) {
 	require.True(t, tr.SetWorkload(w1))
 	require.True(t, tr.SetWorkload(w2))
 	pod := types.NamespacedName{Namespace: "team-a", Name: "w-0"}
-	tr.SetPod("u1", pod, "workers", "Pending")
-	tr.SetPod("u1", pod, "workers", "Pending") // a reconcile again
-	tr.SetPod("u1", types.NamespacedName{Namespace: "team-a", Name: "w-1"}, "workers", "Pending")
-	tr.SetPod("u1", pod, "workers", "Running")
+	setPod(tr, "u1", pod, "workers", "Pending")
+	setPod(tr, "u1", pod, "workers", "Pending") // a reconcile again
+	setPod(tr, "u1", types.NamespacedName{Namespace: "team-a", Name: "w-1"}, "workers", "Pending")
+	setPod(tr, "u1", pod, "workers", "Running")
 	pods := func() map[string]float64 {
 		out := map[string]float64{}
 		ch := make(chan prometheus.Metric, 100)
@@ -147,15 +147,38 @@ func TestPodCountsFollowThePod(t *testing.T) {
 	}
 	assert.Equal(t, map[string]float64{"train-llm/workers/Running": 1, "train-llm/workers/Pending": 1}, pods())
 
-	tr.SetPod("u2", pod, "workers", "Running")
+	setPod(tr, "u2", pod, "workers", "Running")
 	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1, "other/workers/Running": 1}, pods())
 
 	tr.ForgetWorkload("u2")
-	tr.SetPod("u1", pod, "leader", "Running") // back to u1: nothing to take off u2's gone entry
+	setPod(tr, "u1", pod, "leader", "Running") // back to u1: nothing to take off u2's gone entry
 	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1, "train-llm/leader/Running": 1}, pods())
 	tr.ForgetPod(pod)
 	tr.ForgetPod(pod)
 	assert.Equal(t, map[string]float64{"train-llm/workers/Pending": 1}, pods())
-	_, ok := tr.PodRole(pod)
+	_, ok := podRole(tr, pod)
 	assert.False(t, ok)
+}
+
+// podRole returns the role recorded for a pod under a live entry, if any.
+func podRole(t *Tracker, pod types.NamespacedName) (string, bool) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.Pods.Metric(pod)
+	if !ok || t.live(m) == nil {
+		return "", false
+	}
+	return m.Role, true
+}
+
+// setPod records a pod of a tracked workload with its role and phase, as TrackPod does for a pod
+// with a role; a pod of an untracked workload is ignored.
+func setPod(t *Tracker, uid types.UID, pod types.NamespacedName, role, phase string) {
+	t.init()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.workloads[uid]; e != nil {
+		t.setPodLocked(e, pod, role, phase)
+	}
 }

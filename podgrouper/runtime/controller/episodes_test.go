@@ -1,4 +1,4 @@
-package workloadevents
+package controller
 
 import (
 	"fmt"
@@ -76,40 +76,40 @@ func (c *clock) advance(d time.Duration) {
 	}
 }
 
-// event is one Event the recorder got.
-type event struct {
+// recordedEvent is one Event the episodeRecorder got.
+type recordedEvent struct {
 	object       string
 	typ, reason  string
 	message      string
 	involvedKind string
 }
 
-// recorder keeps the Events (record.EventRecorder).
-type recorder struct {
+// episodeRecorder keeps the Events (record.EventRecorder).
+type episodeRecorder struct {
 	mu     sync.Mutex
-	events []event
+	events []recordedEvent
 }
 
-func (r *recorder) Event(o runtime.Object, typ, reason, msg string) {
+func (r *episodeRecorder) Event(o runtime.Object, typ, reason, msg string) {
 	u := o.(*unstructured.Unstructured)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, event{object: u.GetNamespace() + "/" + u.GetName(), typ: typ, reason: reason, message: msg, involvedKind: u.GetKind()})
+	r.events = append(r.events, recordedEvent{object: u.GetNamespace() + "/" + u.GetName(), typ: typ, reason: reason, message: msg, involvedKind: u.GetKind()})
 }
-func (r *recorder) Eventf(o runtime.Object, typ, reason, f string, args ...any) {
+func (r *episodeRecorder) Eventf(o runtime.Object, typ, reason, f string, args ...any) {
 	r.Event(o, typ, reason, fmt.Sprintf(f, args...))
 }
-func (r *recorder) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, f string, args ...any) {
+func (r *episodeRecorder) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, f string, args ...any) {
 	r.Eventf(o, typ, reason, f, args...)
 }
 
-func (r *recorder) all() []event {
+func (r *episodeRecorder) all() []recordedEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]event(nil), r.events...)
+	return append([]recordedEvent(nil), r.events...)
 }
 
-func workload(name string) *unstructured.Unstructured {
+func episodeWorkload(name string) *unstructured.Unstructured {
 	w := &unstructured.Unstructured{}
 	w.SetAPIVersion("e2e.example.com/v1")
 	w.SetKind("CustomJob")
@@ -120,9 +120,9 @@ func workload(name string) *unstructured.Unstructured {
 	return w
 }
 
-func newAggregator(rec *recorder, c *clock) *Aggregator {
-	a := &Aggregator{Recorder: rec, Type: corev1.EventTypeWarning, Reason: "Test",
-		Message: func(e *Episode) string {
+func newAggregator(rec *episodeRecorder, c *clock) *aggregator {
+	a := &aggregator{recorder: rec, typ: corev1.EventTypeWarning, reason: "Test",
+		message: func(e *episode) string {
 			return fmt.Sprintf("%d pods: %s; %s", e.Pods, e.SampleList(), e.DetailList())
 		}}
 	a.now, a.afterFunc = c.now, c.afterFunc
@@ -133,20 +133,20 @@ func newAggregator(rec *recorder, c *clock) *Aggregator {
 // reconciles them, interleaved) give 100 Events, one per workload, each with its 10 pods, once
 // the workloads were quiet for Quiet; nothing is written before.
 func TestOneEventPerWorkloadEpisode(t *testing.T) {
-	rec, c := &recorder{}, &clock{t: time.Unix(1000, 0)}
+	rec, c := &episodeRecorder{}, &clock{t: time.Unix(1000, 0)}
 	a := newAggregator(rec, c)
 	for p := 0; p < 10; p++ {
 		for w := 0; w < 100; w++ {
-			a.Add(workload(fmt.Sprintf("w%03d", w)), fmt.Sprintf("w%03d-%d", w, p), fmt.Sprintf("joined pg-w%03d", w))
+			a.add(episodeWorkload(fmt.Sprintf("w%03d", w)), fmt.Sprintf("w%03d-%d", w, p), fmt.Sprintf("joined pg-w%03d", w))
 		}
 		c.advance(100 * time.Millisecond)
 	}
 	assert.Empty(t, rec.all(), "no Event while the episodes last")
-	assert.Equal(t, 100, open(a))
-	c.advance(DefaultQuiet)
+	assert.Equal(t, 100, openEpisodes(a))
+	c.advance(EpisodeQuiet)
 	events := rec.all()
 	require.Len(t, events, 100)
-	assert.Equal(t, 0, open(a))
+	assert.Equal(t, 0, openEpisodes(a))
 	seen := map[string]bool{}
 	for _, e := range events {
 		name := e.object[len("ns/"):]
@@ -162,12 +162,12 @@ func TestOneEventPerWorkloadEpisode(t *testing.T) {
 // TestEpisodeEndsQuietOrLongest: pods that keep coming less than Quiet apart end the episode when
 // it is Longest old; the next pod begins another, which ends Quiet after its last pod.
 func TestEpisodeEndsQuietOrLongest(t *testing.T) {
-	rec, c := &recorder{}, &clock{t: time.Unix(1000, 0)}
+	rec, c := &episodeRecorder{}, &clock{t: time.Unix(1000, 0)}
 	a := newAggregator(rec, c)
-	a.Quiet, a.Longest = 5*time.Second, 20*time.Second
-	w := workload("train")
+	a.quiet, a.longest = 5*time.Second, 20*time.Second
+	w := episodeWorkload("train")
 	for i := 0; i < 6; i++ { // pods at 0, 4, 8, 12, 16, 20 s
-		a.Add(w, fmt.Sprintf("p%d", i), "")
+		a.add(w, fmt.Sprintf("p%d", i), "")
 		c.advance(4 * time.Second)
 	}
 	// The timer fires at 20 s, Longest after the first pod, before the pod of 20 s is added: the
@@ -183,15 +183,15 @@ func TestEpisodeEndsQuietOrLongest(t *testing.T) {
 
 // TestDetailsBounded: an episode keeps 8 distinct details and counts the pods of the rest.
 func TestDetailsBounded(t *testing.T) {
-	rec, c := &recorder{}, &clock{t: time.Unix(1000, 0)}
+	rec, c := &episodeRecorder{}, &clock{t: time.Unix(1000, 0)}
 	a := newAggregator(rec, c)
-	w := workload("lws")
+	w := episodeWorkload("lws")
 	for g := 0; g < 20; g++ {
 		for p := 0; p < 2; p++ {
-			a.Add(w, fmt.Sprintf("g%02d-%d", g, p), fmt.Sprintf("in pg-%02d", g))
+			a.add(w, fmt.Sprintf("g%02d-%d", g, p), fmt.Sprintf("in pg-%02d", g))
 		}
 	}
-	a.Flush()
+	a.flush()
 	events := rec.all()
 	require.Len(t, events, 1)
 	assert.Equal(t, "40 pods: g00-0, g00-1, g01-0 and 37 more; 2 in pg-00, 2 in pg-01, 2 in pg-02, 2 in pg-03, 2 in pg-04, 2 in pg-05, 2 in pg-06, 2 in pg-07, and 24 more", events[0].message)
@@ -200,40 +200,40 @@ func TestDetailsBounded(t *testing.T) {
 // TestMaxOpenWritesOldestEarly: with MaxOpen episodes open, a new workload's first pod ends the
 // oldest episode at once.
 func TestMaxOpenWritesOldestEarly(t *testing.T) {
-	rec, c := &recorder{}, &clock{t: time.Unix(1000, 0)}
+	rec, c := &episodeRecorder{}, &clock{t: time.Unix(1000, 0)}
 	a := newAggregator(rec, c)
-	a.MaxOpen = 3
+	a.maxOpen = 3
 	for i := 0; i < 5; i++ {
-		a.Add(workload(fmt.Sprintf("w%d", i)), fmt.Sprintf("w%d-0", i), "")
+		a.add(episodeWorkload(fmt.Sprintf("w%d", i)), fmt.Sprintf("w%d-0", i), "")
 		c.advance(time.Millisecond)
 	}
 	events := rec.all()
 	require.Len(t, events, 2)
 	assert.Equal(t, "ns/w0", events[0].object)
 	assert.Equal(t, "ns/w1", events[1].object)
-	assert.Equal(t, 3, open(a))
-	c.advance(DefaultQuiet)
+	assert.Equal(t, 3, openEpisodes(a))
+	c.advance(EpisodeQuiet)
 	assert.Len(t, rec.all(), 5)
 }
 
 // TestConcurrentAdds: pods added from many goroutines (reconcile workers) are each counted once,
 // with the real clock (-race).
 func TestConcurrentAdds(t *testing.T) {
-	rec := &recorder{}
-	a := &Aggregator{Recorder: rec, Type: corev1.EventTypeNormal, Reason: "Test", Quiet: time.Hour,
-		Message: func(e *Episode) string { return fmt.Sprint(e.Pods) }}
+	rec := &episodeRecorder{}
+	a := &aggregator{recorder: rec, typ: corev1.EventTypeNormal, reason: "Test", quiet: time.Hour,
+		message: func(e *episode) string { return fmt.Sprint(e.Pods) }}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for p := 0; p < 100; p++ {
-				a.Add(workload(fmt.Sprintf("w%d", p%10)), fmt.Sprintf("p%d-%d", g, p), "")
+				a.add(episodeWorkload(fmt.Sprintf("w%d", p%10)), fmt.Sprintf("p%d-%d", g, p), "")
 			}
 		}()
 	}
 	wg.Wait()
-	a.Flush()
+	a.flush()
 	events := rec.all()
 	require.Len(t, events, 10)
 	for _, e := range events {
@@ -241,8 +241,8 @@ func TestConcurrentAdds(t *testing.T) {
 	}
 }
 
-// open is the number of episodes open now.
-func open(a *Aggregator) int {
+// openEpisodes is the number of episodes open now.
+func openEpisodes(a *aggregator) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.open)
