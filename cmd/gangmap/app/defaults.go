@@ -80,7 +80,7 @@ func plainPath(q *gojq.Query) ([]string, bool) {
 	if q.Op != 0 || q.Term == nil || q.Term.Type != gojq.TermTypeIndex || q.Term.Index == nil {
 		return nil, false
 	}
-	first, ok := indexKey(q.Term.Index)
+	first, ok := schemalint.IndexKey(q.Term.Index)
 	if !ok {
 		return nil, false
 	}
@@ -89,35 +89,13 @@ func plainPath(q *gojq.Query) ([]string, bool) {
 		if s.Index == nil {
 			return nil, false
 		}
-		k, ok := indexKey(s.Index)
+		k, ok := schemalint.IndexKey(s.Index)
 		if !ok {
 			return nil, false
 		}
 		keys = append(keys, k)
 	}
 	return keys, true
-}
-
-func indexKey(idx *gojq.Index) (string, bool) {
-	if idx.Name != "" {
-		return idx.Name, true
-	}
-	if idx.Str != nil && len(idx.Str.Queries) == 0 {
-		return idx.Str.Str, true
-	}
-	if s := literalString(idx.Start); s != "" && !idx.IsSlice && idx.End == nil {
-		return s, true
-	}
-	return "", false
-}
-
-// literalString is q's value when q is a string literal with no interpolation, else "".
-func literalString(q *gojq.Query) string {
-	if q == nil || q.Term == nil || q.Term.Type != gojq.TermTypeString || q.Term.Str == nil ||
-		len(q.Term.Str.Queries) > 0 || len(q.Term.SuffixList) > 0 {
-		return ""
-	}
-	return q.Term.Str.Str
 }
 
 // lookup follows keys from obj. found: the value exists and is neither null nor false (what jq's
