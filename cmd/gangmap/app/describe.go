@@ -233,7 +233,7 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	if err != nil {
 		return nil, err
 	}
-	obj, err := c.getObject(ctx, m, c.namespace, name)
+	obj, err := c.dynamic.Resource(m.Resource).Namespace(scope(m, c.namespace)).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fail(ExitProblems, "%s %q not found in namespace %s", m.GroupVersionKind.Kind, name, c.namespace)
 	}

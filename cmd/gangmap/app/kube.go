@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -169,15 +167,6 @@ func scope(m *meta.RESTMapping, ns string) string {
 	return ns
 }
 
-// listPods lists the pods of one namespace ("" for all), in one request.
-func (c *kubeClients) listPods(ctx context.Context, ns string) ([]*corev1.Pod, error) {
-	list, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	return pointers(list.Items), nil
-}
-
 // pointers points at each item of a list.
 func pointers[T any](items []T) []*T {
 	out := make([]*T, len(items))
@@ -234,20 +223,6 @@ func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerRefe
 	}
 	c.owners[ref.UID] = obj.OwnerReferences
 	return obj.OwnerReferences
-}
-
-// getObject reads one object of the mapping.
-func (c *kubeClients) getObject(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
-	return c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).Get(ctx, name, metav1.GetOptions{})
-}
-
-// listObjects lists the objects of the mapping in ns ("" for all).
-func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns string) ([]*unstructured.Unstructured, error) {
-	list, err := c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return pointers(list.Items), nil
 }
 
 // liveRegistry is the offline registry (catalog and --definitions) with the cluster's Karta

@@ -336,7 +336,7 @@ func addDefinitionsFlag(cmd *cobra.Command, p *[]string, more string) {
 func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
 	last := len(formats) - 1
 	cmd.Flags().StringVarP(p, "output", "o", formats[0], "output format: "+strings.Join(formats[:last], ", ")+" or "+formats[last])
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(formats...))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if slices.Contains(formats, *p) {
 			return nil
@@ -384,11 +384,4 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
-}
-
-// fixedCompletion completes a flag with a fixed list of values.
-func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return values, cobra.ShellCompDirectiveNoFileComp
-	}
 }
