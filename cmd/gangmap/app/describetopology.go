@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -247,7 +248,7 @@ func subGroupLines(sgs []*placementSubGroup) []treeLine {
 		}
 		out[i] = treeLine{text: fmt.Sprintf("%s\t%s   %s   pods %d", label, constraintLabel(sg.Topology), min, len(sg.Pods)), under: subGroupLines(sg.Children)}
 		for _, p := range sg.Pods {
-			out[i].under = append(out[i].under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " ")})
+			out[i].under = append(out[i].under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, cmp.Or(p.Node, "<none>"), pairsText(p.NodeTopology, " ")), " ")})
 		}
 	}
 	return out

@@ -166,7 +166,7 @@ func printGetTable(w io.Writer, doc workloadsDocument, ns string) {
 		case v.NativeInKAI && v.Definition == nil:
 			status, gpus = "<KAI native>", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames(), v.findingsColumn())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.Workload.Name, cmp.Or(v.Workload.Namespace, "-"), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames(), v.findingsColumn())
 	}
 	_ = tw.Flush()
 	nativeNoted := map[string]bool{}
