@@ -87,11 +87,11 @@ func (c *kubeClients) clusterDrift(ctx context.Context, reg *definitions.Registr
 	return out, nil
 }
 
-// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg with the
-// cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper refuses
-// (a path its kind's CRD cannot hold) as not active, with the grouper's problem (issue 31 point 8:
-// it was listed ACTIVE yes). Reading CRDs (c.crds; nil: no lint) needs get on
-// customresourcedefinitions; the linter skips a kind whose CRD it cannot read.
+// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg
+// with the cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper
+// refuses (a path its kind's CRD cannot hold) as not active, with the grouper's problem. Reading
+// CRDs (c.crds; nil: no lint) needs get on customresourcedefinitions; the linter skips a kind
+// whose CRD it cannot read.
 func (c *kubeClients) lintAgainstClusterCRDs(ctx context.Context, reg *definitions.Registry) {
 	if c.crds != nil {
 		l := &crdlint.Linter{Registry: reg, Reader: c.crds, Mapper: c.mapper}

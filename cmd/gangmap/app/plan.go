@@ -120,8 +120,7 @@ var supportingKinds = func() map[schema.GroupKind]bool {
 		"scheduling.run.ai":         {"Queue", "PodGroup"},
 		"trainer.kubeflow.org":      {"ClusterTrainingRuntime", "TrainingRuntime"},
 		"serving.kserve.io":         {"LLMInferenceServiceConfig"},
-		// DRA objects a workload's pods claim devices through (issue 31 point 10: a
-		// ResourceClaimTemplate beside a JobSet made plan exit 1).
+		// DRA objects a workload's pods claim devices through (issue 31 point 10).
 		"resource.k8s.io": {"ResourceClaimTemplate", "ResourceClaim", "DeviceClass"},
 	} {
 		for _, k := range kinds {
