@@ -190,13 +190,7 @@ func (l *linter) fn(f *gojq.Func, in []*node) []*node {
 }
 
 func (l *linter) index(in []*node, idx *gojq.Index) []*node {
-	name := idx.Name
-	if name == "" && idx.Str != nil && len(idx.Str.Queries) == 0 {
-		name = idx.Str.Str
-	}
-	if name == "" && !idx.IsSlice && idx.End == nil {
-		name = literalString(idx.Start) // .spec["replicatedJobs"]
-	}
+	name, _ := IndexKey(idx)
 	if name == "" {
 		if idx.Start != nil && !idx.IsSlice {
 			return elements(in) // .[0]
@@ -237,6 +231,20 @@ func (l *linter) child(n *node, name string) *node {
 	}
 	l.findings = append(l.findings, Finding{Field: l.field, Path: p, Message: missing(n.path, name, s)})
 	return nil
+}
+
+// IndexKey is the object key idx reads (.name, ."name" or .["name"], no interpolation), else false.
+func IndexKey(idx *gojq.Index) (string, bool) {
+	if idx.Name != "" {
+		return idx.Name, true
+	}
+	if idx.Str != nil && len(idx.Str.Queries) == 0 {
+		return idx.Str.Str, true
+	}
+	if s := literalString(idx.Start); s != "" && !idx.IsSlice && idx.End == nil {
+		return s, true // .spec["replicatedJobs"]
+	}
+	return "", false
 }
 
 // literalString is q's value when q is a string literal with no interpolation, else "".

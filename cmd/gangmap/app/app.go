@@ -101,9 +101,8 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 // rootUse is the root command's name: "kubectl gangmap" when the binary runs as a kubectl
 // plugin (its base name starts with "kubectl-"), else "gangmap".
 func rootUse(argv0 string) string {
-	base := filepath.Base(argv0)
-	if strings.HasPrefix(base, kubectlPluginPrefix) {
-		return "kubectl " + strings.TrimPrefix(base, kubectlPluginPrefix)
+	if name, ok := strings.CutPrefix(filepath.Base(argv0), kubectlPluginPrefix); ok {
+		return "kubectl " + name
 	}
 	return "gangmap"
 }

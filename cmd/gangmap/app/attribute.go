@@ -11,10 +11,6 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/owners"
 )
 
-// maxOwnerDepth bounds the owner walk from a pod to its workload (LWS workers are 4 levels
-// below their LeaderWorkerSet).
-const maxOwnerDepth = 10
-
 // ownerGraph reads an owner's own owner references: none when it has none or cannot be read
 // (gone, forbidden, unknown kind), which ends the walk either way.
 type ownerGraph interface {
@@ -33,17 +29,16 @@ func refKey(ns string, ref metav1.OwnerReference) workloadKey {
 	return workloadKey{group: gv.Group, kind: ref.Kind, ns: ns, name: ref.Name}
 }
 
-// rootsIndex finds the workload an owner reference points at.
+// rootsIndex finds the workload an owner reference points at among objs.
 type rootsIndex struct {
+	objs   []*unstructured.Unstructured
 	byUID  map[string]int
 	byName map[workloadKey]int
-	uids   []string
 }
 
 func newRootsIndex(objs []*unstructured.Unstructured) *rootsIndex {
-	ix := &rootsIndex{byUID: map[string]int{}, byName: map[workloadKey]int{}, uids: make([]string, len(objs))}
+	ix := &rootsIndex{objs: objs, byUID: map[string]int{}, byName: map[workloadKey]int{}}
 	for i, o := range objs {
-		ix.uids[i] = string(o.GetUID())
 		if uid := string(o.GetUID()); uid != "" {
 			ix.byUID[uid] = i
 		}
@@ -56,13 +51,11 @@ func newRootsIndex(objs []*unstructured.Unstructured) *rootsIndex {
 // match returns the workload ref points at: by UID when the reference has one and some workload
 // has it, else (manifests without UIDs) by group, kind, namespace and name.
 func (ix *rootsIndex) match(ns string, ref metav1.OwnerReference) (int, bool) {
-	if ref.UID != "" {
-		if i, ok := ix.byUID[string(ref.UID)]; ok {
-			return i, true
-		}
+	if i, ok := ix.byUID[string(ref.UID)]; ok { // never "": only UIDs are keys
+		return i, true
 	}
 	i, ok := ix.byName[refKey(ns, ref)]
-	if ok && ref.UID != "" && ix.uids[i] != "" {
+	if ok && ref.UID != "" && ix.objs[i].GetUID() != "" {
 		return 0, false // the reference names a workload with another UID: an older one
 	}
 	return i, ok
@@ -83,7 +76,7 @@ func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerG
 
 func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *rootsIndex, g ownerGraph) (int, bool) {
 	seen := map[metav1.OwnerReference]bool{}
-	for depth := 0; depth < maxOwnerDepth && len(refs) > 0; depth++ {
+	for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
 		ref := owners.Pick(refs)
 		if i, ok := ix.match(ns, ref); ok {
 			return i, true

@@ -22,11 +22,10 @@ type hiddenDefault struct {
 	Field string `json:"field"`
 	// Path is the alternative that resolved to nothing, e.g. .spec.workr.replicas.
 	Path string `json:"path"`
-	// Missing is the first step of Path the workload lacks (.spec.workr), Present the keys the
-	// object at its parent has, Suggest one of them within edit distance 2 of the missing key ("").
-	Missing string   `json:"missing"`
-	Present []string `json:"-"`
-	Suggest string   `json:"suggest,omitempty"`
+	// Missing is the first step of Path the workload lacks (.spec.workr), Suggest a key of the
+	// object at its parent within edit distance 2 of the missing key ("").
+	Missing string `json:"missing"`
+	Suggest string `json:"suggest,omitempty"`
 	// Default is the expression that stood in (the rest of the alternation).
 	Default string `json:"default"`
 }
@@ -66,8 +65,8 @@ func hiddenDefaults(k *definitions.Karta, obj map[string]any) []hiddenDefault {
 				break
 			}
 			h := hiddenDefault{Field: e.Field, Path: q.Left.String(), Missing: "." + strings.Join(keys[:missing+1], "."), Default: q.Right.String()}
-			h.Present = slices.Sorted(maps.Keys(parent))
-			h.Suggest = nearKey(keys[missing], h.Present)
+			others := slices.DeleteFunc(slices.Sorted(maps.Keys(parent)), func(k string) bool { return k == keys[missing] })
+			h.Suggest = schemalint.Closest(keys[missing], others)
 			out = append(out, h)
 		}
 	}
@@ -80,7 +79,7 @@ func plainPath(q *gojq.Query) ([]string, bool) {
 	if q.Op != 0 || q.Term == nil || q.Term.Type != gojq.TermTypeIndex || q.Term.Index == nil {
 		return nil, false
 	}
-	first, ok := indexKey(q.Term.Index)
+	first, ok := schemalint.IndexKey(q.Term.Index)
 	if !ok {
 		return nil, false
 	}
@@ -89,35 +88,13 @@ func plainPath(q *gojq.Query) ([]string, bool) {
 		if s.Index == nil {
 			return nil, false
 		}
-		k, ok := indexKey(s.Index)
+		k, ok := schemalint.IndexKey(s.Index)
 		if !ok {
 			return nil, false
 		}
 		keys = append(keys, k)
 	}
 	return keys, true
-}
-
-func indexKey(idx *gojq.Index) (string, bool) {
-	if idx.Name != "" {
-		return idx.Name, true
-	}
-	if idx.Str != nil && len(idx.Str.Queries) == 0 {
-		return idx.Str.Str, true
-	}
-	if s := literalString(idx.Start); s != "" && !idx.IsSlice && idx.End == nil {
-		return s, true
-	}
-	return "", false
-}
-
-// literalString is q's value when q is a string literal with no interpolation, else "".
-func literalString(q *gojq.Query) string {
-	if q == nil || q.Term == nil || q.Term.Type != gojq.TermTypeString || q.Term.Str == nil ||
-		len(q.Term.Str.Queries) > 0 || len(q.Term.SuffixList) > 0 {
-		return ""
-	}
-	return q.Term.Str.Str
 }
 
 // lookup follows keys from obj. found: the value exists and is neither null nor false (what jq's
@@ -141,15 +118,4 @@ func lookup(obj map[string]any, keys []string) (missing int, parent map[string]a
 		cur = next
 	}
 	return len(keys) - 1, cur, false
-}
-
-// nearKey is the key of present (other than name) within edit distance 2 of name, if any.
-func nearKey(name string, present []string) string {
-	others := make([]string, 0, len(present))
-	for _, p := range present {
-		if p != name {
-			others = append(others, p)
-		}
-	}
-	return schemalint.Closest(name, others)
 }

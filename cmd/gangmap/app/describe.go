@@ -150,7 +150,8 @@ type manifestInput struct {
 // and the rest; workloads are the rest without owner references that are not supporting kinds
 // (plan's rule: a runtime, a ConfigMap, a Service are not workloads; each is said on warn).
 func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifestInput, error) {
-	in := &manifestInput{graph: &manifestGraph{}}
+	in := &manifestInput{}
+	var others []*unstructured.Unstructured
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		switch {
@@ -167,7 +168,7 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 			}
 			in.podGroups = append(in.podGroups, pg)
 		default:
-			in.graph.objs = append(in.graph.objs, u)
+			others = append(others, u)
 			switch {
 			case len(u.GetOwnerReferences()) > 0:
 			case supportingKinds[gvk.GroupKind()]:
@@ -177,7 +178,7 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 			}
 		}
 	}
-	in.graph.rootsIndex = newRootsIndex(in.graph.objs)
+	in.graph = &manifestGraph{newRootsIndex(others)}
 	return in, nil
 }
 
@@ -210,13 +211,10 @@ func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) (
 	return out, unattributed
 }
 
-// manifestGraph is the ownerGraph of the objects of a manifest (but its Pods and PodGroups),
-// indexed as rootsIndex indexes workloads; unlike rootsIndex.match, a reference whose UID no
-// object has follows the object of its name whatever that object's UID.
-type manifestGraph struct {
-	objs []*unstructured.Unstructured
-	*rootsIndex
-}
+// manifestGraph is the ownerGraph of the objects of a manifest (but its Pods and PodGroups);
+// unlike rootsIndex.match, a reference whose UID no object has follows the object of its name
+// whatever that object's UID.
+type manifestGraph struct{ *rootsIndex }
 
 func (g *manifestGraph) owner(_ context.Context, ns string, ref metav1.OwnerReference) []metav1.OwnerReference {
 	i, ok := g.byUID[string(ref.UID)]
@@ -235,7 +233,7 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	if err != nil {
 		return nil, err
 	}
-	obj, err := c.getObject(ctx, m, c.namespace, name)
+	obj, err := c.dynamic.Resource(m.Resource).Namespace(scope(m, c.namespace)).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fail(ExitProblems, "%s %q not found in namespace %s", m.GroupVersionKind.Kind, name, c.namespace)
 	}

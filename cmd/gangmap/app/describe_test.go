@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/definitions"
+	"github.com/gangmap/gangmap/podgrouper/core/owners"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
@@ -228,7 +229,7 @@ func (g *countingGraph) owner(_ context.Context, _ string, ref metav1.OwnerRefer
 }
 
 // TestAttributeWalksOwnersBoundedAndFollowsControllers: pods reach their workload through
-// owners; a cycle and a chain deeper than maxOwnerDepth end the walk.
+// owners; a cycle and a chain deeper than owners.MaxDepth end the walk.
 func TestAttributeWalksOwnersBoundedAndFollowsControllers(t *testing.T) {
 	root := &unstructured.Unstructured{}
 	root.SetAPIVersion("example.com/v1")
@@ -243,11 +244,11 @@ func TestAttributeWalksOwnersBoundedAndFollowsControllers(t *testing.T) {
 		"cycleA": {ref("cycleB", true)},
 		"cycleB": {ref("cycleA", true)},
 	}, reads: map[types.UID]int{}}
-	// A chain of maxOwnerDepth+1 owners above the pod before the root: too deep.
-	for i := 0; i < maxOwnerDepth; i++ {
+	// A chain of owners.MaxDepth+1 owners above the pod before the root: too deep.
+	for i := 0; i < owners.MaxDepth; i++ {
 		g.owners[types.UID("deep"+string(rune('a'+i)))] = []metav1.OwnerReference{ref("deep"+string(rune('a'+i+1)), true)}
 	}
-	g.owners[types.UID("deep"+string(rune('a'+maxOwnerDepth)))] = []metav1.OwnerReference{ref("root", true)}
+	g.owners[types.UID("deep"+string(rune('a'+owners.MaxDepth)))] = []metav1.OwnerReference{ref("root", true)}
 	pod := func(name string, refs ...metav1.OwnerReference) *podFixture {
 		return &podFixture{name: name, refs: refs}
 	}

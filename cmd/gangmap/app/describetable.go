@@ -55,7 +55,7 @@ func printWorkloadView(w io.Writer, v *workloadView) {
 			}
 		})
 		for _, r := range v.Roles {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.Pods, r.GangPods, ready[r.Name], r.GPUsPerPod, r.GPUs)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Name, r.Component, cmp.Or(r.Instance, "-"), r.Replicas, r.Pods, r.GangPods, ready[r.Name], r.GPUsPerPod, r.GPUs)
 		}
 		_ = tw.Flush()
 	}
@@ -78,7 +78,7 @@ func printWorkloadView(w io.Writer, v *workloadView) {
 		fmt.Fprintf(w, "Unclaimed pods (%d, no component of the definition claims them):\n", len(v.Unclaimed))
 		tw := newTable(w, "  POD\tPHASE\tNODE\tGPUS\tREASON")
 		for _, p := range v.Unclaimed {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Phase, orNone(p.Node), p.GPUs, p.Reason)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", p.Name, p.Phase, cmp.Or(p.Node, "<none>"), p.GPUs, p.Reason)
 		}
 		_ = tw.Flush()
 	}
@@ -172,7 +172,7 @@ func podLines(pods []*podView) []treeLine {
 		if p.SubGroup != "" {
 			pg += "/" + p.SubGroup
 		}
-		out[i].text = fmt.Sprintf("%s\t%s   node %s   GPUs %s   -> %s", p.Name, p.Phase, orNone(p.Node), p.GPUs, cmp.Or(pg, p.Reason))
+		out[i].text = fmt.Sprintf("%s\t%s   node %s   GPUs %s   -> %s", p.Name, p.Phase, cmp.Or(p.Node, "<none>"), p.GPUs, cmp.Or(pg, p.Reason))
 	}
 	return out
 }
@@ -223,11 +223,4 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) {
 			fmt.Fprintf(w, "  %s: KAI does not schedule %d pod(s) in no sub-group of it: %s\n", pg.Name, len(a.Stranded), strings.Join(a.Stranded, ", "))
 		}
 	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -91,17 +92,11 @@ func walkPlacement(sgs []*placementSubGroup, f func(*placementSubGroup)) {
 	}
 }
 
-// topologyReader reads what describe needs live: a KAI Topology by name, a node's labels.
-type topologyReader interface {
-	topology(ctx context.Context, name string) (kaitopology.Topology, bool, error)
-	nodeLabels(ctx context.Context, name string) (map[string]string, error)
-}
-
 // addNodeTopology fills, live, each placed pod's NodeTopology from its node's labels of the
 // levels of the Topologies the constraints name (each Topology and each node read once, at most
 // maxPlacementNodes nodes), and notes a named Topology that does not exist or a level it lacks,
 // as the grouper's TopologyNotFound finding does (docs/findings.md).
-func (v *workloadView) addNodeTopology(ctx context.Context, r topologyReader) {
+func (v *workloadView) addNodeTopology(ctx context.Context, r *kubeClients) {
 	type use struct {
 		c     definitions.TopologyConstraint
 		where string
@@ -159,7 +154,7 @@ func (v *workloadView) addNodeTopology(ctx context.Context, r topologyReader) {
 }
 
 // nodeTopology sets each pod's NodeTopology to its node's values of keys.
-func (v *workloadView) nodeTopology(ctx context.Context, r topologyReader, pods []*placementPod, keys []string) {
+func (v *workloadView) nodeTopology(ctx context.Context, r *kubeClients, pods []*placementPod, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
@@ -195,8 +190,8 @@ func (v *workloadView) nodeTopology(ctx context.Context, r topologyReader, pods 
 	}
 }
 
-// topology implements topologyReader: a KAI Topology by name (found false when it, or KAI's
-// Topology API, does not exist).
+// topology reads a KAI Topology by name (found false when it, or KAI's Topology API, does not
+// exist).
 func (c *kubeClients) topology(ctx context.Context, name string) (kaitopology.Topology, bool, error) {
 	u, err := c.dynamic.Resource(kaitopology.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -208,7 +203,7 @@ func (c *kubeClients) topology(ctx context.Context, name string) (kaitopology.To
 	return kaitopology.FromUnstructured(u), true, nil
 }
 
-// nodeLabels implements topologyReader.
+// nodeLabels reads a node's labels.
 func (c *kubeClients) nodeLabels(ctx context.Context, name string) (map[string]string, error) {
 	n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -247,7 +242,7 @@ func subGroupLines(sgs []*placementSubGroup) []treeLine {
 		}
 		out[i] = treeLine{text: fmt.Sprintf("%s\t%s   %s   pods %d", label, constraintLabel(sg.Topology), min, len(sg.Pods)), under: subGroupLines(sg.Children)}
 		for _, p := range sg.Pods {
-			out[i].under = append(out[i].under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, orNone(p.Node), pairsText(p.NodeTopology, " ")), " ")})
+			out[i].under = append(out[i].under, treeLine{text: strings.TrimRight(fmt.Sprintf("%s\t%s   node %s   %s", p.Name, p.Phase, cmp.Or(p.Node, "<none>"), pairsText(p.NodeTopology, " ")), " ")})
 		}
 	}
 	return out

@@ -2,12 +2,18 @@ package app
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/gangmap/gangmap/podgrouper/runtime/kaitopology"
 )
@@ -73,26 +79,39 @@ func TestDescribeShowsThePlacementTree(t *testing.T) {
 	})
 }
 
-// fakeTopologies is a topologyReader of fixed Topologies and nodes, counting reads.
-type fakeTopologies struct {
-	topologies         map[string]kaitopology.Topology
-	nodes              map[string]map[string]string
-	topoReads, nodeGet int
-}
-
-func (f *fakeTopologies) topology(_ context.Context, name string) (kaitopology.Topology, bool, error) {
-	f.topoReads++
-	t, ok := f.topologies[name]
-	return t, ok, nil
-}
-
-func (f *fakeTopologies) nodeLabels(_ context.Context, name string) (map[string]string, error) {
-	f.nodeGet++
-	l, ok := f.nodes[name]
-	if !ok {
-		return nil, errors.New("nodes \"" + name + "\" not found")
+// fakeCluster is a kubeClients over fake clients holding topologies (name → levels' node labels,
+// an "alias:label" level with its alias) and nodes (name → labels); reads counts the GETs of
+// each resource.
+func fakeCluster(topologies map[string][]string, nodes map[string]map[string]string) (*kubeClients, func(resource string) int) {
+	var objs []runtime.Object
+	for name, levels := range topologies {
+		var ls []any
+		for _, l := range levels {
+			alias, label, ok := strings.Cut(l, ":")
+			if !ok {
+				alias, label = "", l
+			}
+			ls = append(ls, map[string]any{"nodeLabel": label, "alias": alias})
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"levels": ls}}})
 	}
-	return l, nil
+	var nodeObjs []runtime.Object
+	for name, labels := range nodes {
+		nodeObjs = append(nodeObjs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{kaitopology.GroupVersionResource: "TopologyList"}, objs...)
+	kube := kubefake.NewSimpleClientset(nodeObjs...)
+	reads := func(resource string) int {
+		n := 0
+		for _, a := range append(dyn.Actions(), kube.Actions()...) {
+			if a.GetVerb() == "get" && a.GetResource().Resource == resource {
+				n++
+			}
+		}
+		return n
+	}
+	return &kubeClients{dynamic: dyn, kube: kube}, reads
 }
 
 // Live, each placed pod gets its node's labels of the named Topology's levels (not the node's
@@ -108,16 +127,13 @@ func TestDescribeNodeTopology(t *testing.T) {
 	}
 	v := placed()
 	rack := "cloud.provider.com/topology-rack"
-	f := &fakeTopologies{
-		topologies: map[string]kaitopology.Topology{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "topology.kubernetes.io/zone"}, {NodeLabel: rack}}}},
-		nodes: map[string]map[string]string{
-			"node-0": {"topology.kubernetes.io/zone": "z1", rack: "r1", "kubernetes.io/os": "linux"},
-			"node-5": {"topology.kubernetes.io/zone": "z1", rack: "r2"},
-		},
-	}
-	v.addNodeTopology(context.Background(), f)
-	assert.Equal(t, 1, f.topoReads, "one read of the Topology for 4 segments")
-	assert.Equal(t, 3, f.nodeGet)
+	c, reads := fakeCluster(map[string][]string{"cluster-topology": {"topology.kubernetes.io/zone", rack}}, map[string]map[string]string{
+		"node-0": {"topology.kubernetes.io/zone": "z1", rack: "r1", "kubernetes.io/os": "linux"},
+		"node-5": {"topology.kubernetes.io/zone": "z1", rack: "r2"},
+	})
+	v.addNodeTopology(context.Background(), c)
+	assert.Equal(t, 1, reads("topologies"), "one read of the Topology for 4 segments")
+	assert.Equal(t, 3, reads("nodes"))
 	segs := v.Placement[0].SubGroups[0].Children
 	assert.Equal(t, map[string]string{"topology.kubernetes.io/zone": "z1", rack: "r1"}, segs[0].Pods[0].NodeTopology)
 	assert.Equal(t, map[string]string{"topology.kubernetes.io/zone": "z1", rack: "r2"}, segs[1].Pods[0].NodeTopology)
@@ -125,11 +141,13 @@ func TestDescribeNodeTopology(t *testing.T) {
 	assert.Equal(t, []string{`topology: reading node node-15: nodes "node-15" not found`}, v.Notes)
 
 	v = placed()
-	v.addNodeTopology(context.Background(), &fakeTopologies{topologies: map[string]kaitopology.Topology{}})
+	c, _ = fakeCluster(nil, nil)
+	v.addNodeTopology(context.Background(), c)
 	assert.Equal(t, []string{`topology: sub-group worker-0 (and 3 more with the same constraint) names KAI Topology "cluster-topology", which does not exist: KAI leaves it unscheduled`}, v.Notes)
 
 	v = placed()
-	v.addNodeTopology(context.Background(), &fakeTopologies{topologies: map[string]kaitopology.Topology{"cluster-topology": {Name: "cluster-topology", Levels: []kaitopology.Level{{NodeLabel: "zone", Alias: "z"}}}}})
+	c, _ = fakeCluster(map[string][]string{"cluster-topology": {"z:zone"}}, nil)
+	v.addNodeTopology(context.Background(), c)
 	require.NotEmpty(t, v.Notes)
 	assert.Equal(t, `topology: sub-group worker-0 (and 3 more with the same constraint) asks for level "cloud.provider.com/topology-rack", not a level of Topology "cluster-topology" (zone (alias z))`, v.Notes[0])
 	assert.Len(t, v.Notes, 4, "the level once, and the 3 nodes this reader has not")

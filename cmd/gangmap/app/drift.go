@@ -7,13 +7,10 @@ import (
 	"sort"
 
 	"github.com/go-logr/logr"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
@@ -24,13 +21,11 @@ import (
 // find drift.
 const driftSample = 50
 
-// clusterChecks runs what `gangmap definitions --cluster` adds to each definition's problems,
-// each failure a warning on warn: the grouper's CRD lint (it marks the definitions the grouper
+// clusterChecks runs what `gangmap definitions --cluster` adds to each definition's problems
+// (each failure to read a warning on warn): the grouper's CRD lint (it marks the definitions the grouper
 // refuses), drift on live workloads (clusterDrift) and the grouper's findings (clusterFindings).
 func (c *kubeClients) clusterChecks(ctx context.Context, reg *definitions.Registry, warn io.Writer) (drift, found map[string][]string) {
-	if err := c.lintAgainstClusterCRDs(ctx, reg); err != nil {
-		fmt.Fprintf(warn, "warning: cannot check the definitions against the cluster's CRDs: %v\n", err)
-	}
+	c.lintAgainstClusterCRDs(ctx, reg)
 	var err error
 	if drift, err = c.clusterDrift(ctx, reg); err != nil {
 		fmt.Fprintf(warn, "warning: cannot check the definitions against live workloads: %v\n", err)
@@ -92,24 +87,14 @@ func (c *kubeClients) clusterDrift(ctx context.Context, reg *definitions.Registr
 	return out, nil
 }
 
-// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg with the
-// cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper refuses
-// (a path its kind's CRD cannot hold) as not active, with the grouper's problem (issue 31 point 8:
-// it was listed ACTIVE yes). Reading CRDs needs get on customresourcedefinitions; the linter
-// skips a kind whose CRD it cannot read.
-func (c *kubeClients) lintAgainstClusterCRDs(ctx context.Context, reg *definitions.Registry) error {
-	if c.config == nil {
-		return nil // no cluster (offline)
+// lintAgainstClusterCRDs runs the grouper's in-cluster lint (podgrouper/runtime/crdlint) on reg
+// with the cluster's CRDs, so that `gangmap definitions --cluster` shows a definition the grouper
+// refuses (a path its kind's CRD cannot hold) as not active, with the grouper's problem. Reading
+// CRDs (c.crds; nil: no lint) needs get on customresourcedefinitions; the linter skips a kind
+// whose CRD it cannot read.
+func (c *kubeClients) lintAgainstClusterCRDs(ctx context.Context, reg *definitions.Registry) {
+	if c.crds != nil {
+		l := &crdlint.Linter{Registry: reg, Reader: c.crds, Mapper: c.mapper}
+		l.LintAll(ctrl.LoggerInto(ctx, logr.Discard()))
 	}
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cl, err := client.New(c.config, client.Options{Scheme: scheme, Mapper: c.mapper})
-	if err != nil {
-		return err
-	}
-	l := &crdlint.Linter{Registry: reg, Reader: cl, Mapper: c.mapper}
-	l.LintAll(ctrl.LoggerInto(ctx, logr.Discard()))
-	return nil
 }

@@ -38,20 +38,16 @@ func (v *workloadView) setHealth(obj *unstructured.Unstructured, pgs []*v2alpha2
 // those the annotation counts without listing them, None when the workload's PodGroups say
 // healthy or carry no health yet, - without a PodGroup.
 func (v *workloadView) findingsColumn() string {
-	if v.FindingsOmitted > 0 {
-		more := fmt.Sprintf("+%d more", v.FindingsOmitted)
-		if len(v.Findings) == 0 {
-			return more
-		}
+	more := fmt.Sprintf("+%d more", v.FindingsOmitted)
+	switch {
+	case v.FindingsOmitted > 0 && len(v.Findings) == 0:
+		return more
+	case v.FindingsOmitted > 0:
 		return findings.Summary(v.Findings) + ", " + more
-	}
-	if len(v.Findings) > 0 {
-		return findings.Summary(v.Findings)
-	}
-	if len(v.PodGroups) == 0 {
+	case len(v.Findings) == 0 && len(v.PodGroups) == 0:
 		return "-"
 	}
-	return "None"
+	return findings.Summary(v.Findings) // None when there is none
 }
 
 // clusterFindings summarises, per definition ("name (source)", the PodGroups'

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -74,10 +75,11 @@ func (o *getOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	if o.allNamespaces {
 		ns = ""
 	}
-	objs, err := c.listObjects(ctx, m, ns)
+	list, err := c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fail(ExitProblems, "listing %s: %v", m.Resource.GroupResource(), err)
 	}
+	objs := pointers(list.Items)
 	slices.SortFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
@@ -112,9 +114,9 @@ func (k *kubeFlags) liveKind(ctx context.Context, kind string, paths []string, s
 // describeLive lists the pods and PodGroups of ns ("" for all) once and describes the workloads
 // objs (describeAll). A cluster without the PodGroup CRD is a warning: nothing to compare with.
 func (c *kubeClients) describeLive(ctx context.Context, reg *definitions.Registry, objs []*unstructured.Unstructured, ns string, stderr io.Writer) ([]*workloadView, error) {
-	pods, err := c.listPods(ctx, ns)
+	pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, fail(ExitProblems, "%v", err)
+		return nil, fail(ExitProblems, "listing pods: %v", err)
 	}
 	pgs, err := c.listPodGroups(ctx, ns)
 	live := !errors.Is(err, errNoPodGroupCRD)
@@ -123,7 +125,7 @@ func (c *kubeClients) describeLive(ctx context.Context, reg *definitions.Registr
 	} else if err != nil {
 		return nil, fail(ExitProblems, "%v", err)
 	}
-	return describeAll(ctx, c, reg, objs, pods, pgs, live), nil
+	return describeAll(ctx, c, reg, objs, pointers(pods.Items), pgs, live), nil
 }
 
 // describeAll attributes the pods to the workloads (one owner walk per pod, owners read through
@@ -164,7 +166,7 @@ func printGetTable(w io.Writer, doc workloadsDocument, ns string) {
 		case v.NativeInKAI && v.Definition == nil:
 			status, gpus = "<KAI native>", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.Workload.Name, dash(v.Workload.Namespace), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames(), v.findingsColumn())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.Workload.Name, cmp.Or(v.Workload.Namespace, "-"), status, v.Pods.Ready, v.Pods.Total, gpus, v.podGroupNames(), v.findingsColumn())
 	}
 	_ = tw.Flush()
 	nativeNoted := map[string]bool{}

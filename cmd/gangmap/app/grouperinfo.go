@@ -42,9 +42,8 @@ type grouperSettings struct {
 // readGrouperSettings finds the grouper's Deployment (grouperSelector) in the grouper namespace
 // (--grouper-namespace) only, and reads its settings: nil when there is none, and when there are
 // several (a warning naming them). The labels are not proof: any user who may create a Deployment
-// in a namespace can copy them, so no other namespace is read (fresh's review: a team's copy chose
-// the definitions and native table an admin's get showed). Errors: listing Deployments or reading
-// a ConfigMap failed (forbidden, unreachable): the caller warns and goes on without.
+// in a namespace can copy them, so no other namespace is read. Errors: listing Deployments or
+// reading a ConfigMap failed (forbidden, unreachable): the caller warns and goes on without.
 func (c *kubeClients) readGrouperSettings(ctx context.Context, warn io.Writer) (*grouperSettings, error) {
 	ns := cmp.Or(c.grouperNamespace, defaultGrouperNamespace)
 	list, err := c.kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: grouperSelector})

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -68,6 +69,8 @@ type kubeClients struct {
 	kube             kubernetes.Interface
 	discovery        discovery.CachedDiscoveryInterface
 	mapper           meta.RESTMapper
+	// crds reads CustomResourceDefinitions, for the grouper's CRD lint (nil: no lint).
+	crds client.Reader
 	// owners caches owner lookups by UID for the whole command (hits and misses, nil).
 	owners map[types.UID][]metav1.OwnerReference
 }
@@ -105,6 +108,11 @@ func (k *kubeFlags) connect(warn io.Writer) (*kubeClients, error) {
 	c.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(c.discovery), c.discovery, func(s string) {
 		fmt.Fprintf(warn, "warning: %s\n", s)
 	})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	if c.crds, err = client.New(cfg, client.Options{Scheme: scheme, Mapper: c.mapper}); err != nil {
+		return nil, configError(err)
+	}
 	return c, nil
 }
 
@@ -157,15 +165,6 @@ func scope(m *meta.RESTMapping, ns string) string {
 		return ""
 	}
 	return ns
-}
-
-// listPods lists the pods of one namespace ("" for all), in one request.
-func (c *kubeClients) listPods(ctx context.Context, ns string) ([]*corev1.Pod, error) {
-	list, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	return pointers(list.Items), nil
 }
 
 // pointers points at each item of a list.
@@ -226,26 +225,6 @@ func (c *kubeClients) owner(ctx context.Context, ns string, ref metav1.OwnerRefe
 	return obj.OwnerReferences
 }
 
-// getObject reads one object of the mapping.
-func (c *kubeClients) getObject(ctx context.Context, m *meta.RESTMapping, ns, name string) (*unstructured.Unstructured, error) {
-	return c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).Get(ctx, name, metav1.GetOptions{})
-}
-
-// listObjects lists the objects of the mapping in ns ("" for all).
-func (c *kubeClients) listObjects(ctx context.Context, m *meta.RESTMapping, ns string) ([]*unstructured.Unstructured, error) {
-	list, err := c.dynamic.Resource(m.Resource).Namespace(scope(m, ns)).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return pointers(list.Items), nil
-}
-
-// lintLiveRegistry lints the live registry against the cluster's CRDs (tests replace it: their
-// clients are fakes with no REST config).
-var lintLiveRegistry = func(ctx context.Context, c *kubeClients, reg *definitions.Registry) error {
-	return c.lintAgainstClusterCRDs(ctx, reg)
-}
-
 // liveRegistry is the offline registry (catalog and --definitions) with the cluster's Karta
 // objects on top, and the definition files and native table of the grouper installed in the
 // cluster (adoptGrouper), as that grouper sees them. The cluster source is best effort: a
@@ -267,9 +246,7 @@ func (c *kubeClients) liveRegistry(ctx context.Context, paths []string, warn io.
 	// The grouper refuses a cluster or file definition with a path its kind's CRD cannot hold
 	// (podgrouper/runtime/crdlint): refuse it here too, so that describe and get show what the
 	// grouper does (the kind's pods held, GangmapGroupingFailed) rather than a plan it never uses.
-	if err := lintLiveRegistry(ctx, c, reg); err != nil {
-		fmt.Fprintf(warn, "warning: cannot check the definitions against the cluster's CRDs: %v\n", err)
-	}
+	c.lintAgainstClusterCRDs(ctx, reg)
 	return reg, nil
 }
 

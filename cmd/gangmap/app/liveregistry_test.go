@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangmap/gangmap/definitions"
-	"github.com/gangmap/gangmap/podgrouper/runtime/crdlint"
 )
 
 // TestLiveRegistryRefusesWhatTheGrouperRefuses: a cluster Karta with a path its kind's CRD cannot
@@ -47,14 +46,7 @@ func TestLiveRegistryRefusesWhatTheGrouperRefuses(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(customJob, meta.RESTScopeNamespace)
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(crd).Build()
-	old := lintLiveRegistry
-	defer func() { lintLiveRegistry = old }()
-	lintLiveRegistry = func(ctx context.Context, _ *kubeClients, reg *definitions.Registry) error {
-		(&crdlint.Linter{Registry: reg, Reader: reader, Mapper: mapper}).LintAll(ctx)
-		return nil
-	}
-
-	c := &kubeClients{dynamic: dyn, kube: kubefake.NewSimpleClientset()}
+	c := &kubeClients{dynamic: dyn, kube: kubefake.NewSimpleClientset(), crds: reader, mapper: mapper}
 	var warn bytes.Buffer
 	reg, err := c.liveRegistry(context.Background(), nil, &warn)
 	require.NoError(t, err)

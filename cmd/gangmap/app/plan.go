@@ -120,8 +120,7 @@ var supportingKinds = func() map[schema.GroupKind]bool {
 		"scheduling.run.ai":         {"Queue", "PodGroup"},
 		"trainer.kubeflow.org":      {"ClusterTrainingRuntime", "TrainingRuntime"},
 		"serving.kserve.io":         {"LLMInferenceServiceConfig"},
-		// DRA objects a workload's pods claim devices through (issue 31 point 10: a
-		// ResourceClaimTemplate beside a JobSet made plan exit 1).
+		// DRA objects a workload's pods claim devices through (issue 31 point 10).
 		"resource.k8s.io": {"ResourceClaimTemplate", "ResourceClaim", "DeviceClass"},
 	} {
 		for _, k := range kinds {
@@ -156,44 +155,36 @@ type planDocument struct {
 
 // planEntry is one workload: its plan, or the reason it has none.
 type planEntry struct {
-	Plan *gang.Plan
+	Plan *gang.Plan `json:"-"`
 	// Workload, Definition (when one was found) and Error describe a workload with no plan.
-	Workload   gang.WorkloadRef
-	Definition *gang.DefinitionRef
-	Error      string
-	// Native is set, instead of Error, for a workload with no definition whose kind KAI groups
-	// natively: not a failure, since in a cluster KAI's own plugin groups it.
-	Native string
+	Workload   gang.WorkloadRef    `json:"workload"`
+	Definition *gang.DefinitionRef `json:"definition,omitempty"`
+	Error      string              `json:"error,omitempty"`
+	// NativeInKAI and Native (the note) are set, instead of Error, for a workload with no
+	// definition whose kind KAI groups natively: not a failure, since in a cluster KAI's own
+	// plugin groups it.
+	NativeInKAI bool   `json:"nativeInKAI,omitempty"`
+	Native      string `json:"note,omitempty"`
 	// label names the workload for people (see workloadLabel); it is not marshalled.
 	label string
 }
 
 // MarshalJSON writes the plan as gang.Plan marshals it (with "roles": [] rather than null when
 // the workload has no roles) plus "nativeInKAI" (KAI groups the kind itself, so in a cluster
-// gangmap writes none of it), or {workload, definition?, error}.
+// gangmap writes none of it), or {workload, definition?, error} or {workload, nativeInKAI, note}.
 func (e planEntry) MarshalJSON() ([]byte, error) {
-	if e.Plan != nil {
-		p := *e.Plan
-		if p.Roles == nil {
-			p.Roles = []*gang.Role{}
-		}
-		return json.Marshal(struct {
-			*gang.Plan
-			NativeInKAI bool `json:"nativeInKAI"`
-		}{&p, nativeInKAI(schema.FromAPIVersionAndKind(p.Workload.APIVersion, p.Workload.Kind))})
+	if e.Plan == nil {
+		type noPlan planEntry // without this method
+		return json.Marshal(noPlan(e))
 	}
-	if e.Native != "" {
-		return json.Marshal(struct {
-			Workload    gang.WorkloadRef `json:"workload"`
-			NativeInKAI bool             `json:"nativeInKAI"`
-			Note        string           `json:"note"`
-		}{e.Workload, true, e.Native})
+	p := *e.Plan
+	if p.Roles == nil {
+		p.Roles = []*gang.Role{}
 	}
 	return json.Marshal(struct {
-		Workload   gang.WorkloadRef    `json:"workload"`
-		Definition *gang.DefinitionRef `json:"definition,omitempty"`
-		Error      string              `json:"error"`
-	}{e.Workload, e.Definition, e.Error})
+		*gang.Plan
+		NativeInKAI bool `json:"nativeInKAI"`
+	}{&p, nativeInKAI(schema.FromAPIVersionAndKind(p.Workload.APIVersion, p.Workload.Kind))})
 }
 
 // planWorkload plans one object with the definition of its kind.
@@ -205,7 +196,7 @@ func planWorkload(ctx context.Context, reg *definitions.Registry, u *unstructure
 	if c == nil {
 		msg := noDefinition(reg, gvk)
 		if nativeInKAI(gvk) && strings.HasSuffix(msg, noDefinitionHint) {
-			return planEntry{Workload: ref, label: label, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
+			return planEntry{Workload: ref, label: label, NativeInKAI: true, Native: nativeNote(gvk) + "; gangmap has no definition for it, so no plan"}
 		}
 		// A definition was given but cannot be used: that is a failure, native kind or not.
 		return planEntry{Workload: ref, label: label, Error: label + ": " + msg}
@@ -336,7 +327,7 @@ func addDefinitionsFlag(cmd *cobra.Command, p *[]string, more string) {
 func addOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
 	last := len(formats) - 1
 	cmd.Flags().StringVarP(p, "output", "o", formats[0], "output format: "+strings.Join(formats[:last], ", ")+" or "+formats[last])
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(formats...))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if slices.Contains(formats, *p) {
 			return nil
@@ -384,11 +375,4 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
-}
-
-// fixedCompletion completes a flag with a fixed list of values.
-func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return values, cobra.ShellCompDirectiveNoFileComp
-	}
 }

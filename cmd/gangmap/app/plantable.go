@@ -60,7 +60,7 @@ func printPlanTable(w io.Writer, label string, p *gang.Plan) {
 
 	tw = newTable(w, "  ROLE\tCOMPONENT\tINSTANCE\tREPLICAS\tMIN\tPODS\tGANG-PODS\tGPUS/POD\tGPUS")
 	for _, r := range p.Roles {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Component, dash(r.Instance), r.Replicas, r.MinReplicas, r.Pods, r.GangPods, r.GPUsPerPod, r.GPUs)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Component, cmp.Or(r.Instance, "-"), r.Replicas, r.MinReplicas, r.Pods, r.GangPods, r.GPUsPerPod, r.GPUs)
 	}
 	_ = tw.Flush()
 	if len(p.Roles) == 0 {
@@ -148,13 +148,6 @@ func optInt(v *int32) string {
 	return strconv.Itoa(int(*v))
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // newTable is a tabwriter over w in gangmap's column layout (3 spaces between columns), with
 // header as its first row unless "". A failed write is writeDocument's errWriter's to report.
 func newTable(w io.Writer, header string) *tabwriter.Writer {
@@ -197,7 +190,7 @@ func printPlanTopology(w io.Writer, p *gang.Plan) {
 	var rows []row
 	for _, pg := range p.PodGroups {
 		if t := pg.Topology; t != nil {
-			rows = append(rows, row{pg.Name, "(PodGroup)", "-", t.TopologyName, dash(t.RequiredTopologyLevel), dash(t.PreferredTopologyLevel)})
+			rows = append(rows, row{pg.Name, "(PodGroup)", "-", t.TopologyName, cmp.Or(t.RequiredTopologyLevel, "-"), cmp.Or(t.PreferredTopologyLevel, "-")})
 		}
 		for _, sg := range pg.SubGroups {
 			t := sg.Topology
@@ -211,7 +204,7 @@ func printPlanTopology(w io.Writer, p *gang.Plan) {
 			if sg.Segment != nil {
 				seg = fmt.Sprint(*sg.Segment)
 			}
-			rows = append(rows, row{pg.Name, name, seg, t.TopologyName, dash(t.RequiredTopologyLevel), dash(t.PreferredTopologyLevel)})
+			rows = append(rows, row{pg.Name, name, seg, t.TopologyName, cmp.Or(t.RequiredTopologyLevel, "-"), cmp.Or(t.PreferredTopologyLevel, "-")})
 		}
 	}
 	if len(rows) == 0 {

@@ -75,8 +75,7 @@ func comparePodGroups(v *workloadView, obj *unstructured.Unstructured, existing 
 		case defaultName && obj.GetAnnotations()[ownerskip.SetBy] == ownerskip.SetByValue && !v.NativeInKAI:
 			// gangmap marked the workload, so KAI's pod-grouper skips its pods: this PodGroup of
 			// KAI's default shape is gangmap's own, for pods no gang of the plan takes
-			// (workloadmap ungrouped), or KAI's from before the mark; the PodGroup does not say
-			// which (issue 31 point 10: it was called KAI's only).
+			// (workloadmap ungrouped), or KAI's from before the mark; the PodGroup does not say which.
 			pv.Writer = markedDefaultWriter
 		case defaultName:
 			pv.Writer = "KAI's default grouper (pg-<name>-<uid>)"

@@ -19,13 +19,13 @@ import (
 func selectorMismatch(ctx context.Context, c *definitions.Compiled, pod map[string]any) string {
 	in := expr.Input{Pod: pod}
 	var parts []string
+	labels := podLabelMap(pod)
 	for _, comp := range append(append([]*definitions.Component{}, c.ScaledRoles...), c.PodBearing...) {
 		if !comp.HasTypeSelector() {
 			parts = append(parts, fmt.Sprintf("component %s: no componentTypeSelector (matches nothing)", comp.Name))
 			continue
 		}
 		var why []string
-		labels := podLabelMap(pod)
 		for _, k := range slices.Sorted(maps.Keys(comp.MatchLabels)) {
 			got, ok := labels[k]
 			if !ok {
@@ -57,7 +57,10 @@ func selectorMismatch(ctx context.Context, c *definitions.Compiled, pod map[stri
 		}
 		parts = append(parts, fmt.Sprintf("component %s: %s", comp.Name, strings.Join(why, "; ")))
 	}
-	return strings.Join(parts, "; ") + podLabelsText(podLabelMap(pod))
+	if len(labels) == 0 {
+		return strings.Join(parts, "; ") + "; the pod has no labels"
+	}
+	return strings.Join(parts, "; ") + "; pod labels: " + pairsText(labels, ", ")
 }
 
 // podLabelMap is the pod's metadata.labels as text.
@@ -69,12 +72,4 @@ func podLabelMap(pod map[string]any) map[string]string {
 		out[k] = fmt.Sprint(v)
 	}
 	return out
-}
-
-// podLabelsText is "; pod labels: k=v, ..." (sorted), or "; the pod has no labels".
-func podLabelsText(labels map[string]string) string {
-	if len(labels) == 0 {
-		return "; the pod has no labels"
-	}
-	return "; pod labels: " + pairsText(labels, ", ")
 }

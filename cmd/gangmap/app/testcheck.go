@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -99,9 +100,9 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 		switch {
 		case listed[n]:
 		case unclaimed[p]:
-			out = append(out, fmt.Sprintf("pod %s is not placed: no component claims it (%s)\n  (list it under placements with unclaimed: true if expected, or set allPodsPlaced: false in %s)", n, dash(p.Reason), testExpectFile))
+			out = append(out, fmt.Sprintf("pod %s is not placed: no component claims it (%s)\n  (list it under placements with unclaimed: true if expected, or set allPodsPlaced: false in %s)", n, cmp.Or(p.Reason, "-"), testExpectFile))
 		case p.PodGroup == "":
-			out = append(out, fmt.Sprintf("pod %s is claimed but in no PodGroup (%s)\n  (list it under placements if expected, or set allPodsPlaced: false in %s)", n, dash(p.Reason), testExpectFile))
+			out = append(out, fmt.Sprintf("pod %s is claimed but in no PodGroup (%s)\n  (list it under placements if expected, or set allPodsPlaced: false in %s)", n, cmp.Or(p.Reason, "-"), testExpectFile))
 		}
 	}
 	return out
@@ -122,12 +123,4 @@ func podsByName(v *workloadView) (map[string]*podView, map[*podView]bool) {
 		unclaimed[p] = true
 	}
 	return out, unclaimed
-}
-
-// plural picks the singular or plural word for n.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -166,7 +166,11 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout, _ io.Write
 		fmt.Fprintf(stdout, "FAIL\t%d of %d cases failed\n", failed, len(cases))
 		return exitCode(ExitProblems)
 	}
-	fmt.Fprintf(stdout, "ok  \t%d %s passed\n", len(cases), plural(len(cases), "case", "cases"))
+	if len(cases) == 1 {
+		fmt.Fprintln(stdout, "ok  \t1 case passed")
+		return nil
+	}
+	fmt.Fprintf(stdout, "ok  \t%d cases passed\n", len(cases))
 	return nil
 }
 

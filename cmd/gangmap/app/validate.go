@@ -116,7 +116,12 @@ func (o *validateOptions) run(_ context.Context, files []string, stdout, _ io.Wr
 		return fail(ExitUnusable, "%v", err)
 	}
 	for _, f := range paths {
-		doc.Results = append(doc.Results, validateFile(f, o.strict || !o.allowUnknown, compiler, crds)...)
+		data, err := readInput(f)
+		if err != nil {
+			doc.Results = append(doc.Results, unreadable(f, 0, err))
+			continue
+		}
+		doc.Results = append(doc.Results, validateData(f, data, o.strict || !o.allowUnknown, compiler, crds)...)
 	}
 	markConflicts(doc.Results)
 	code := ExitOK
@@ -142,19 +147,11 @@ func (o *validateOptions) run(_ context.Context, files []string, stdout, _ io.Wr
 	return writeDocument(stdout, o.output, doc, func(w io.Writer) { printValidateText(w, doc) }, code)
 }
 
-// validateFile checks every definition in path. Each YAML document is decoded on its own, so
-// one broken document does not hide the others. Unknown fields are collected as warnings (all of
-// them, with their paths) and, in strict mode, reported as errors: the same verdict as
-// definitions.Decode with Strict, which stops at the first one.
-func validateFile(path string, strict bool, compiler *expr.Compiler, crds []*apiextensionsv1.CustomResourceDefinition) []validateResult {
-	data, err := readInput(path)
-	if err != nil {
-		return []validateResult{unreadable(path, 0, err)}
-	}
-	return validateData(path, data, strict, compiler, crds)
-}
-
-// validateData is validateFile on path's content, already read (standard input can be read once).
+// validateData checks every definition in data, read from path (standard input can be read
+// once). Each YAML document is decoded on its own, so one broken document does not hide the
+// others. Unknown fields are collected as warnings (all of them, with their paths) and, in strict
+// mode, reported as errors: the same verdict as definitions.Decode with Strict, which stops at the
+// first one.
 func validateData(path string, data []byte, strict bool, compiler *expr.Compiler, crds []*apiextensionsv1.CustomResourceDefinition) []validateResult {
 	var out []validateResult
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
