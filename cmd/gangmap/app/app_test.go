@@ -142,6 +142,17 @@ func TestNoKubeconfig(t *testing.T) {
 	assert.Equal(t, "error: no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config\n", r.stderr)
 }
 
+// $KUBECONFIG naming a file that does not exist (client-go skips it) is named, not "no kubeconfig" alone.
+func TestKubeconfigEnvNamesMissingFile(t *testing.T) {
+	missing := t.TempDir() + "/typo.yaml"
+	t.Setenv("KUBECONFIG", missing)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	r := gangmap(t, "get", "jobsets")
+	assert.Equal(t, ExitUnusable, r.code)
+	assert.Equal(t, "error: no kubeconfig: $KUBECONFIG names "+missing+", which cannot be read: pass --kubeconfig or set $KUBECONFIG to an existing file\n", r.stderr)
+}
+
 // Against a server that refuses connections, get prints gangmap's own warning and error and
 // nothing of client-go's klog output (discovery's "Unhandled Error" lines).
 func TestUnreachableClusterNoKlogLines(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -260,6 +262,17 @@ var errNoKartaCRD = errors.New("the Karta CRD is not installed")
 // configError says why a kubeconfig does not load: unusable input, not a cluster problem.
 func configError(err error) error {
 	if clientcmd.IsEmptyConfig(err) {
+		// client-go skips the files of $KUBECONFIG that do not exist (clientcmd.ClientConfigLoadingRules.Load):
+		// name them, or a typo reads as "no kubeconfig at all".
+		var missing []string
+		for _, f := range filepath.SplitList(os.Getenv(clientcmd.RecommendedConfigPathEnvVar)) {
+			if _, statErr := os.Stat(f); f != "" && statErr != nil {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("no kubeconfig: $KUBECONFIG names %s, which cannot be read: pass --kubeconfig or set $KUBECONFIG to an existing file", strings.Join(missing, ", "))
+		}
 		// client-go's own text suggests KUBERNETES_MASTER, which nothing here reads.
 		return errors.New("no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config")
 	}
