@@ -41,9 +41,6 @@ const (
 	namespace = "demo"
 	// groupTimeout bounds the wait for every pod to carry its pod-group-name annotation.
 	groupTimeout = 60 * time.Second
-	// buildNote is said before the control plane is built or found in the cache.
-	buildNote = `The first run builds kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl and
-kwok from the Go module proxy (about 6 to 18 minutes on 2 cores); later runs reuse them.`
 	// nativeNote explains why the demo removes JobSet and LeaderWorkerSet from the native table.
 	nativeNote = `With KAI v0.17's defaults, JobSet and LeaderWorkerSet are native kinds: KAI groups them itself and
 gangmap leaves them alone (native wins). The demo removes them from the native table, as a cluster
@@ -89,8 +86,9 @@ func run(ctx context.Context) (err error) {
 		}
 	}()
 
+	// hack/control-plane.sh says when it builds (and how long a cold build takes), and nothing when
+	// the binaries are in its cache.
 	step(1, "Control plane binaries")
-	fmt.Println(buildNote)
 	assets, err := controlPlaneAssets(ctx)
 	if err != nil {
 		return err
