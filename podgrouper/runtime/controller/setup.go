@@ -21,6 +21,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/hub"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/fairqueue"
 )
 
 // Name is the controller's name in logs and metrics.
@@ -42,11 +43,13 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	})); err != nil {
 		return err
 	}
-	// Every pod of the cache is of our scheduler (its field selector).
+	// Every pod of the cache is of our scheduler (its field selector). The queue serves the pods'
+	// namespaces in turn, so one namespace's backlog (a huge workload's pods re-enqueued at each
+	// change of it) does not delay another namespace's pods.
 	b := ctrl.NewControllerManagedBy(mgr).Named(Name).
 		WatchesRawSource(r.Pods.Source()).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &v2alpha2.PodGroup{}, handler.TypedEnqueueRequestsFromMapFunc(r.podsOfPodGroup), gangChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, NewQueue: fairqueue.ByNamespace})
 	if regroup != nil {
 		b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			go r.regroup(ctx, regroup, q)
