@@ -44,6 +44,10 @@ const (
 
 // gangmap's own keys.
 const (
+	// Prefix begins every key gangmap writes. On a PodGroup gangmap writes, the keys under it are
+	// gangmap's alone: the top owner's own gangmap.io/ annotations (its author's
+	// gangmap.io/min-member, or a forged gangmap.io/status) are not copied there.
+	Prefix = "gangmap.io/"
 	// Definition is the PodGroup annotation naming the definition and its source
 	// ("<name> (<source>)").
 	Definition = "gangmap.io/definition"

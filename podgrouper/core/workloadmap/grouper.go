@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -409,13 +411,18 @@ func (g *Grouper) GroupPod(ctx context.Context, topOwner *unstructured.Unstructu
 }
 
 // metadata is KAI's default metadata for the pod (without gangmap's own skip mark:
-// ownerskip.StripMark), with fill's changes, fitted to the KAI release (podgroup.FitRelease).
+// ownerskip.StripMark, nor any other of the top owner's kaikeys.Prefix annotations), with fill's
+// changes, fitted to the KAI release (podgroup.FitRelease). KAI's default metadata copies every
+// top-owner annotation; the gangmap.io/ keys of a PodGroup gangmap writes are gangmap's (its
+// definition, GPUs, status, start-held, health), so a workload author cannot put their own
+// values there, and gangmap's findings and status keeper are not overwritten at each write.
 func (g *Grouper) metadata(ctx context.Context, topOwner *unstructured.Unstructured, pod *corev1.Pod, otherOwners []*metav1.PartialObjectMetadata, fill func(*podgroup.Metadata)) (*podgroup.Metadata, error) {
 	md, err := g.Defaults.Metadata(ctx, topOwner, pod, otherOwners)
 	if err != nil {
 		return nil, err
 	}
 	ownerskip.StripMark(md.Annotations)
+	maps.DeleteFunc(md.Annotations, func(k, _ string) bool { return strings.HasPrefix(k, kaikeys.Prefix) })
 	fill(md)
 	podgroup.FitRelease(md, g.Release)
 	return md, nil

@@ -94,3 +94,32 @@ func TestPodOutsidePlanJoinsTheGang(t *testing.T) {
 		assert.Empty(t, v.Steps)
 	}
 }
+
+// TestWorkloadCannotWriteGangmapKeys: KAI's default metadata copies every annotation of the top
+// owner to its PodGroup; the gangmap.io/ keys of a PodGroup gangmap writes are gangmap's. A
+// workload whose author wrote gangmap.io/status, gangmap.io/health, gangmap.io/start-held,
+// gangmap.io/definition and gangmap.io/min-member gets a PodGroup with gangmap's values: the
+// catalog definition, its status mapping's word for an application with no status
+// ("initializing"), its start rule (executors are created after the driver starts: the spark
+// operator's submission order), no health (the findings write it on the PodGroup themselves); and
+// its other annotations copied as KAI copies them.
+func TestWorkloadCannotWriteGangmapKeys(t *testing.T) {
+	g := newGrouper(t)
+	w := workload(t, "sparkapplication-volcano-batchscheduler.yaml", func(u *unstructured.Unstructured) {
+		u.SetAnnotations(map[string]string{
+			kaikeys.Status: "running", "gangmap.io/health": `{"status":"True"}`, kaikeys.StartHeld: `{"driver":"forged"}`,
+			kaikeys.Definition: "forged (cluster)", "gangmap.io/min-member": "1", "example.com/team": "a",
+		})
+	})
+	md, _, err := g.GroupPod(context.Background(), w, pod("driver", map[string]string{"spark-role": "driver"}))
+	require.NoError(t, err)
+	require.NotNil(t, md)
+	assert.Equal(t, "a", md.Annotations["example.com/team"], "the workload's own annotations are copied, as KAI copies them")
+	assert.Equal(t, "initializing", md.Annotations[kaikeys.Status])
+	assert.NotContains(t, md.Annotations, "gangmap.io/health")
+	assert.Equal(t, `{"executor":"its pods are created only after those of driver start"}`, md.Annotations[kaikeys.StartHeld])
+	assert.NotContains(t, md.Annotations, "gangmap.io/min-member")
+	assert.Contains(t, md.Annotations[kaikeys.Definition], "sparkapplication", "gangmap's definition, not the forged one")
+	assert.NotContains(t, md.Annotations[kaikeys.Definition], "forged")
+	assert.NotEmpty(t, md.Annotations[kaikeys.GPUs])
+}
