@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -293,6 +294,9 @@ func printTables(ctx context.Context, cp *framework.ControlPlane, pods []corev1.
 		}
 		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, owner(&pg), num(pg.Spec.MinMember),
 			num(pg.Spec.MinSubGroup), orDash(strings.Join(sgs, ",")), orDash(pg.Annotations[kaikeys.GPUs]))
+	}
+	if slices.ContainsFunc(pgs, func(pg v2alpha2.PodGroup) bool { return pg.Spec.MinMember == nil && pg.Spec.MinSubGroup != nil }) {
+		fmt.Fprintln(w, `(MIN-MEMBER "-": with sub-groups, KAI v0.17 takes the gang from MIN-SUBGROUP, the number of sub-groups that must each reach their own minMember)`)
 	}
 	fmt.Fprintln(w, "\nPODGROUP\tROLE\tPODS\tGPUS/POD\tGPUS")
 	for _, pg := range pgs {
