@@ -20,6 +20,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
+	"github.com/gangmap/gangmap/podgrouper/runtime/fairqueue"
 	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podbook"
 	"github.com/gangmap/gangmap/podgrouper/runtime/workloadmetrics"
@@ -113,8 +114,9 @@ type statusKey struct {
 // statusKeeper keeps the status of the workloads gangmap groups current where users see it when
 // only the workload's status changes (no pod event follows, and a status-only update does not
 // regroup): it re-reads the workload, refreshes its workload metrics and sets the gangmap.io/status
-// annotation of its PodGroups (not in dry-run). Updates are queued (deduplicated per workload) and
-// handled by one worker, off the informer's event handler.
+// annotation of its PodGroups (not in dry-run). Updates are queued (deduplicated per workload,
+// namespaces served in turn: fairqueue) and handled by one worker, off the informer's event
+// handler.
 type statusKeeper struct {
 	client client.Client
 	// owners gives a workload's own PodGroups (podgroup.ActualNames); nil: the namespace's.
@@ -129,8 +131,8 @@ var _ manager.Runnable = (*statusKeeper)(nil)
 
 func newStatusKeeper(c client.Client, owners podgroup.OwnerLister, p Planner, m *workloadmetrics.Tracker, dryRun bool) *statusKeeper {
 	return &statusKeeper{client: c, owners: owners, planner: p, metrics: m, dryRun: dryRun,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[statusKey](),
-			workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "gangmap-workload-status"})}
+		queue: fairqueue.NewRateLimiting("gangmap-workload-status", workqueue.DefaultTypedControllerRateLimiter[statusKey](),
+			func(k statusKey) string { return k.key.Namespace })}
 }
 
 // changed queues a workload gangmap groups (one with metrics).

@@ -75,17 +75,18 @@ func (s *Storage[T]) Pop() T {
 	return item
 }
 
-// ByNamespace is a controller-runtime controller's queue (controller.Options.NewQueue):
-// client-go's rate-limiting queue, named name for its metrics (workqueue_depth{name=...}), whose
-// storage serves the requests' namespaces in turn.
-func ByNamespace(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	type request = reconcile.Request
-	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[request]{
-		Name:  name,
-		Queue: New(func(r request) string { return r.Namespace }),
-	})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[request]{
+// NewRateLimiting is client-go's rate-limiting queue of T, named name for its metrics
+// (workqueue_depth{name=...}), whose storage serves the lanes of key (a namespace) in turn.
+func NewRateLimiting[T comparable](name string, rateLimiter workqueue.TypedRateLimiter[T], key func(T) string) workqueue.TypedRateLimitingInterface[T] {
+	queue := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{Name: name, Queue: New(key)})
+	return workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter, workqueue.TypedRateLimitingQueueConfig[T]{
 		Name:          name,
-		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[request]{Name: name, Queue: queue}),
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{Name: name, Queue: queue}),
 	})
+}
+
+// ByNamespace is a controller-runtime controller's queue (controller.Options.NewQueue):
+// NewRateLimiting with the requests' namespaces as lanes.
+func ByNamespace(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return NewRateLimiting(name, rateLimiter, func(r reconcile.Request) string { return r.Namespace })
 }
