@@ -32,29 +32,33 @@ const stormPods = 2000
 // "quiet". It reports the time from the quiet JobSet's first pod create until both of its pods
 // carry their pod-group-name, with the storm (quiet-ms) and, before it starts, without
 // (idle-ms), the pod controller's queue depth when the quiet pods are created
-// (workqueue_depth{name="gangmap-pod-grouper"}), and the storm's patches per second.
+// (workqueue_depth{name="gangmap-pod-grouper"}), and the pod reconciles per patch of the storm
+// (controller_runtime_reconcile_total).
 func BenchmarkQuietNamespaceUnderStorm(b *testing.B) {
 	ctx := context.Background()
 	startGrouper(b)
 	var idle, quiet time.Duration
-	var depth float64
+	var depth, reconciles float64
 	var patches atomic.Int64
 	for range b.N {
 		i := stormRuns.Add(1) // namespaces are not removed here (no namespace controller)
 		idle += run(b, ctx, fmt.Sprintf("idle-%d", i), true, 2, false)
 		storm := fmt.Sprintf("storm-%d", i)
 		run(b, ctx, storm, true, stormPods, true)
+		before, patchesBefore := gathered(b, "controller_runtime_reconcile_total", "controller", "gangmap-pod-grouper"), patches.Load()
 		stop := patchLoop(ctx, b, storm, &patches)
 		time.Sleep(2 * time.Second) // the backlog builds
-		depth += queueDepth(b, "gangmap-pod-grouper")
+		depth += gathered(b, "workqueue_depth", "name", "gangmap-pod-grouper")
 		quiet += run(b, ctx, fmt.Sprintf("quiet-%d", i), true, 2, false)
 		elapsed := stop()
-		b.Logf("storm: %d patches in %v", patches.Load(), elapsed.Round(time.Millisecond))
+		reconciles += (gathered(b, "controller_runtime_reconcile_total", "controller", "gangmap-pod-grouper") - before) / float64(patches.Load()-patchesBefore)
+		b.Logf("storm: %d patches in %v", patches.Load()-patchesBefore, elapsed.Round(time.Millisecond))
 		_ = cp.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: storm}})
 	}
 	b.ReportMetric(float64(idle.Milliseconds())/float64(b.N), "idle-ms")
 	b.ReportMetric(float64(quiet.Milliseconds())/float64(b.N), "quiet-ms")
 	b.ReportMetric(depth/float64(b.N), "storm-queue-depth")
+	b.ReportMetric(reconciles/float64(b.N), "reconciles/patch")
 }
 
 // patchLoop patches an annotation of the JobSet of namespace ns every 20 ms, counting the
@@ -98,24 +102,29 @@ func patchLoop(ctx context.Context, b *testing.B, ns string, patches *atomic.Int
 	}
 }
 
-// queueDepth reads the in-process gauge workqueue_depth of the named controller queue.
-func queueDepth(b *testing.B, name string) float64 {
+// gathered sums the in-process series of the metric name (a counter or gauge of
+// controller-runtime's registry) whose label is value.
+func gathered(b *testing.B, name, label, value string) float64 {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		b.Fatal(err)
 	}
+	sum, found := 0.0, false
 	for _, f := range families {
-		if f.GetName() != "workqueue_depth" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "name" && l.GetValue() == name {
-					return m.GetGauge().GetValue()
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+					found = true
 				}
 			}
 		}
 	}
-	b.Fatalf("no workqueue_depth{name=%q}", name)
-	return 0
+	if !found {
+		b.Fatalf("no %s{%s=%q}", name, label, value)
+	}
+	return sum
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gangmap/gangmap/e2e/framework"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
+	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
 )
 
 // TestConflictStorm: for 5 seconds another writer (as KAI's scheduler and an admin would) updates
@@ -155,7 +156,9 @@ func TestConflictStorm(t *testing.T) {
 
 	// Bounded work: PodGroup writes are about one per scale step (each changes the gang), and the
 	// reconciles (conflict requeues included) a small multiple of the pod and workload events.
-	time.Sleep(time.Second) // the last regroup's reconciles finish
+	// The last regroup comes at most controller.RegroupWindow after the last scale step (a
+	// workload changed every 0.5 s regroups its pods once a window); then its reconciles finish.
+	time.Sleep(controller.RegroupWindow + time.Second)
 	settled, err := g.Metrics(ctx)
 	require.NoError(t, err)
 	delta := func(m map[string]float64, name string, labels ...string) float64 {

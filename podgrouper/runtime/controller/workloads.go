@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +34,8 @@ type workloadWatcher struct {
 	cache cache.Cache
 	// status, when set, gets every update of a watched workload (status included).
 	status *statusKeeper
+	// pacer paces the regroups of a workload changed in a loop.
+	pacer regroupPacer
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
@@ -81,7 +84,7 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 	}
 }
 
-// handler maps a workload update to its indexed pods. Only changes that can change a plan or the
+// handler maps a workload update to its indexed pods (paced: regroupPacer). Only changes that can change a plan or the
 // default metadata count: the spec (generation), labels, annotations, and the status for kinds
 // whose start rule reads it (startRuleReadsStatus); other status-only updates do not regroup. Every
 // update, and every workload the watch lists when it (re)starts, goes to changed (the status
@@ -104,12 +107,11 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 				return
 			}
 			reqs := w.r.requests(n.GetUID())
-			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs))
-			for _, r := range reqs {
-				q.Add(r)
-			}
+			after := w.pacer.enqueue(q, n.GetUID(), reqs, time.Now())
+			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs), "after", after)
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
+			w.pacer.forget(e.Object.GetUID())
 			w.r.ForgetWorkload(e.Object.GetUID())
 			w.r.Strays.Forget(e.Object.GetUID())
 		},
