@@ -124,8 +124,8 @@ var (
 )
 
 // startGrouper starts, once for all the benchmarks of the run, the in-process grouper (built-in
-// catalog, JobSet grouped by gangmap's definition, 1,000 QPS) and returns the counter of its API
-// requests.
+// catalog, JobSet grouped by gangmap's definition, the shipped client rate limit: 50 QPS, burst
+// 300) and returns the counter of its API requests.
 func startGrouper(b *testing.B) *counter {
 	grouperOnce.Do(func() {
 		grouperCalls = &counter{n: map[string]int{}}
@@ -134,7 +134,6 @@ func startGrouper(b *testing.B) *counter {
 		o := app.DefaultOptions()
 		o.NativeKindsRemove = []string{"jobset.x-k8s.io/v1alpha2/JobSet"}
 		o.MetricsAddr, o.ProbeAddr = "0", "0"
-		o.QPS, o.Burst = 1000, 2000
 		mgrCP := *cp
 		mgrCP.Config = cfg
 		_, grouperErr = mgrCP.StartGrouper(context.Background(), o)

@@ -187,7 +187,11 @@ func (cp *ControlPlane) RunGrouper(ctx context.Context, o *app.Options, cfg *res
 	if cfg == nil {
 		cfg = cp.Config
 	}
-	mgr, registry, err := app.New(o, rest.CopyConfig(cfg))
+	// The grouper's client-side rate limit is its own (--qps, --burst, as Options.RestConfig sets
+	// it for the binary), not envtest's 1,000 QPS.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	mgr, registry, err := app.New(o, cfg)
 	if err != nil {
 		return nil, err
 	}
