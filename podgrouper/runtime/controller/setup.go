@@ -60,7 +60,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 	if err != nil {
 		return err
 	}
-	r.workloads = &workloadWatcher{r: r, ctrl: c, cache: mgr.GetCache(), pacer: regroupPacer{window: RegroupWindow}}
+	r.workloads = &workloadWatcher{r: r, ctrl: c, cache: mgr.GetCache()}
 	if r.Planner == nil {
 		r.Planner, _ = r.Decider.Hub.Grouper.(Planner)
 	}

@@ -102,12 +102,16 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew
 			w.status.changed(n)
-			if o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
-				(!w.r.startRuleReadsStatus(n.GroupVersionKind()) || equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])) {
-				return
+			statusChanged := w.r.startRuleReadsStatus(n.GroupVersionKind()) && !equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"])
+			window := RegroupWindow
+			if o.GetGeneration() == n.GetGeneration() && !statusChanged {
+				if maps.Equal(o.GetLabels(), n.GetLabels()) && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
+					return
+				}
+				window = MetadataRegroupWindow
 			}
 			reqs := w.r.requests(n.GetUID())
-			after := w.pacer.enqueue(q, n.GetUID(), reqs, time.Now())
+			after := w.pacer.enqueue(q, n.GetUID(), reqs, time.Now(), window)
 			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs), "after", after)
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
