@@ -172,10 +172,11 @@ func newPodReconciler(mgr manager.Manager, o *Options, cfg *rest.Config, decider
 		return nil, err
 	}
 	r := &controller.PodReconciler{
-		Client:   mgr.GetClient(),
-		Pods:     pods,
-		Decider:  decider,
-		Applier:  &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey},
+		Client:  mgr.GetClient(),
+		Pods:    pods,
+		Decider: decider,
+		Applier: &podgroup.Applier{Client: mgr.GetClient(), NodePoolLabelKey: o.NodePoolLabelKey, QueueLabelKey: o.QueueLabelKey,
+			MetadataUpdateInterval: podgroup.DefaultMetadataUpdateInterval},
 		Recorder: mgr.GetEventRecorderFor(controller.Name),
 		Release:  release,
 		DryRun:   o.DryRun,

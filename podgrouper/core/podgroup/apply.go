@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
@@ -24,6 +26,10 @@ const (
 	Updated Result = "Updated"
 	// Unchanged: the existing PodGroup already matched; nothing was written.
 	Unchanged Result = "Unchanged"
+	// Deferred: the existing PodGroup differed in labels or annotations alone, and Apply updated
+	// it less than Applier.MetadataUpdateInterval ago; nothing was written. The caller applies
+	// again after DeferredFor.
+	Deferred Result = "Deferred"
 )
 
 // Applier writes PodGroups the way KAI's pod grouper does (KAI
@@ -41,9 +47,22 @@ type Applier struct {
 	// default kai.scheduler/queue). An existing value is kept.
 	QueueLabelKey string
 
+	// MetadataUpdateInterval, when above zero, is how often at most Apply updates a PodGroup
+	// whose labels or annotations alone differ (Deferred in between; see metadataPace). Updates
+	// of the Spec or OwnerReferences are never deferred.
+	MetadataUpdateInterval time.Duration
+
 	// flights makes creates single-flight per PodGroup (see createFlights); an Applier must not
 	// be copied after first use.
 	flights createFlights
+	// metadata remembers the PodGroups' last updates for MetadataUpdateInterval.
+	metadata metadataPace
+}
+
+// DeferredFor is how long an Apply of md that returned Deferred must wait before its update may
+// be written.
+func (a *Applier) DeferredFor(md *Metadata) time.Duration {
+	return a.metadata.wait(types.NamespacedName{Namespace: md.Namespace, Name: md.Name}, a.MetadataUpdateInterval)
 }
 
 // Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster
@@ -61,7 +80,9 @@ type Applier struct {
 //  3. Compare (KAI updater.go podGroupsEqual): Spec and OwnerReferences must be deeply equal,
 //     and the desired labels and annotations must be a subset of the existing ones. Equal ⇒
 //     nothing is written (Unchanged).
-//  4. Otherwise (KAI updatePodGroup) merge the desired labels and annotations into the existing
+//  4. When only labels or annotations differ and the PodGroup was updated less than
+//     MetadataUpdateInterval ago, nothing is written (Deferred).
+//  5. Otherwise (KAI updatePodGroup) merge the desired labels and annotations into the existing
 //     ones (desired values win, other existing keys stay, so keys other components add such as
 //     kai.scheduler/stale-podgroup-timestamp survive), replace Spec and OwnerReferences wholesale,
 //     and Update (Updated).
@@ -70,7 +91,7 @@ type Applier struct {
 // read) means "read again and retry", as KAI's pod controller requeues on Conflict without
 // reporting an error.
 //
-// Differences from KAI, none of which changes what ends up stored:
+// Differences from KAI, none of which changes what ends up stored (step 4 only delays it):
 //   - Apply first checks the desired PodGroup with Validate and returns an Invalid API error
 //     (apierrors.IsInvalid) without calling the API server when it fails; KAI leaves that to its
 //     webhook and CRD.
@@ -114,6 +135,10 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 	if podGroupsEqual(existing, desired) {
 		return Unchanged, nil
 	}
+	key := client.ObjectKeyFromObject(desired)
+	if a.MetadataUpdateInterval > 0 && metadataOnly(existing, desired) && a.metadata.wait(key, a.MetadataUpdateInterval) > 0 {
+		return Deferred, nil
+	}
 	existing = existing.DeepCopy()
 	// desired kept the cached object's own pointers (keepOwnedFields); the Update decodes the
 	// server's answer into what it sends, through its pointers: send the copy's.
@@ -121,6 +146,9 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 	mergeInto(existing, desired)
 	if err := a.Client.Update(ctx, existing); err != nil {
 		return "", fmt.Errorf("updating PodGroup %s/%s: %w", desired.Namespace, desired.Name, err)
+	}
+	if a.MetadataUpdateInterval > 0 {
+		a.metadata.updated(key, a.MetadataUpdateInterval)
 	}
 	return Updated, nil
 }

@@ -334,3 +334,52 @@ func TestUpdateAnswerDoesNotWriteTheCache(t *testing.T) {
 	assert.Equal(t, int32(-1), *cached.Spec.SchedulingBackoff, "the cached PodGroup's schedulingBackoff")
 	assert.Equal(t, "8", cached.Annotations["gangmap.io/gpus"])
 }
+
+// TestApplyDefersMetadataOnlyUpdates: with MetadataUpdateInterval, an update of the labels and
+// annotations alone (a copied workload annotation that changes in a loop) is written at most once
+// per interval: the first at once, the next Deferred until the interval has passed (DeferredFor
+// says how long), then written; a change of the gang (Spec) is never deferred.
+func TestApplyDefersMetadataOnlyUpdates(t *testing.T) {
+	ctx := context.Background()
+	a, c, w := newApplier(t, interceptor.Funcs{})
+	a.MetadataUpdateInterval = 5 * time.Second
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	a.metadata.now = func() time.Time { return now }
+	withAnnotation := func(v string) *Metadata {
+		md := karta()
+		md.Annotations["example.com/storm"] = v
+		return md
+	}
+	res, err := a.Apply(ctx, withAnnotation("0"))
+	require.NoError(t, err)
+	require.Equal(t, Created, res)
+
+	res, err = a.Apply(ctx, withAnnotation("1"))
+	require.NoError(t, err)
+	assert.Equal(t, Updated, res, "the first labels-and-annotations update is written at once")
+	assert.Equal(t, "1", getPodGroup(t, c, karta()).Annotations["example.com/storm"])
+
+	now = now.Add(time.Second)
+	res, err = a.Apply(ctx, withAnnotation("2"))
+	require.NoError(t, err)
+	assert.Equal(t, Deferred, res, "a second within the interval waits")
+	assert.Equal(t, 4*time.Second, a.DeferredFor(withAnnotation("2")))
+	assert.Equal(t, "1", getPodGroup(t, c, karta()).Annotations["example.com/storm"])
+
+	gang := withAnnotation("3")
+	gang.SubGroups[1].MinAvailable = 3
+	res, err = a.Apply(ctx, gang)
+	require.NoError(t, err)
+	assert.Equal(t, Updated, res, "a gang change is written at once, with the labels and annotations")
+	pg := getPodGroup(t, c, karta())
+	assert.Equal(t, ptr.To(int32(3)), pg.Spec.SubGroups[1].MinMember)
+	assert.Equal(t, "3", pg.Annotations["example.com/storm"])
+
+	now = now.Add(5 * time.Second)
+	gang.Annotations["example.com/storm"] = "4"
+	res, err = a.Apply(ctx, gang)
+	require.NoError(t, err)
+	assert.Equal(t, Updated, res, "once the interval has passed, written")
+	assert.Equal(t, "4", getPodGroup(t, c, karta()).Annotations["example.com/storm"])
+	assert.EqualValues(t, 3, w.updates.Load())
+}

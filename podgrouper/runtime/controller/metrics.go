@@ -18,7 +18,7 @@ var (
 	}, []string{"kind", "dry_run"})
 	podGroupWrites = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_podgroup_writes_total",
-		Help: "PodGroup applies by result: Created, Updated, Unchanged (no write), DryRun.",
+		Help: "PodGroup applies by result: Created, Updated, Unchanged (no write), Deferred (labels and annotations alone differ, updated less than 5 s ago: applied again then), DryRun.",
 	}, []string{"result"})
 	groupingErrors = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "gangmap_grouping_errors_total",

@@ -208,11 +208,12 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 	// 4. Mark the workload for KAI's pod-grouper, then write the PodGroup (nothing is written
 	// when it already matches); one Event on the workload says what this reconcile wrote.
 	marked := r.markOwner(ctx, d)
-	if requeue, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), d.Metadata, d.Owner, marked); requeue || err != nil {
-		if err != nil {
-			return r.fail(ctx, pod, d.Owner, "PodGroupWrite", err)
-		}
-		return ctrl.Result{Requeue: true}, nil
+	deferred, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), d.Metadata, d.Owner, marked)
+	if err != nil {
+		return r.fail(ctx, pod, d.Owner, "PodGroupWrite", err)
+	}
+	if deferred.Requeue {
+		return deferred, nil
 	}
 
 	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
@@ -222,16 +223,19 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 	podsGrouped.WithLabelValues(d.Kind.Kind, "false").Inc()
 	r.Track(ctx, pod, d)
 	r.Strays.Enqueue(strays.Workload{Owner: d.Owner, Keep: d.Planned})
-	return ctrl.Result{}, nil
+	return deferred, nil
 }
 
 // writePodGroup writes the PodGroup (nothing when it already matches) and says so with an Event on
-// the workload; requeue is true when another writer won a race (conflict, already exists). When
+// the workload. The Result asks to requeue (Requeue) when another writer won a race (conflict,
+// already exists): the pod's other writes wait; or to apply again later (RequeueAfter) when an
+// update of the PodGroup's labels and annotations alone was deferred (podgroup.Deferred): the
+// PodGroup's gang is current, so the pod's other writes go on. When
 // the workload's mark (markOwner) is not told yet, the PodGroupCreated or PodGroupUpdated Event
 // tells it too, so that a workload's first pods cost one Event, not two; marked says this
 // reconcile set the mark, and it then tells the mark on its own (GangmapMarkedWorkload) when no
 // PodGroup Event has.
-func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata, owner *unstructured.Unstructured, marked bool) (requeue bool, err error) {
+func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata, owner *unstructured.Unstructured, marked bool) (ctrl.Result, error) {
 	defer func() {
 		if marked && r.tellMark(owner.GetUID()) {
 			r.Recorder.Event(owner, corev1.EventTypeNormal, ReasonOwnerMarked, "set "+markNote)
@@ -239,15 +243,18 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 	}()
 	res, err := r.Applier.Apply(ctx, md)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return true, nil
+		return ctrl.Result{Requeue: true}, nil
 	}
 	if err != nil {
-		return false, err
+		return ctrl.Result{}, err
 	}
 	podGroupWrites.WithLabelValues(string(res)).Inc()
+	if res == podgroup.Deferred {
+		return ctrl.Result{RequeueAfter: max(r.Applier.DeferredFor(md), time.Millisecond)}, nil
+	}
 	reason, wrote := map[podgroup.Result]string{podgroup.Created: ReasonPodGroupCreated, podgroup.Updated: ReasonPodGroupUpdated}[res]
 	if !wrote {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	also := ""
 	if r.tellMark(owner.GetUID()) {
@@ -256,7 +263,7 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 	verb := strings.ToLower(string(res)) // "created", "updated"
 	r.Recorder.Eventf(owner, corev1.EventTypeNormal, reason, "%s PodGroup %s: %s%s", verb, md.Name, gangSummary(md), also)
 	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup " + verb)
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
 // yieldToKAI reports whether gangmap leaves the pod to KAI's pod-grouper: the KAI release does not
