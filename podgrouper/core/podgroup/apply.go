@@ -27,8 +27,8 @@ const (
 	// Unchanged: the existing PodGroup already matched; nothing was written.
 	Unchanged Result = "Unchanged"
 	// Deferred: the existing PodGroup differed in labels or annotations alone, and Apply updated
-	// it less than Applier.MetadataUpdateInterval ago; nothing was written. The caller applies
-	// again after DeferredFor.
+	// it less than Applier.MetadataUpdateInterval ago; nothing was written. One caller applies
+	// again later (RetryDeferred).
 	Deferred Result = "Deferred"
 )
 
@@ -59,10 +59,13 @@ type Applier struct {
 	metadata metadataPace
 }
 
-// DeferredFor is how long an Apply of md that returned Deferred must wait before its update may
-// be written.
-func (a *Applier) DeferredFor(md *Metadata) time.Duration {
-	return a.metadata.wait(types.NamespacedName{Namespace: md.Namespace, Name: md.Name}, a.MetadataUpdateInterval)
+// RetryDeferred gives the retry of a deferred update of md's PodGroup (Apply returned Deferred)
+// to one caller: the first to ask since the PodGroup's last update (or since the retry taken
+// before was due) gets ok and how long to wait before applying again; the others need not retry
+// (that caller's Apply writes what they would, read from the workload then). So the pods of a
+// workload whose annotations change in a loop requeue one reconcile per PodGroup, not one each.
+func (a *Applier) RetryDeferred(md *Metadata) (after time.Duration, ok bool) {
+	return a.metadata.takeRetry(types.NamespacedName{Namespace: md.Namespace, Name: md.Name}, a.MetadataUpdateInterval)
 }
 
 // Apply creates or updates the PodGroup md describes, as KAI's ApplyToCluster

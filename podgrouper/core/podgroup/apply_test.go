@@ -337,8 +337,8 @@ func TestUpdateAnswerDoesNotWriteTheCache(t *testing.T) {
 
 // TestApplyDefersMetadataOnlyUpdates: with MetadataUpdateInterval, an update of the labels and
 // annotations alone (a copied workload annotation that changes in a loop) is written at most once
-// per interval: the first at once, the next Deferred until the interval has passed (DeferredFor
-// says how long), then written; a change of the gang (Spec) is never deferred.
+// per interval: the first at once, the next Deferred until the interval has passed (one caller
+// takes the retry, RetryDeferred), then written; a change of the gang (Spec) is never deferred.
 func TestApplyDefersMetadataOnlyUpdates(t *testing.T) {
 	ctx := context.Background()
 	a, c, w := newApplier(t, interceptor.Funcs{})
@@ -363,7 +363,11 @@ func TestApplyDefersMetadataOnlyUpdates(t *testing.T) {
 	res, err = a.Apply(ctx, withAnnotation("2"))
 	require.NoError(t, err)
 	assert.Equal(t, Deferred, res, "a second within the interval waits")
-	assert.Equal(t, 4*time.Second, a.DeferredFor(withAnnotation("2")))
+	after, ok := a.RetryDeferred(withAnnotation("2"))
+	assert.True(t, ok)
+	assert.Equal(t, 4*time.Second, after, "the caller that takes the retry applies again when the interval has passed")
+	_, ok = a.RetryDeferred(withAnnotation("2"))
+	assert.False(t, ok, "one retry per PodGroup: the other pods' reconciles need not requeue")
 	assert.Equal(t, "1", getPodGroup(t, c, karta()).Annotations["example.com/storm"])
 
 	gang := withAnnotation("3")

@@ -21,8 +21,11 @@ const DefaultMetadataUpdateInterval = 5 * time.Second
 // limit. Memory: one time per PodGroup updated within the interval (older ones are swept as new
 // ones come).
 type metadataPace struct {
-	mu      sync.Mutex
-	last    map[types.NamespacedName]time.Time
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+	// retry is, per PodGroup with a deferred update, when the one caller that took the retry
+	// (RetryDeferred) applies again.
+	retry   map[types.NamespacedName]time.Time
 	sweepAt int
 	// now is time.Now; tests set it.
 	now func() time.Time
@@ -46,6 +49,26 @@ func (m *metadataPace) wait(key types.NamespacedName, interval time.Duration) ti
 	return 0
 }
 
+// takeRetry gives the retry of key's deferred update to one caller: the first since key's last
+// update, or since the retry taken before was due. It returns how long that caller waits.
+func (m *metadataPace) takeRetry(key types.NamespacedName, interval time.Duration) (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock()
+	if at, ok := m.retry[key]; ok && !now.After(at) {
+		return 0, false
+	}
+	at := now
+	if last, ok := m.last[key]; ok {
+		at = last.Add(interval)
+	}
+	if m.retry == nil {
+		m.retry = map[types.NamespacedName]time.Time{}
+	}
+	m.retry[key] = at
+	return max(at.Sub(now), time.Millisecond), true
+}
+
 // updated records an update of key now, and sweeps the times an interval old once the map has
 // doubled since the last sweep.
 func (m *metadataPace) updated(key types.NamespacedName, interval time.Duration) {
@@ -61,9 +84,15 @@ func (m *metadataPace) updated(key types.NamespacedName, interval time.Duration)
 				delete(m.last, k)
 			}
 		}
+		for k, t := range m.retry {
+			if now.After(t) {
+				delete(m.retry, k)
+			}
+		}
 		m.sweepAt = max(1024, 2*len(m.last))
 	}
 	m.last[key] = now
+	delete(m.retry, key)
 }
 
 func (m *metadataPace) clock() time.Time {

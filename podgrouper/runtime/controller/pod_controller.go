@@ -229,8 +229,9 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 // writePodGroup writes the PodGroup (nothing when it already matches) and says so with an Event on
 // the workload. The Result asks to requeue (Requeue) when another writer won a race (conflict,
 // already exists): the pod's other writes wait; or to apply again later (RequeueAfter) when an
-// update of the PodGroup's labels and annotations alone was deferred (podgroup.Deferred): the
-// PodGroup's gang is current, so the pod's other writes go on. When
+// update of the PodGroup's labels and annotations alone was deferred (podgroup.Deferred) and this
+// pod's reconcile took the retry (RetryDeferred): the PodGroup's gang is current, so the pod's
+// other writes go on. When
 // the workload's mark (markOwner) is not told yet, the PodGroupCreated or PodGroupUpdated Event
 // tells it too, so that a workload's first pods cost one Event, not two; marked says this
 // reconcile set the mark, and it then tells the mark on its own (GangmapMarkedWorkload) when no
@@ -250,7 +251,8 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 	}
 	podGroupWrites.WithLabelValues(string(res)).Inc()
 	if res == podgroup.Deferred {
-		return ctrl.Result{RequeueAfter: max(r.Applier.DeferredFor(md), time.Millisecond)}, nil
+		after, _ := r.Applier.RetryDeferred(md) // 0 (no requeue) when another pod's reconcile retries
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	reason, wrote := map[podgroup.Result]string{podgroup.Created: ReasonPodGroupCreated, podgroup.Updated: ReasonPodGroupUpdated}[res]
 	if !wrote {
