@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -18,6 +19,11 @@ var subGroupNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Validate reports every reason KAI would refuse pg, as a field.ErrorList with spec paths (empty
 // when pg is valid). It checks:
+//
+// The API server's rule for every object (apimachinery ValidateAnnotationsSize): the annotations
+// total at most 256 KiB. KAI's default metadata copies every annotation of the top owner, so a
+// workload whose own annotations come near that makes a PodGroup the API server would refuse:
+// Apply refuses it without sending it, and the error names the cause.
 //
 // The rules of KAI's CRD (podgroup_types.go markers): spec.minMember and spec.minSubGroup ≥ 1;
 // subGroups[].minMember and .minSubGroup ≥ 0; subGroups[].name non-empty and, like .parent, a DNS
@@ -45,6 +51,10 @@ func Validate(pg *v2alpha2.PodGroup) field.ErrorList {
 	spec := &pg.Spec
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
+	if err := apivalidation.ValidateAnnotationsSize(pg.Annotations); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations"), "<too long>",
+			err.Error()+" (bytes; KAI's default metadata copies every annotation of the workload to its PodGroup: the workload's own annotations are too large)"))
+	}
 
 	if spec.MinMember != nil && *spec.MinMember < 1 {
 		errs = append(errs, field.Invalid(specPath.Child("minMember"), *spec.MinMember, "must be greater than or equal to 1"))

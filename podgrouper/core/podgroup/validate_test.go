@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -151,4 +152,20 @@ func TestValidateAcceptsMinSubGroupAboveChildren(t *testing.T) {
 	} {
 		assert.Empty(t, Validate(&v2alpha2.PodGroup{Spec: spec}), name)
 	}
+}
+
+// TestValidateAnnotationsSize: the API server refuses an object whose annotations total more
+// than 256 KiB (apimachinery ValidateAnnotationsSize); a PodGroup gets its workload's
+// annotations copied (KAI's default metadata), so Validate refuses such a PodGroup first, naming
+// the field, the size and the cause, and one at the limit passes.
+func TestValidateAnnotationsSize(t *testing.T) {
+	pg := Build(&Metadata{Name: "pg-a", Namespace: "ns", MinAvailable: 1,
+		Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 262_144-len("example.com/blob"))}})
+	assert.Empty(t, Validate(pg), "exactly 256 KiB of keys and values")
+	pg.Annotations["example.com/blob"] += "x"
+	errs := Validate(pg)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "metadata.annotations", errs[0].Field)
+	assert.Contains(t, errs[0].Error(), "annotations size 262145 is larger than limit 262144")
+	assert.Contains(t, errs[0].Error(), "copies every annotation of the workload")
 }
