@@ -96,6 +96,8 @@ type PodReconciler struct {
 
 	// workloads starts a watch per workload kind the first time a pod of it is grouped.
 	workloads *workloadWatcher
+	// queue is the controller's work queue (regroupSiblings).
+	queue queueRef
 	// invalidOwners and outsidePlan remember the pods already told their owner reference is
 	// ignored, or that they are outside their workload's plan (firstReport).
 	invalidOwners, outsidePlan *lru.Cache
@@ -217,6 +219,7 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 	}
 
 	// 5. Label the pod (the webhook normally did at creation; this repairs a pod it missed).
+	r.regroupSiblings(pod, d)
 	if err := r.labelPod(ctx, pod, d); err != nil {
 		return r.fail(ctx, pod, d.Owner, "PodPatch", err)
 	}

@@ -50,12 +50,13 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int, re
 		WatchesRawSource(r.Pods.Source()).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &v2alpha2.PodGroup{}, handler.TypedEnqueueRequestsFromMapFunc(r.podsOfPodGroup), gangChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent, NewQueue: fairqueue.ByNamespace})
-	if regroup != nil {
-		b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.queue.Store(&q)
+		if regroup != nil {
 			go r.regroup(ctx, regroup, q)
-			return nil
-		}))
-	}
+		}
+		return nil
+	}))
 	c, err := b.Build(r)
 	if err != nil {
 		return err

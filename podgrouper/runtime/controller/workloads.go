@@ -86,7 +86,11 @@ func (w *workloadWatcher) prune(ctx context.Context, keep func(schema.GroupVersi
 
 // handler maps a workload update to its indexed pods (paced: regroupPacer). Only changes that can change a plan or the
 // default metadata count: the spec (generation), labels, annotations, and the status for kinds
-// whose start rule reads it (startRuleReadsStatus); other status-only updates do not regroup. Every
+// whose start rule reads it (startRuleReadsStatus); other status-only updates do not regroup. A
+// change of the labels or annotations alone regroups one pod of each of the workload's PodGroups
+// (onePerPodGroup): its reconcile writes the PodGroup's gang and metadata, and the pods' own
+// PodGroup and sub-group come from the spec and the pods, which did not change (a pod whose
+// PodGroup or sub-group does change regroups all its workload's pods: regroupSiblings). Every
 // update, and every workload the watch lists when it (re)starts, goes to changed (the status
 // keeper). A deleted workload's pods are forgotten: garbage collection removes them and their
 // PodGroup.
@@ -111,6 +115,9 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 				window = MetadataRegroupWindow
 			}
 			reqs := w.r.requests(n.GetUID())
+			if window == MetadataRegroupWindow {
+				reqs = w.r.onePerPodGroup(reqs)
+			}
 			after := w.pacer.enqueue(q, n.GetUID(), reqs, time.Now(), window)
 			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs), "after", after)
 		},

@@ -170,6 +170,16 @@ func (c *Cache) Get(key types.NamespacedName) (*corev1.Pod, bool) {
 	return r.Pod(c.schedulerName), true
 }
 
+// Annotation returns the cached pod's annotation key, and whether the cache holds the pod and
+// the pod has the annotation (no Pod is built).
+func (c *Cache) Annotation(pod types.NamespacedName, key string) (string, bool) {
+	r := c.get(pod)
+	if r == nil {
+		return "", false
+	}
+	return r.Annotation(key)
+}
+
 // Keys returns the key of every cached pod (sharing the cached strings).
 func (c *Cache) Keys() []types.NamespacedName {
 	var out []types.NamespacedName
