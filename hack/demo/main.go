@@ -159,7 +159,7 @@ func printKeepHelp(assets, kubeconfig string) {
   %[1]s/kubectl get podgroups -n %[3]s
   go run ./cmd/gangmap get customjobs -n %[3]s --definitions %[4]s
   go run ./cmd/gangmap describe customjob/finetune -n %[3]s --definitions %[4]s
-  go run ./cmd/gangmap get jobsets -n %[3]s --native-kinds-remove=%[5]s
+  go run ./cmd/gangmap get jobsets -n %[3]s --definitions %[4]s --native-kinds-remove=%[5]s
 The grouper runs in this process, not as a Deployment the CLI could read its flags from: give the
 CLI the grouper's --definitions and --native-kinds-remove, as above, or it judges by the cluster's
 Kartas and KAI v0.17's native table alone. New workloads of the example kinds are grouped while
