@@ -38,10 +38,11 @@ type regroupPacer struct {
 // paced is one workload's regroups: when the last one ran, and when the next is due (zero: none).
 type paced struct{ ran, next time.Time }
 
-// enqueue regroups reqs, the pods of workload uid, for a change at now whose kind allows one
-// regroup per window: at once when the last regroup is a window old or more, else at its end
-// (after the returned delay), unless a regroup is already due by then.
-func (p *regroupPacer) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], uid types.UID, reqs []reconcile.Request, now time.Time, window time.Duration) (delay time.Duration) {
+// enqueue regroups the pods of workload uid (pods lists them, asked only when they are enqueued)
+// for a change at now whose kind allows one regroup per window: at once when the last regroup is
+// a window old or more, else at its end (after the returned delay), unless a regroup is already
+// due by then.
+func (p *regroupPacer) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], uid types.UID, pods func() []reconcile.Request, now time.Time, window time.Duration) (delay time.Duration) {
 	p.mu.Lock()
 	w := p.workloads[uid]
 	if w == nil {
@@ -66,7 +67,7 @@ func (p *regroupPacer) enqueue(q workqueue.TypedRateLimitingInterface[reconcile.
 		w.next = at // earlier than a regroup already due: the queue's delay takes the earlier
 	}
 	p.mu.Unlock()
-	for _, r := range reqs {
+	for _, r := range pods() {
 		if delay == 0 {
 			q.Add(r)
 		} else {

@@ -53,5 +53,6 @@ func (r *PodReconciler) regroupSiblings(pod *corev1.Pod, d *decide.Decision) {
 	}
 	// Paced as the workload watch's regroups (at most one a second after the first), so that the
 	// pods of a role that all move at once do not each regroup every other pod.
-	r.workloads.pacer.enqueue(*q, d.Owner.GetUID(), r.requests(d.Owner.GetUID()), time.Now(), RegroupWindow)
+	uid := d.Owner.GetUID()
+	r.workloads.pacer.enqueue(*q, uid, func() []reconcile.Request { return r.requests(uid) }, time.Now(), RegroupWindow)
 }

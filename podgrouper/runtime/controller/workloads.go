@@ -114,12 +114,18 @@ func (w *workloadWatcher) handler() handler.TypedEventHandler[*unstructured.Unst
 				}
 				window = MetadataRegroupWindow
 			}
-			reqs := w.r.requests(n.GetUID())
-			if window == MetadataRegroupWindow {
-				reqs = w.r.onePerPodGroup(reqs)
-			}
-			after := w.pacer.enqueue(q, n.GetUID(), reqs, time.Now(), window)
-			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", len(reqs), "after", after)
+			// The pods are listed only when the pacer enqueues them: a workload changed in a loop
+			// costs a map lookup per change, not a list of its pods.
+			pods := 0
+			after := w.pacer.enqueue(q, n.GetUID(), func() []reconcile.Request {
+				reqs := w.r.requests(n.GetUID())
+				if window == MetadataRegroupWindow {
+					reqs = w.r.onePerPodGroup(reqs)
+				}
+				pods = len(reqs)
+				return reqs
+			}, time.Now(), window)
+			ctrl.LoggerFrom(ctx).V(2).Info("Workload changed; regrouping its pods", "workload", klog.KObj(n), "kind", n.GroupVersionKind().String(), "pods", pods, "after", after)
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], _ queue) {
 			w.pacer.forget(e.Object.GetUID())
