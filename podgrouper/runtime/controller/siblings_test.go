@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,15 +9,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
-	fcache "k8s.io/client-go/tools/cache/testing"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gangmap/gangmap/internal/podcachetest"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/core/podgroup"
-	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
 )
 
 // groupedPod is a pod of workload "train" in namespace "a" carrying pod-group-name pg ("" for
@@ -38,16 +35,7 @@ func groupedPod(name, pg, sg string) *corev1.Pod {
 // reconcilerWithPods is a PodReconciler whose pod cache and Book hold pods, all of workload owner.
 func reconcilerWithPods(t *testing.T, owner types.UID, pods ...*corev1.Pod) *PodReconciler {
 	t.Helper()
-	src := fcache.NewFakeControllerSource()
-	for _, p := range pods {
-		src.Add(p)
-	}
-	c, err := podcache.NewWithListWatch(src, "kai-scheduler")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = c.Start(ctx) }()
-	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced))
+	c, _ := podcachetest.Start(t, pods...)
 	r := &PodReconciler{Pods: c}
 	r.init()
 	for _, p := range pods {

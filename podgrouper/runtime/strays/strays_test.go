@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/gangmap/gangmap/internal/podcachetest"
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/runtime/podcache"
@@ -91,18 +92,7 @@ func newIndexedClient(t *testing.T, objs ...client.Object) (client.Client, *stra
 // newPodCache returns the grouper's pod cache (podcache.Cache), synced, holding pods, and the
 // fake source that feeds it.
 func newPodCache(t *testing.T, pods ...*corev1.Pod) (*podcache.Cache, *fcache.FakeControllerSource) {
-	t.Helper()
-	src := fcache.NewFakeControllerSource()
-	for _, p := range pods {
-		src.Add(p)
-	}
-	c, err := podcache.NewWithListWatch(src, "kai-scheduler")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = c.Start(ctx) }()
-	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced), "pod cache not synced")
-	return c, src
+	return podcachetest.Start(t, pods...)
 }
 
 // newCollector returns a collector of the PodGroups of c (through its owner index idx) and the
