@@ -5,6 +5,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gangmap/gangmap/e2e/framework"
 )
 
 // stormRuns numbers the storm benchmark's runs (b.N rounds over the calls), for unique
@@ -102,29 +106,16 @@ func patchLoop(ctx context.Context, b *testing.B, ns string, patches *atomic.Int
 	}
 }
 
-// gathered sums the in-process series of the metric name (a counter or gauge of
-// controller-runtime's registry) whose label is value.
+// gathered sums the series of the metric name whose labels include label="value", from the
+// in-process grouper's registry (framework.GatherMetrics, as its metrics endpoint serves it).
 func gathered(b *testing.B, name, label, value string) float64 {
-	families, err := metrics.Registry.Gather()
+	m, err := framework.GatherMetrics()
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum, found := 0.0, false
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-					found = true
-				}
-			}
-		}
+	sel := fmt.Sprintf("%s=%q", label, value)
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(m)), func(k string) bool { return strings.HasPrefix(k, name+"{") && strings.Contains(k, sel) }) {
+		b.Fatalf("no %s{%s}", name, sel)
 	}
-	if !found {
-		b.Fatalf("no %s{%s=%q}", name, label, value)
-	}
-	return sum
+	return framework.Sum(m, name, sel)
 }
