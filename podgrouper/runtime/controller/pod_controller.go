@@ -356,14 +356,12 @@ func (r *PodReconciler) ignoreOwner(ctx context.Context, pod *corev1.Pod, err er
 
 // gangSummary renders minMember or minSubGroup with the sub-groups and GPUs for Events.
 func gangSummary(md *podgroup.Metadata) string {
-	s := ""
+	s := fmt.Sprintf("minMember %d", md.MinAvailable)
 	if md.MinSubGroup != nil {
 		s = fmt.Sprintf("minSubGroup %d", *md.MinSubGroup)
 		for _, sg := range md.SubGroups {
 			s += fmt.Sprintf(", %s minMember %d", sg.Name, sg.MinAvailable)
 		}
-	} else {
-		s = fmt.Sprintf("minMember %d", md.MinAvailable)
 	}
 	if g := md.Annotations[kaikeys.GPUs]; g != "" {
 		s += fmt.Sprintf(", %s GPUs", g)

@@ -9,6 +9,7 @@
 package crdlint
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -94,11 +95,7 @@ func (l *Linter) Changed() {
 // Start implements manager.Runnable.
 func (l *Linter) Start(ctx context.Context) error {
 	l.init()
-	iv := l.Interval
-	if iv <= 0 {
-		iv = time.Minute
-	}
-	t := time.NewTicker(iv)
+	t := time.NewTicker(cmp.Or(max(l.Interval, 0), time.Minute)) // unset or not positive: a minute
 	defer t.Stop()
 	l.LintAll(ctx)
 	for {

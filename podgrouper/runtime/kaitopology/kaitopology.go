@@ -6,6 +6,7 @@
 package kaitopology
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync/atomic"
@@ -134,10 +135,7 @@ func (w *Watcher) NeedLeaderElection() bool { return false }
 // every Topology current until ctx ends.
 func (w *Watcher) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("kai-topologies")
-	poll := w.CRDPoll
-	if poll <= 0 {
-		poll = 30 * time.Second
-	}
+	poll := cmp.Or(max(w.CRDPoll, 0), 30*time.Second) // unset or not positive: 30s
 	if wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) { return w.apiServed(ctx), nil }) != nil {
 		return nil // stopped
 	}

@@ -100,15 +100,12 @@ func Parse(data []byte, origin string, known func(schema.GroupKind) bool) (*Comp
 	p := &Policy{}
 	if len(bytes.TrimSpace(data)) > 0 {
 		js, err := yaml.YAMLToJSONStrict(data) // duplicate keys are errors
-		if err != nil {
-			return nil, fmt.Errorf("onboarding policy %s: %w", origin, err)
+		var strict []error
+		if err == nil {
+			strict, err = kjson.UnmarshalStrict(js, p)
 		}
-		strict, err := kjson.UnmarshalStrict(js, p)
-		if err != nil {
+		if err = cmp.Or(err, errors.Join(strict...)); err != nil {
 			return nil, fmt.Errorf("onboarding policy %s: %w", origin, err)
-		}
-		if len(strict) > 0 {
-			return nil, fmt.Errorf("onboarding policy %s: %w", origin, errors.Join(strict...))
 		}
 	}
 	c, errs := compile(p, known)
