@@ -89,21 +89,14 @@ func hasDeferred(md *podgroup.Metadata) bool {
 
 // subGroup copies one sub-group's metadata.
 func subGroup(sg *podgroup.SubGroupMetadata) *podgroup.SubGroupMetadata {
-	out := &podgroup.SubGroupMetadata{
-		Name:           sg.Name,
-		MinAvailable:   sg.MinAvailable,
-		MinSubGroup:    clone(sg.MinSubGroup),
-		Parent:         clone(sg.Parent),
-		PodsReferences: slices.Clone(sg.PodsReferences),
+	return &podgroup.SubGroupMetadata{
+		Name:                sg.Name,
+		MinAvailable:        sg.MinAvailable,
+		MinSubGroup:         clone(sg.MinSubGroup),
+		Parent:              clone(sg.Parent),
+		PodsReferences:      slices.Clone(sg.PodsReferences),
+		TopologyConstraints: clone(sg.TopologyConstraints),
 	}
-	if t := sg.TopologyConstraints; t != nil {
-		out.TopologyConstraints = &podgroup.TopologyConstraintMetadata{
-			PreferredTopologyLevel: t.PreferredTopologyLevel,
-			RequiredTopologyLevel:  t.RequiredTopologyLevel,
-			Topology:               t.Topology,
-		}
-	}
-	return out
 }
 
 // clone returns a new pointer to *p's value (nil stays nil).

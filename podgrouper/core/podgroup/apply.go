@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -228,10 +227,7 @@ func (a *Applier) keepOwnedFields(existing, desired *v2alpha2.PodGroup) *v2alpha
 // podGroupsEqual is KAI's updater.go podGroupsEqual, with nil and empty treated as equal (see
 // Apply).
 func podGroupsEqual(existing, desired *v2alpha2.PodGroup) bool {
-	return equality.Semantic.DeepEqual(existing.Spec, desired.Spec) &&
-		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) &&
-		isSubset(desired.Labels, existing.Labels) &&
-		isSubset(desired.Annotations, existing.Annotations)
+	return metadataOnly(existing, desired) && isSubset(desired.Labels, existing.Labels) && isSubset(desired.Annotations, existing.Annotations)
 }
 
 // isSubset reports whether every entry of sub is in super (KAI updater.go

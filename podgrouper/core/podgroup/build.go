@@ -61,11 +61,8 @@ func BuildReleased(md *Metadata, released map[string]bool) *v2alpha2.PodGroup {
 			out.Parent = ptr.To(*sg.Parent)
 		}
 		if sg.TopologyConstraints != nil {
-			out.TopologyConstraint = &v2alpha2.TopologyConstraint{
-				PreferredTopologyLevel: sg.TopologyConstraints.PreferredTopologyLevel,
-				RequiredTopologyLevel:  sg.TopologyConstraints.RequiredTopologyLevel,
-				Topology:               sg.TopologyConstraints.Topology,
-			}
+			tc := v2alpha2.TopologyConstraint(*sg.TopologyConstraints)
+			out.TopologyConstraint = &tc
 		}
 		if sg.MinSubGroup != nil {
 			out.MinSubGroup = ptr.To(*sg.MinSubGroup)

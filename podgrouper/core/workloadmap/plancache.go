@@ -1,6 +1,7 @@
 package workloadmap
 
 import (
+	"cmp"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,8 +30,6 @@ type planCache struct {
 	mu       sync.Mutex
 	lru      *lru.Cache
 	elements int64
-	// size is the most plans kept (Grouper.PlanCacheSize, read at the first use).
-	size int
 	// maxElements is planCacheElements (tests lower it).
 	maxElements int64
 }
@@ -42,12 +41,8 @@ func (c *planCache) init(size int) {
 		if c.maxElements == 0 {
 			c.maxElements = planCacheElements
 		}
-		c.size = size
-		if c.size <= 0 {
-			c.size = DefaultPlanCacheSize
-		}
 		// The eviction function runs inside lru calls, which are all made under c.mu.
-		c.lru = lru.NewWithEvictionFunc(c.size, func(_ lru.Key, v any) { c.elements -= v.(*cachedPlan).elements })
+		c.lru = lru.NewWithEvictionFunc(cmp.Or(max(size, 0), DefaultPlanCacheSize), func(_ lru.Key, v any) { c.elements -= v.(*cachedPlan).elements })
 	})
 }
 
