@@ -99,12 +99,9 @@ func (f *createFlights) finish(key types.NamespacedName, fl *createFlight, creat
 func (f *createFlights) seen(key types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cur, ok := f.m[key]
-	switch {
-	case !ok:
-	case cur.ended.IsZero():
+	if cur, ok := f.m[key]; ok && cur.ended.IsZero() {
 		cur.seen = true
-	default:
+	} else {
 		delete(f.m, key)
 	}
 }
