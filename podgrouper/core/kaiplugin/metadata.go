@@ -58,7 +58,7 @@ func KAIMetadata(md *podgroup.Metadata, existing *v2alpha2.PodGroup) *podgroup.M
 		return out
 	}
 	written := map[string]bool{}
-	if hasDeferred(md) {
+	if md.HasDeferred() {
 		desired := podgroup.Desired(md, existing)
 		for _, sg := range desired.Spec.SubGroups {
 			written[sg.Name] = true
@@ -80,11 +80,6 @@ func KAIMetadata(md *podgroup.Metadata, existing *v2alpha2.PodGroup) *podgroup.M
 var GangmapOnlyFields = map[string][]string{
 	"Metadata":         {"DropDeferred"},
 	"SubGroupMetadata": {"Deferred"},
-}
-
-// hasDeferred reports whether md has a sub-group of a deferred role.
-func hasDeferred(md *podgroup.Metadata) bool {
-	return slices.ContainsFunc(md.SubGroups, func(sg *podgroup.SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" })
 }
 
 // subGroup copies one sub-group's metadata.
