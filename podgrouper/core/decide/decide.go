@@ -81,9 +81,9 @@ type Decider struct {
 	confirmedOnce sync.Once
 	confirmed     *lru.Cache
 
-	// readKinds are the kinds whose top owners were read through the cache (WalkOwners).
-	kindsMu   sync.RWMutex
-	readKinds map[schema.GroupVersionKind]bool
+	// readKinds holds the kinds (schema.GroupVersionKind keys) whose top owners were read
+	// through the cache (WalkOwners).
+	readKinds sync.Map
 }
 
 // confirmedSize bounds the workloads whose confirmed resourceVersion the Decider remembers.

@@ -37,21 +37,14 @@ func (w walkOwners) GetShared(ctx context.Context, gvk schema.GroupVersionKind, 
 
 // readKind says a top owner of gvk was read through the cache (noteReadKind).
 func (d *Decider) readKind(gvk schema.GroupVersionKind) bool {
-	d.kindsMu.RLock()
-	defer d.kindsMu.RUnlock()
-	return d.readKinds[gvk]
+	_, ok := d.readKinds.Load(gvk)
+	return ok
 }
 
 // noteReadKind remembers that a top owner of gvk was read through the cache: its informer has
 // been started.
 func (d *Decider) noteReadKind(gvk schema.GroupVersionKind) {
-	if d.readKind(gvk) {
-		return
+	if !d.readKind(gvk) {
+		d.readKinds.Store(gvk, true)
 	}
-	d.kindsMu.Lock()
-	defer d.kindsMu.Unlock()
-	if d.readKinds == nil {
-		d.readKinds = map[schema.GroupVersionKind]bool{}
-	}
-	d.readKinds[gvk] = true
 }

@@ -123,12 +123,7 @@ func (n *node) usable() int {
 // pending lists a leaf's pods KAI would allocate (pod_info.go ShouldAllocate), by name (KAI's
 // task order prefers masters, heads and priorities; the count taken is the same).
 func (n *node) pending() []*Pod {
-	var out []*Pod
-	for _, p := range n.pods {
-		if p.State == Pending {
-			out = append(out, p)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(n.pods), func(p *Pod) bool { return p.State != Pending })
 	slices.SortFunc(out, func(a, b *Pod) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

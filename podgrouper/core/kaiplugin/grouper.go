@@ -94,7 +94,7 @@ func (g *Grouper) Metadata(topOwner *unstructured.Unstructured, pod *corev1.Pod,
 		g.Observer.Observe(ctx, pod, dec)
 	}
 	var existing *v2alpha2.PodGroup
-	if g.PodGroups != nil && hasDeferred(dec.Metadata) && !dec.Metadata.DropDeferred {
+	if g.PodGroups != nil && dec.Metadata.HasDeferred() && !dec.Metadata.DropDeferred {
 		if existing, err = g.PodGroups(ctx, dec.Metadata.Namespace, dec.Metadata.Name); err != nil {
 			decisions.WithLabelValues(resultError).Inc()
 			return nil, fmt.Errorf("gangmap: pod %s/%s: reading PodGroup %s: %w", pod.Namespace, pod.Name, dec.Metadata.Name, err)

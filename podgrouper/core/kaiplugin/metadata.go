@@ -58,7 +58,7 @@ func KAIMetadata(md *podgroup.Metadata, existing *v2alpha2.PodGroup) *podgroup.M
 		return out
 	}
 	written := map[string]bool{}
-	if hasDeferred(md) {
+	if md.HasDeferred() {
 		desired := podgroup.Desired(md, existing)
 		for _, sg := range desired.Spec.SubGroups {
 			written[sg.Name] = true
@@ -82,28 +82,16 @@ var GangmapOnlyFields = map[string][]string{
 	"SubGroupMetadata": {"Deferred"},
 }
 
-// hasDeferred reports whether md has a sub-group of a deferred role.
-func hasDeferred(md *podgroup.Metadata) bool {
-	return slices.ContainsFunc(md.SubGroups, func(sg *podgroup.SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" })
-}
-
 // subGroup copies one sub-group's metadata.
 func subGroup(sg *podgroup.SubGroupMetadata) *podgroup.SubGroupMetadata {
-	out := &podgroup.SubGroupMetadata{
-		Name:           sg.Name,
-		MinAvailable:   sg.MinAvailable,
-		MinSubGroup:    clone(sg.MinSubGroup),
-		Parent:         clone(sg.Parent),
-		PodsReferences: slices.Clone(sg.PodsReferences),
+	return &podgroup.SubGroupMetadata{
+		Name:                sg.Name,
+		MinAvailable:        sg.MinAvailable,
+		MinSubGroup:         clone(sg.MinSubGroup),
+		Parent:              clone(sg.Parent),
+		PodsReferences:      slices.Clone(sg.PodsReferences),
+		TopologyConstraints: clone(sg.TopologyConstraints),
 	}
-	if t := sg.TopologyConstraints; t != nil {
-		out.TopologyConstraints = &podgroup.TopologyConstraintMetadata{
-			PreferredTopologyLevel: t.PreferredTopologyLevel,
-			RequiredTopologyLevel:  t.RequiredTopologyLevel,
-			Topology:               t.Topology,
-		}
-	}
-	return out
 }
 
 // clone returns a new pointer to *p's value (nil stays nil).

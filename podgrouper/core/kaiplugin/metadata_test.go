@@ -183,8 +183,15 @@ func TestKAIMetadataStartOrder(t *testing.T) {
 	assert.Equal(t, ptr.To[int32](1), got.MinSubGroup)
 	assert.Equal(t, podgroup.Desired(md(false), nil), podgroup.Build(got))
 
+	// Released by a worker pod: the grouper cleared Deferred and counted them.
+	released := md(false)
+	for _, sg := range released.SubGroups[1:4] {
+		sg.Deferred = ""
+	}
+	released.MinSubGroup = ptr.To[int32](2)
+
 	// The existing PodGroup has the workers (a worker pod released them): kept, minSubGroup 2.
-	existing := podgroup.BuildReleased(md(false), map[string]bool{"workers": true})
+	existing := podgroup.Build(released)
 	got = KAIMetadata(md(false), existing)
 	assert.Equal(t, []string{"initializer", "workers", "workers-0", "workers-1"}, names(got))
 	assert.Equal(t, ptr.To[int32](2), got.MinSubGroup)
@@ -195,12 +202,7 @@ func TestKAIMetadataStartOrder(t *testing.T) {
 	assert.Equal(t, []string{"initializer"}, names(got))
 	assert.Equal(t, podgroup.Desired(md(true), existing), podgroup.Build(got))
 
-	// Released by a worker pod: the grouper cleared Deferred and counted them.
-	released := md(false)
-	for _, sg := range released.SubGroups[1:4] {
-		sg.Deferred = ""
-	}
-	released.MinSubGroup = ptr.To[int32](2)
+	// Released by a worker pod.
 	got = KAIMetadata(released, nil)
 	assert.Equal(t, []string{"initializer", "workers", "workers-0", "workers-1"}, names(got))
 	assert.Equal(t, podgroup.Desired(released, nil), podgroup.Build(got))

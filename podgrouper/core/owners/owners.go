@@ -5,6 +5,7 @@
 package owners
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -251,10 +252,7 @@ func Pick(refs []metav1.OwnerReference) metav1.OwnerReference {
 // init creates the caches, once.
 func (w *Walker) init() {
 	w.once.Do(func() {
-		size := w.CacheSize
-		if size <= 0 {
-			size = DefaultCacheSize
-		}
+		size := cmp.Or(max(w.CacheSize, 0), DefaultCacheSize)
 		w.cache, w.seen = lru.New(size), lru.New(size)
 	})
 }

@@ -105,15 +105,13 @@ func StripMark(annotations map[string]string) {
 func (m *Marker) patch(ctx context.Context, owner *unstructured.Unstructured, annotations map[string]any, result string) (bool, error) {
 	// The UID makes the patch a precondition: the API server refuses a patch that would change
 	// metadata.uid (immutable), so a workload deleted and created again under the same name is not
-	// marked for its predecessor.
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": owner.GetUID(), "annotations": annotations}})
-	if err == nil {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(owner.GroupVersionKind())
-		obj.SetNamespace(owner.GetNamespace())
-		obj.SetName(owner.GetName())
-		err = m.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
-	}
+	// marked for its predecessor. Strings and nulls always marshal.
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": owner.GetUID(), "annotations": annotations}})
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(owner.GroupVersionKind())
+	obj.SetNamespace(owner.GetNamespace())
+	obj.SetName(owner.GetName())
+	err := m.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
 	if err != nil {
 		result = ResultError
 	}

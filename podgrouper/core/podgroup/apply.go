@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,7 +127,7 @@ func (a *Applier) Apply(ctx context.Context, md *Metadata) (Result, error) {
 	}
 	a.flights.seen(client.ObjectKeyFromObject(desired))
 
-	if released := keptReleased(md, existing); len(released) > 0 {
+	if len(keptReleased(md, existing)) > 0 {
 		desired = Desired(md, existing)
 		if err := invalid(desired); err != nil {
 			return "", err
@@ -164,21 +163,11 @@ func invalid(pg *v2alpha2.PodGroup) error {
 	return nil
 }
 
-// Desired is the PodGroup Apply writes for md over existing (nil: none exists yet), before the
-// fields other controllers own are kept: Build, with the deferred subgroups of the roles
-// existing has written kept (keptReleased).
-func Desired(md *Metadata, existing *v2alpha2.PodGroup) *v2alpha2.PodGroup {
-	if existing == nil {
-		return Build(md)
-	}
-	return BuildReleased(md, keptReleased(md, existing))
-}
-
 // keptReleased lists the deferred roles of md (SubGroupMetadata.Deferred) whose subgroups the
 // existing PodGroup has already written: a pod of the role released them, and they stay written
-// (a pod of another role must not take them back) until md.DropDeferred.
+// (a pod of another role must not take them back) until md.DropDeferred. None without existing.
 func keptReleased(md *Metadata, existing *v2alpha2.PodGroup) map[string]bool {
-	if md.DropDeferred {
+	if md.DropDeferred || existing == nil {
 		return nil
 	}
 	var out map[string]bool
@@ -228,10 +217,7 @@ func (a *Applier) keepOwnedFields(existing, desired *v2alpha2.PodGroup) *v2alpha
 // podGroupsEqual is KAI's updater.go podGroupsEqual, with nil and empty treated as equal (see
 // Apply).
 func podGroupsEqual(existing, desired *v2alpha2.PodGroup) bool {
-	return equality.Semantic.DeepEqual(existing.Spec, desired.Spec) &&
-		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) &&
-		isSubset(desired.Labels, existing.Labels) &&
-		isSubset(desired.Annotations, existing.Annotations)
+	return metadataOnly(existing, desired) && isSubset(desired.Labels, existing.Labels) && isSubset(desired.Annotations, existing.Annotations)
 }
 
 // isSubset reports whether every entry of sub is in super (KAI updater.go

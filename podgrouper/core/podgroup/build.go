@@ -19,12 +19,15 @@ import (
 // without affecting the other; the object is otherwise identical. Build also sets TypeMeta
 // (scheduling.run.ai/v2alpha2, PodGroup), which KAI leaves empty and no API server stores.
 // Nil entries of md.SubGroups are skipped, and so are deferred ones (SubGroupMetadata.Deferred,
-// gangmap's start order: see BuildReleased). md must not be nil.
-func Build(md *Metadata) *v2alpha2.PodGroup { return BuildReleased(md, nil) }
+// gangmap's start order: see Desired). md must not be nil.
+func Build(md *Metadata) *v2alpha2.PodGroup { return Desired(md, nil) }
 
-// BuildReleased is Build with the deferred subgroups of the roles in released written too: each
-// written top-level one adds 1 to minSubGroup (Metadata.MinSubGroup counts the others).
-func BuildReleased(md *Metadata, released map[string]bool) *v2alpha2.PodGroup {
+// Desired is the PodGroup Apply writes for md over existing (nil: none exists yet), before the
+// fields other controllers own are kept: Build, with the deferred subgroups of the roles
+// existing has written kept (keptReleased), each written top-level one adding 1 to minSubGroup
+// (Metadata.MinSubGroup counts the others).
+func Desired(md *Metadata, existing *v2alpha2.PodGroup) *v2alpha2.PodGroup {
+	released := keptReleased(md, existing)
 	pg := &v2alpha2.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: v2alpha2.SchemeGroupVersion.String(), Kind: v2alpha2.Kind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -61,11 +64,8 @@ func BuildReleased(md *Metadata, released map[string]bool) *v2alpha2.PodGroup {
 			out.Parent = ptr.To(*sg.Parent)
 		}
 		if sg.TopologyConstraints != nil {
-			out.TopologyConstraint = &v2alpha2.TopologyConstraint{
-				PreferredTopologyLevel: sg.TopologyConstraints.PreferredTopologyLevel,
-				RequiredTopologyLevel:  sg.TopologyConstraints.RequiredTopologyLevel,
-				Topology:               sg.TopologyConstraints.Topology,
-			}
+			tc := v2alpha2.TopologyConstraint(*sg.TopologyConstraints)
+			out.TopologyConstraint = &tc
 		}
 		if sg.MinSubGroup != nil {
 			out.MinSubGroup = ptr.To(*sg.MinSubGroup)

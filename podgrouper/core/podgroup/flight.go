@@ -52,13 +52,6 @@ const (
 	maxRemembered = 1024
 )
 
-func (f *createFlights) clock() time.Time {
-	if f.now != nil {
-		return f.now()
-	}
-	return time.Now()
-}
-
 // join returns the flight for key that the caller follows (leader false: a create in flight, or
 // a remembered successful one), else a new flight the caller leads.
 func (f *createFlights) join(key types.NamespacedName) (fl *createFlight, leader bool) {
@@ -68,7 +61,7 @@ func (f *createFlights) join(key types.NamespacedName) (fl *createFlight, leader
 		f.m = map[types.NamespacedName]*createFlight{}
 	}
 	if cur, ok := f.m[key]; ok {
-		if cur.ended.IsZero() || (cur.created != nil && f.clock().Sub(cur.ended) < createdTTL) {
+		if cur.ended.IsZero() || (cur.created != nil && clockOf(f.now).Sub(cur.ended) < createdTTL) {
 			cur.followers++
 			return cur, false
 		}
@@ -83,7 +76,7 @@ func (f *createFlights) join(key types.NamespacedName) (fl *createFlight, leader
 func (f *createFlights) finish(key types.NamespacedName, fl *createFlight, created *v2alpha2.PodGroup) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fl.created, fl.ended = created, f.clock()
+	fl.created, fl.ended = created, clockOf(f.now)
 	close(fl.done)
 	if f.m[key] != fl {
 		return
@@ -106,12 +99,9 @@ func (f *createFlights) finish(key types.NamespacedName, fl *createFlight, creat
 func (f *createFlights) seen(key types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cur, ok := f.m[key]
-	switch {
-	case !ok:
-	case cur.ended.IsZero():
+	if cur, ok := f.m[key]; ok && cur.ended.IsZero() {
 		cur.seen = true
-	default:
+	} else {
 		delete(f.m, key)
 	}
 }

@@ -102,6 +102,11 @@ func (m *Metadata) FindSubGroupForPod(namespace, name string) *SubGroupMetadata 
 	return nil
 }
 
+// HasDeferred reports whether m has a subgroup of a deferred role (SubGroupMetadata.Deferred).
+func (m *Metadata) HasDeferred() bool {
+	return slices.ContainsFunc(m.SubGroups, func(sg *SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" })
+}
+
 // ReasonWouldWrite is the reason of the Event that tells, in dry-run or shadow mode, the PodGroup
 // gangmap would have written (the standalone grouper's --dry-run, gangmap-kai-podgrouper's
 // --gangmap-shadow).

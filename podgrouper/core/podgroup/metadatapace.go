@@ -31,8 +31,8 @@ type metadataPace struct {
 	now func() time.Time
 }
 
-// metadataOnly says that existing and desired differ in labels or annotations alone: their
-// Spec and OwnerReferences are equal (as podGroupsEqual compares them).
+// metadataOnly says that existing and desired differ, if at all, in labels or annotations alone:
+// their Spec and OwnerReferences are equal (podGroupsEqual's first half).
 func metadataOnly(existing, desired *v2alpha2.PodGroup) bool {
 	return equality.Semantic.DeepEqual(existing.Spec, desired.Spec) &&
 		equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences)
@@ -44,7 +44,7 @@ func (m *metadataPace) wait(key types.NamespacedName, interval time.Duration) ti
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if last, ok := m.last[key]; ok {
-		return max(0, last.Add(interval).Sub(m.clock()))
+		return max(0, last.Add(interval).Sub(clockOf(m.now)))
 	}
 	return 0
 }
@@ -54,7 +54,7 @@ func (m *metadataPace) wait(key types.NamespacedName, interval time.Duration) ti
 func (m *metadataPace) takeRetry(key types.NamespacedName, interval time.Duration) (time.Duration, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.clock()
+	now := clockOf(m.now)
 	if at, ok := m.retry[key]; ok && !now.After(at) {
 		return 0, false
 	}
@@ -74,7 +74,7 @@ func (m *metadataPace) takeRetry(key types.NamespacedName, interval time.Duratio
 func (m *metadataPace) updated(key types.NamespacedName, interval time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.clock()
+	now := clockOf(m.now)
 	if m.last == nil {
 		m.last = map[types.NamespacedName]time.Time{}
 	}
@@ -95,9 +95,11 @@ func (m *metadataPace) updated(key types.NamespacedName, interval time.Duration)
 	delete(m.retry, key)
 }
 
-func (m *metadataPace) clock() time.Time {
-	if m.now != nil {
-		return m.now()
+// clockOf is now(), or time.Now() when now is nil (tests set the now of metadataPace and
+// createFlights).
+func clockOf(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
 	}
 	return time.Now()
 }

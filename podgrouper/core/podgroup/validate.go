@@ -91,8 +91,7 @@ func Validate(pg *v2alpha2.PodGroup) field.ErrorList {
 
 // validateSubGroupFields checks the CRD rules of one subgroup's own fields.
 func validateSubGroupFields(sg *v2alpha2.SubGroup, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, validateSubGroupName(sg.Name, path.Child("name"), true)...)
+	errs := validateSubGroupName(sg.Name, path.Child("name"), true)
 	if sg.Parent != nil {
 		errs = append(errs, validateSubGroupName(*sg.Parent, path.Child("parent"), false)...)
 	}

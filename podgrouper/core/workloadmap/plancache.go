@@ -1,6 +1,7 @@
 package workloadmap
 
 import (
+	"cmp"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,33 +23,15 @@ import (
 // pods are next decided.
 const planCacheElements = 250000
 
-// planCache is the LRU of plans by workload, bounded by count (size, DefaultPlanCacheSize when 0)
+// planCache is the LRU of plans by workload, bounded by count (Grouper.PlanCacheSize; see cache)
 // and by their total elements (planCacheElements). Safe for concurrent use.
 type planCache struct {
 	once     sync.Once
 	mu       sync.Mutex
 	lru      *lru.Cache
 	elements int64
-	// size is the most plans kept (Grouper.PlanCacheSize, read at the first use).
-	size int
 	// maxElements is planCacheElements (tests lower it).
 	maxElements int64
-}
-
-// init makes the LRU at the first call, of size plans (DefaultPlanCacheSize when size <= 0);
-// later calls change nothing. Every method of planCache needs it called first (Grouper.cache).
-func (c *planCache) init(size int) {
-	c.once.Do(func() {
-		if c.maxElements == 0 {
-			c.maxElements = planCacheElements
-		}
-		c.size = size
-		if c.size <= 0 {
-			c.size = DefaultPlanCacheSize
-		}
-		// The eviction function runs inside lru calls, which are all made under c.mu.
-		c.lru = lru.NewWithEvictionFunc(c.size, func(_ lru.Key, v any) { c.elements -= v.(*cachedPlan).elements })
-	})
 }
 
 // get returns the cached plan of key.
@@ -94,10 +77,18 @@ func planElements(p *cachedPlan) int64 {
 	return n
 }
 
-// cache returns the grouper's plan cache, made at the first call with PlanCacheSize plans.
+// cache returns the grouper's plan cache, made at the first call with PlanCacheSize plans
+// (DefaultPlanCacheSize when <= 0). Every method of planCache needs it made first.
 func (g *Grouper) cache() *planCache {
-	g.plans.init(g.PlanCacheSize)
-	return &g.plans
+	c := &g.plans
+	c.once.Do(func() {
+		if c.maxElements == 0 {
+			c.maxElements = planCacheElements
+		}
+		// The eviction function runs inside lru calls, which are all made under c.mu.
+		c.lru = lru.NewWithEvictionFunc(cmp.Or(max(g.PlanCacheSize, 0), DefaultPlanCacheSize), func(_ lru.Key, v any) { c.elements -= v.(*cachedPlan).elements })
+	})
+	return c
 }
 
 // PlanCacheLookupsTotal counts the plan cache's lookups, one per plan read (each pod decided by

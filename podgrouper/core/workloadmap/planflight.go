@@ -1,6 +1,7 @@
 package workloadmap
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -75,11 +76,7 @@ func (g *Grouper) buildPlan(ctx context.Context, topOwner *unstructured.Unstruct
 			g.cache().add(key, failed(fmt.Errorf("internal error: %v", p)))
 		}
 	}()
-	timeout := g.PlanTimeout
-	if timeout <= 0 {
-		timeout = DefaultPlanTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(max(g.PlanTimeout, 0), DefaultPlanTimeout))
 	defer cancel()
 	release, err := g.gate().acquire(ctx, topOwner)
 	if err != nil {

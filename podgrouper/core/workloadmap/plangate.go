@@ -1,6 +1,7 @@
 package workloadmap
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,13 +115,8 @@ func (pg *planGate) namespaceCapacity() int64 { return max(pg.capacity/2, 1) }
 func (g *Grouper) gate() *planGate {
 	g.plansGate.once.Do(func() {
 		pg := &g.plansGate
-		pg.capacity, pg.wait = g.PlanMemory, g.PlanWait
-		if pg.capacity <= 0 {
-			pg.capacity = DefaultPlanMemory
-		}
-		if pg.wait <= 0 {
-			pg.wait = DefaultPlanWait
-		}
+		pg.capacity = cmp.Or(max(g.PlanMemory, 0), DefaultPlanMemory)
+		pg.wait = cmp.Or(max(g.PlanWait, 0), DefaultPlanWait)
 		pg.budget = expr.DefaultLimits().MaxProducedBytes
 		if g.Registry != nil && g.Registry.Compiler() != nil {
 			pg.budget = g.Registry.Compiler().Limits().MaxProducedBytes

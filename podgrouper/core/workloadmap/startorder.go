@@ -1,8 +1,6 @@
 package workloadmap
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gangmap/gangmap/gang"
@@ -40,7 +38,7 @@ func deferredRoles(pg *gang.PodGroup) map[string]string {
 // A pod created before its role is written waits: KAI does not schedule a pod whose sub-group
 // its PodGroup lacks (job_info.go AddTaskInfo).
 func releaseDeferred(md *podgroup.Metadata, a *gang.Assignment, pod *corev1.Pod) {
-	if a.SubGroup == nil || !a.SubGroup.Deferred && !slices.ContainsFunc(md.SubGroups, deferred) {
+	if a.SubGroup == nil || !a.SubGroup.Deferred && !md.HasDeferred() {
 		return
 	}
 	state := kaiadmission.StateOf(pod)
@@ -64,6 +62,3 @@ func releaseDeferred(md *podgroup.Metadata, a *gang.Assignment, pod *corev1.Pod)
 		}
 	}
 }
-
-// deferred says sg waits for its role's start (podgroup.SubGroupMetadata.Deferred).
-func deferred(sg *podgroup.SubGroupMetadata) bool { return sg != nil && sg.Deferred != "" }
