@@ -134,12 +134,7 @@ func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, o
 	byWorkload := attribute(ctx, pods, newRootsIndex(objs), g)
 	out := make([]*workloadView, len(objs))
 	for i, obj := range objs {
-		var mine []*v2alpha2.PodGroup
-		for _, pg := range pgs {
-			if pg.Namespace == obj.GetNamespace() {
-				mine = append(mine, pg)
-			}
-		}
+		mine := slices.DeleteFunc(slices.Clone(pgs), func(pg *v2alpha2.PodGroup) bool { return pg.Namespace != obj.GetNamespace() })
 		out[i] = buildView(ctx, reg, obj, byWorkload[i], mine, live)
 		out[i].setHealth(obj, mine)
 	}

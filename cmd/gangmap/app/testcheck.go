@@ -89,16 +89,12 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 	if want.AllPodsPlaced != nil && !*want.AllPodsPlaced {
 		return nil
 	}
-	listed := map[string]bool{}
-	for _, p := range want.Placements {
-		listed[p.Pod] = true
-	}
 	pods, unclaimed := podsByName(v)
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(pods)) {
 		p := pods[n]
 		switch {
-		case listed[n]:
+		case slices.ContainsFunc(want.Placements, func(w expectPlacement) bool { return w.Pod == n }):
 		case unclaimed[p]:
 			out = append(out, fmt.Sprintf("pod %s is not placed: no component claims it (%s)\n  (list it under placements with unclaimed: true if expected, or set allPodsPlaced: false in %s)", n, cmp.Or(p.Reason, "-"), testExpectFile))
 		case p.PodGroup == "":
