@@ -64,8 +64,7 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
-	f := cmd.Flags()
-	f.StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
+	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
 	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	o.kube.addFlags(cmd, true)

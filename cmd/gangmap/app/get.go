@@ -52,10 +52,9 @@ read; 2 unusable input.`,
 		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
-	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
-	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
 	o.kube.addFlags(cmd, true)
 	return cmd
 }
