@@ -69,7 +69,7 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 		nativeFlagsGiven = false
 	}()
 	// What a workload's author wrote reaches the terminal only as text (controlEscaper).
-	out, errOut := escapeControls(stdout), escapeControls(stderr)
+	out, errOut := &controlEscaper{w: stdout}, &controlEscaper{w: stderr}
 	defer out.flush()
 	defer errOut.flush()
 	stdout, stderr = out, errOut
