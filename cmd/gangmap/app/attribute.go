@@ -67,25 +67,19 @@ func (ix *rootsIndex) match(ns string, ref metav1.OwnerReference) (int, bool) {
 func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerGraph) map[int][]*corev1.Pod {
 	out := map[int][]*corev1.Pod{}
 	for _, p := range pods {
-		if i, ok := rootOf(ctx, p.Namespace, p.OwnerReferences, ix, g); ok {
-			out[i] = append(out[i], p)
+		refs, seen := p.OwnerReferences, map[metav1.OwnerReference]bool{}
+		for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
+			ref := owners.Pick(refs)
+			if i, ok := ix.match(p.Namespace, ref); ok {
+				out[i] = append(out[i], p)
+				break
+			}
+			if seen[ref] {
+				break
+			}
+			seen[ref] = true
+			refs = g.owner(ctx, p.Namespace, ref)
 		}
 	}
 	return out
-}
-
-func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *rootsIndex, g ownerGraph) (int, bool) {
-	seen := map[metav1.OwnerReference]bool{}
-	for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
-		ref := owners.Pick(refs)
-		if i, ok := ix.match(ns, ref); ok {
-			return i, true
-		}
-		if seen[ref] {
-			return 0, false
-		}
-		seen[ref] = true
-		refs = g.owner(ctx, ns, ref)
-	}
-	return 0, false
 }
