@@ -130,7 +130,7 @@ func (c *kubeClients) describeLive(ctx context.Context, reg *definitions.Registr
 // describeAll attributes the pods to the workloads (one owner walk per pod, owners read through
 // g) and describes each workload with the grouper's findings.
 func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, objs []*unstructured.Unstructured, pods []*corev1.Pod, pgs []*v2alpha2.PodGroup, live bool) []*workloadView {
-	byWorkload := attribute(ctx, pods, newRootsIndex(objs), g)
+	byWorkload, _ := attribute(ctx, pods, newRootsIndex(objs), g)
 	out := make([]*workloadView, len(objs))
 	for i, obj := range objs {
 		mine := slices.DeleteFunc(slices.Clone(pgs), func(pg *v2alpha2.PodGroup) bool { return pg.Namespace != obj.GetNamespace() })
