@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	goruntime "runtime"
@@ -108,10 +109,7 @@ func New(o *Options, cfg *rest.Config) (manager.Manager, *definitions.Registry, 
 	if err := addWebhook(mgr, o, registry, decider); err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, nil, err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := cmp.Or(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
 		return nil, nil, err
 	}
 	return mgr, registry, nil

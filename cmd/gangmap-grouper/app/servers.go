@@ -15,14 +15,11 @@ var tlsVersions = map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionT
 // (--tls-min-version) and, unless --enable-http2, HTTP/1.1 only. controller-runtime's servers
 // offer "h2" by default; its project scaffolding turns that off the same way, since HTTP/2
 // exposes the servers to the Rapid Reset and stream-multiplexing attacks (CVE-2023-44487,
-// CVE-2023-39325). An invalid --tls-min-version (refused by Validate) leaves Go's default.
+// CVE-2023-39325). An invalid --tls-min-version (refused by Validate) leaves Go's default: the
+// servers' configurations come without a MinVersion, and 0 is the default.
 func (o *Options) TLSOptions() []func(*tls.Config) {
 	min := tlsVersions[o.TLSMinVersion]
-	opts := []func(*tls.Config){func(c *tls.Config) {
-		if min != 0 {
-			c.MinVersion = min
-		}
-	}}
+	opts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = min }}
 	if !o.EnableHTTP2 {
 		opts = append(opts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}

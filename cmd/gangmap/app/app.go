@@ -30,10 +30,6 @@ const (
 	ExitUnusable = 2
 )
 
-// kubectlPluginPrefix starts the name of a kubectl plugin binary: kubectl runs
-// "kubectl-gangmap" on PATH for "kubectl gangmap".
-const kubectlPluginPrefix = "kubectl-"
-
 // exitError carries an exit code out of a cobra RunE. An empty message means the command has
 // already said everything it had to say.
 type exitError struct {
@@ -73,7 +69,7 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 		nativeFlagsGiven = false
 	}()
 	// What a workload's author wrote reaches the terminal only as text (controlEscaper).
-	out, errOut := escapeControls(stdout), escapeControls(stderr)
+	out, errOut := &controlEscaper{w: stdout}, &controlEscaper{w: stderr}
 	defer out.flush()
 	defer errOut.flush()
 	stdout, stderr = out, errOut
@@ -99,9 +95,10 @@ func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
 }
 
 // rootUse is the root command's name: "kubectl gangmap" when the binary runs as a kubectl
-// plugin (its base name starts with "kubectl-"), else "gangmap".
+// plugin (its base name starts with "kubectl-": kubectl runs "kubectl-gangmap" on PATH for
+// "kubectl gangmap"), else "gangmap".
 func rootUse(argv0 string) string {
-	if name, ok := strings.CutPrefix(filepath.Base(argv0), kubectlPluginPrefix); ok {
+	if name, ok := strings.CutPrefix(filepath.Base(argv0), "kubectl-"); ok {
 		return "kubectl " + name
 	}
 	return "gangmap"

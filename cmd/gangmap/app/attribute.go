@@ -62,30 +62,26 @@ func (ix *rootsIndex) match(ns string, ref metav1.OwnerReference) (int, bool) {
 }
 
 // attribute walks the owner references of each pod (controller reference first, bounded depth,
-// owners read through g) to a workload of ix. It returns the pods of each workload by index; a
-// pod whose chain reaches no workload is left out.
-func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerGraph) map[int][]*corev1.Pod {
-	out := map[int][]*corev1.Pod{}
+// owners read through g) to a workload of ix. It returns the pods of each workload by index, and
+// the pods whose chain reaches no workload (loose), in the order of pods.
+func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerGraph) (byWorkload map[int][]*corev1.Pod, loose []*corev1.Pod) {
+	byWorkload = map[int][]*corev1.Pod{}
+pods:
 	for _, p := range pods {
-		if i, ok := rootOf(ctx, p.Namespace, p.OwnerReferences, ix, g); ok {
-			out[i] = append(out[i], p)
+		refs, seen := p.OwnerReferences, map[metav1.OwnerReference]bool{}
+		for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
+			ref := owners.Pick(refs)
+			if i, ok := ix.match(p.Namespace, ref); ok {
+				byWorkload[i] = append(byWorkload[i], p)
+				continue pods
+			}
+			if seen[ref] {
+				break
+			}
+			seen[ref] = true
+			refs = g.owner(ctx, p.Namespace, ref)
 		}
+		loose = append(loose, p)
 	}
-	return out
-}
-
-func rootOf(ctx context.Context, ns string, refs []metav1.OwnerReference, ix *rootsIndex, g ownerGraph) (int, bool) {
-	seen := map[metav1.OwnerReference]bool{}
-	for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
-		ref := owners.Pick(refs)
-		if i, ok := ix.match(ns, ref); ok {
-			return i, true
-		}
-		if seen[ref] {
-			return 0, false
-		}
-		seen[ref] = true
-		refs = g.owner(ctx, ns, ref)
-	}
-	return 0, false
+	return byWorkload, loose
 }

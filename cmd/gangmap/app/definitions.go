@@ -59,9 +59,8 @@ Exit codes: 0 listed; 1 the cluster could not be read (the other sources are sti
 		Args: cobra.NoArgs,
 		RunE: runE(o.run),
 	}
-	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, "")
-	f.BoolVar(&o.cluster, "cluster", false, "also list the Karta objects of the cluster (implied by --kubeconfig and --context)")
+	cmd.Flags().BoolVar(&o.cluster, "cluster", false, "also list the Karta objects of the cluster (implied by --kubeconfig and --context)")
 	o.kube.addFlags(cmd, false)
 	addOutputFlag(cmd, &o.output, "table", "json")
 	return cmd

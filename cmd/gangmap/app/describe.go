@@ -64,8 +64,7 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
-	f := cmd.Flags()
-	f.StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
+	cmd.Flags().StringArrayVarP(&o.files, "filename", "f", nil, "describe the workloads of a manifest offline: a YAML or JSON file, a directory of them, or - for stdin (repeatable)")
 	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
 	o.kube.addFlags(cmd, true)
@@ -186,23 +185,10 @@ func splitManifest(objs []*unstructured.Unstructured, warn io.Writer) (*manifest
 // (their owners are not in the manifest, and there is more than one workload).
 func (in *manifestInput) views(ctx context.Context, reg *definitions.Registry) ([]*workloadView, []*corev1.Pod) {
 	ix := newRootsIndex(in.workloads)
-	byWorkload := attribute(ctx, in.pods, ix, in.graph)
-	given := map[*corev1.Pod]bool{}
-	for _, ps := range byWorkload {
-		for _, p := range ps {
-			given[p] = true
-		}
-	}
-	var unattributed []*corev1.Pod
-	for _, p := range in.pods {
-		switch {
-		case given[p]:
-		case len(in.workloads) == 1:
-			// Offline, a pod whose owners are not in the manifest belongs to the only workload.
-			byWorkload[0] = append(byWorkload[0], p)
-		default:
-			unattributed = append(unattributed, p)
-		}
+	byWorkload, unattributed := attribute(ctx, in.pods, ix, in.graph)
+	if len(in.workloads) == 1 {
+		// Offline, a pod whose owners are not in the manifest belongs to the only workload.
+		byWorkload[0], unattributed = append(byWorkload[0], unattributed...), nil
 	}
 	out := make([]*workloadView, len(in.workloads))
 	for i, w := range in.workloads {

@@ -261,7 +261,7 @@ func TestAttributeWalksOwnersBoundedAndFollowsControllers(t *testing.T) {
 		pod("deep", ref("deepa", true)),
 		pod("orphan"),
 	)
-	got := attribute(context.Background(), pods, newRootsIndex([]*unstructured.Unstructured{root}), g)
+	got, _ := attribute(context.Background(), pods, newRootsIndex([]*unstructured.Unstructured{root}), g)
 	var names []string
 	for _, p := range got[0] {
 		names = append(names, p.Name)

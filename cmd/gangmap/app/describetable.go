@@ -213,9 +213,7 @@ func printPodGroupViews(w io.Writer, pgs []*podGroupView) {
 	}
 	_ = tw.Flush()
 	for _, pg := range pgs {
-		for _, d := range pg.Differences {
-			fmt.Fprintf(w, "  %s: %s\n", pg.Name, d)
-		}
+		printLines(w, "  "+pg.Name+": ", pg.Differences)
 		if a := pg.Admission; a != nil && (!a.Admitted || a.Partial) && a.Reason != "" {
 			fmt.Fprintf(w, "  %s: KAI: %s\n", pg.Name, a.Reason)
 		}

@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
@@ -130,15 +131,16 @@ func (v *workloadView) addNodeTopology(ctx context.Context, r *kubeClients) {
 		}
 		t, seen := topologies[c.TopologyName]
 		if !seen {
-			got, found, err := r.topology(ctx, c.TopologyName)
+			// A Topology that does not exist, or KAI's Topology API missing, is not found.
+			u, err := r.dynamic.Resource(kaitopology.GroupVersionResource).Get(ctx, c.TopologyName, metav1.GetOptions{})
 			switch {
+			case apierrors.IsNotFound(err):
+				v.Notes = append(v.Notes, fmt.Sprintf("topology: %s names KAI Topology %q, which does not exist: KAI leaves it unscheduled", where, c.TopologyName))
 			case err != nil:
 				v.Notes = append(v.Notes, fmt.Sprintf("topology: reading KAI Topology %q: %v", c.TopologyName, err))
-			case !found:
-				v.Notes = append(v.Notes, fmt.Sprintf("topology: %s names KAI Topology %q, which does not exist: KAI leaves it unscheduled", where, c.TopologyName))
 			default:
-				t = &got
-				for _, l := range got.Levels {
+				t = ptr.To(kaitopology.FromUnstructured(u))
+				for _, l := range t.Levels {
 					levelKeys = append(levelKeys, l.NodeLabel)
 				}
 			}
@@ -170,9 +172,11 @@ func (v *workloadView) nodeTopology(ctx context.Context, r *kubeClients, pods []
 				skipped++
 				continue
 			}
-			var err error
-			if labels, err = r.nodeLabels(ctx, p.Node); err != nil {
+			n, err := r.kube.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
+			if err != nil {
 				v.Notes = append(v.Notes, fmt.Sprintf("topology: reading node %s: %v", p.Node, err))
+			} else {
+				labels = n.Labels
 			}
 			nodes[p.Node] = labels
 		}
@@ -188,28 +192,6 @@ func (v *workloadView) nodeTopology(ctx context.Context, r *kubeClients, pods []
 	if skipped > 0 {
 		v.Notes = append(v.Notes, fmt.Sprintf("topology: the node labels of %d more pod(s) not read (at most %d nodes)", skipped, maxPlacementNodes))
 	}
-}
-
-// topology reads a KAI Topology by name (found false when it, or KAI's Topology API, does not
-// exist).
-func (c *kubeClients) topology(ctx context.Context, name string) (kaitopology.Topology, bool, error) {
-	u, err := c.dynamic.Resource(kaitopology.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return kaitopology.Topology{}, false, nil
-	}
-	if err != nil {
-		return kaitopology.Topology{}, false, err
-	}
-	return kaitopology.FromUnstructured(u), true, nil
-}
-
-// nodeLabels reads a node's labels.
-func (c *kubeClients) nodeLabels(ctx context.Context, name string) (map[string]string, error) {
-	n, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return n.Labels, nil
 }
 
 // printPlacement writes the Placement section: per PodGroup with a constraint, the tree role →

@@ -52,10 +52,9 @@ read; 2 unusable input.`,
 		RunE:              runE(o.run),
 		ValidArgsFunction: completeKinds,
 	}
-	f := cmd.Flags()
 	addDefinitionsFlag(cmd, &o.definitions, ", in addition to the built-in catalog")
 	addOutputFlag(cmd, &o.output, "table", "json", "yaml")
-	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the workloads of every namespace")
 	o.kube.addFlags(cmd, true)
 	return cmd
 }
@@ -131,15 +130,10 @@ func (c *kubeClients) describeLive(ctx context.Context, reg *definitions.Registr
 // describeAll attributes the pods to the workloads (one owner walk per pod, owners read through
 // g) and describes each workload with the grouper's findings.
 func describeAll(ctx context.Context, g ownerGraph, reg *definitions.Registry, objs []*unstructured.Unstructured, pods []*corev1.Pod, pgs []*v2alpha2.PodGroup, live bool) []*workloadView {
-	byWorkload := attribute(ctx, pods, newRootsIndex(objs), g)
+	byWorkload, _ := attribute(ctx, pods, newRootsIndex(objs), g)
 	out := make([]*workloadView, len(objs))
 	for i, obj := range objs {
-		var mine []*v2alpha2.PodGroup
-		for _, pg := range pgs {
-			if pg.Namespace == obj.GetNamespace() {
-				mine = append(mine, pg)
-			}
-		}
+		mine := slices.DeleteFunc(slices.Clone(pgs), func(pg *v2alpha2.PodGroup) bool { return pg.Namespace != obj.GetNamespace() })
 		out[i] = buildView(ctx, reg, obj, byWorkload[i], mine, live)
 		out[i].setHealth(obj, mine)
 	}

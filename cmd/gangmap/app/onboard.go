@@ -228,11 +228,7 @@ func (o *onboardOptions) write(files []onboardedFile, stdout, stderr io.Writer) 
 	for _, f := range files {
 		switch {
 		case o.diff:
-			d, err := unifiedDiff(string(f.before), string(f.after), f.path, f.path+" (onboarded)")
-			if err != nil {
-				return fail(ExitProblems, "diff of %s: %v", f.path, err)
-			}
-			fmt.Fprint(stdout, d)
+			fmt.Fprint(stdout, unifiedDiff(string(f.before), string(f.after), f.path, f.path+" (onboarded)"))
 		case o.inPlace:
 			if bytes.Equal(f.before, f.after) {
 				continue

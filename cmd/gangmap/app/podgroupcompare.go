@@ -106,15 +106,9 @@ const markedDefaultWriter = "gangmap, for pods no gang of the plan takes (KAI's 
 // each released top-level one counted in minSubGroup.
 func plannedShape(pg *gang.PodGroup, existing *v2alpha2.PodGroup) *podGroupShape {
 	s := &podGroupShape{MinMember: pg.MinMember, MinSubGroup: pg.MinSubGroup, Pods: pg.Pods, GPUs: pg.GPUs}
-	have := map[string]bool{}
-	if existing != nil {
-		for _, sg := range existing.Spec.SubGroups {
-			have[sg.Name] = true
-		}
-	}
 	released := int32(0)
 	for _, sg := range pg.SubGroups {
-		if sg.Deferred && !have[sg.Name] {
+		if sg.Deferred && (existing == nil || !slices.ContainsFunc(existing.Spec.SubGroups, func(e v2alpha2.SubGroup) bool { return e.Name == sg.Name })) {
 			continue
 		}
 		if sg.Deferred && sg.Parent == nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
 )
@@ -19,7 +21,7 @@ import (
 func selectorMismatch(ctx context.Context, c *definitions.Compiled, pod map[string]any) string {
 	in := expr.Input{Pod: pod}
 	var parts []string
-	labels := podLabelMap(pod)
+	labels, _, _ := unstructured.NestedStringMap(pod, "metadata", "labels") // a typed Pod's: strings
 	for _, comp := range append(append([]*definitions.Component{}, c.ScaledRoles...), c.PodBearing...) {
 		if !comp.HasTypeSelector() {
 			parts = append(parts, fmt.Sprintf("component %s: no componentTypeSelector (matches nothing)", comp.Name))
@@ -61,15 +63,4 @@ func selectorMismatch(ctx context.Context, c *definitions.Compiled, pod map[stri
 		return strings.Join(parts, "; ") + "; the pod has no labels"
 	}
 	return strings.Join(parts, "; ") + "; pod labels: " + pairsText(labels, ", ")
-}
-
-// podLabelMap is the pod's metadata.labels as text.
-func podLabelMap(pod map[string]any) map[string]string {
-	md, _ := pod["metadata"].(map[string]any)
-	l, _ := md["labels"].(map[string]any)
-	out := make(map[string]string, len(l))
-	for k, v := range l {
-		out[k] = fmt.Sprint(v)
-	}
-	return out
 }

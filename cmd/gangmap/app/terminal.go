@@ -13,15 +13,12 @@ import (
 // (0x7f) and the C1 controls U+0080–U+009F (UTF-8 0xC2 0x80–0x9F) become Go escapes: "\x1b",
 // "\r", "\u009b". gangmap itself prints no control sequence, and its JSON and YAML output already
 // escapes these characters, so only hostile text changes. Other bytes, UTF-8 included, pass as
-// they are.
+// they are. Call flush when done writing.
 type controlEscaper struct {
 	w io.Writer
 	// pendingC2 says the previous Write ended with 0xC2, the first byte of a possible C1 control.
 	pendingC2 bool
 }
-
-// escapeControls wraps w (see controlEscaper); call flush when done writing.
-func escapeControls(w io.Writer) *controlEscaper { return &controlEscaper{w: w} }
 
 // Write implements io.Writer. It reports len(p) when every byte was written (escapes count as
 // the byte they replace).

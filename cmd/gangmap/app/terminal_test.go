@@ -50,7 +50,7 @@ func TestPlanTextEscapesTerminalControls(t *testing.T) {
 // C1 control split between two writes; other UTF-8 text passes unchanged.
 func TestControlEscaper(t *testing.T) {
 	var buf bytes.Buffer
-	e := escapeControls(&buf)
+	e := &controlEscaper{w: &buf}
 	for _, s := range []string{"a\tb\n\x1b[0m\x7f", "é→\xc2", "\x9b", "ok\xc2", "\xa9", "end\xc2"} {
 		n, err := e.Write([]byte(s))
 		require.NoError(t, err)

@@ -33,16 +33,15 @@ func yamlDiff(want, got any) string {
 	if bytes.Equal(w, g) {
 		return ""
 	}
-	d, err := unifiedDiff(strings.TrimSuffix(string(w), "\n"), strings.TrimSuffix(string(g), "\n"), "want", "got")
-	if err != nil {
-		return fmt.Sprintf("  want %s\n  got  %s\n", w, g)
-	}
+	d := unifiedDiff(strings.TrimSuffix(string(w), "\n"), strings.TrimSuffix(string(g), "\n"), "want", "got")
 	return "  " + indentLines(strings.TrimRight(d, "\n"), "  ")
 }
 
-// unifiedDiff is the unified diff of a and b, with 3 lines of context.
-func unifiedDiff(a, b, fromFile, toFile string) (string, error) {
-	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: fromFile, ToFile: toFile, Context: 3})
+// unifiedDiff is the unified diff of a and b, with 3 lines of context. (difflib writes it into a
+// bytes.Buffer, whose writes never fail: its error is always nil.)
+func unifiedDiff(a, b, fromFile, toFile string) string {
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: fromFile, ToFile: toFile, Context: 3})
+	return d
 }
 
 // checkDefaults fails on every `//` default that stood in for a path that resolved to nothing
@@ -89,16 +88,12 @@ func checkAllPlaced(v *workloadView, want *testExpect) []string {
 	if want.AllPodsPlaced != nil && !*want.AllPodsPlaced {
 		return nil
 	}
-	listed := map[string]bool{}
-	for _, p := range want.Placements {
-		listed[p.Pod] = true
-	}
 	pods, unclaimed := podsByName(v)
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(pods)) {
 		p := pods[n]
 		switch {
-		case listed[n]:
+		case slices.ContainsFunc(want.Placements, func(w expectPlacement) bool { return w.Pod == n }):
 		case unclaimed[p]:
 			out = append(out, fmt.Sprintf("pod %s is not placed: no component claims it (%s)\n  (list it under placements with unclaimed: true if expected, or set allPodsPlaced: false in %s)", n, cmp.Or(p.Reason, "-"), testExpectFile))
 		case p.PodGroup == "":

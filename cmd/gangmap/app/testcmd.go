@@ -150,9 +150,7 @@ func (o *testOptions) run(ctx context.Context, dirs []string, stdout, _ io.Write
 		if len(problems) == 0 {
 			fmt.Fprintf(stdout, "ok  \t%s\n", c.name)
 			if o.verbose {
-				for _, n := range notes {
-					fmt.Fprintf(stdout, "    note: %s\n", n)
-				}
+				printLines(stdout, "    note: ", notes)
 			}
 			continue
 		}

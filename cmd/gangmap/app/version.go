@@ -20,11 +20,8 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print gangmap's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gangmap %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gangmap %s (%s, %s/%s)\n", buildversion.Of(Version), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err
 		},
 	}
 }
-
-// version is Version, else what buildversion.Of finds in the build.
-func version() string { return buildversion.Of(Version) }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/gangmap/gangmap/definitions"
@@ -197,10 +198,8 @@ func (v *workloadView) statusText() string {
 
 // planCode is ExitProblems when some workload has no plan, else ExitOK.
 func planCode(views []*workloadView) int {
-	for _, v := range views {
-		if v.Error != "" {
-			return ExitProblems
-		}
+	if slices.ContainsFunc(views, func(v *workloadView) bool { return v.Error != "" }) {
+		return ExitProblems
 	}
 	return ExitOK
 }
