@@ -347,3 +347,26 @@ func TestEntriesListConflictOnce(t *testing.T) {
 		assert.Equal(t, []string{want}, e.Problems, e.Name)
 	}
 }
+
+// TestSameNameDefinitionsListedInOneOrder: two definitions of one name in one file (a copy
+// pasted twice) tie on the name; their problems and entries are ordered by origin, the same on
+// every load (the CLI's "has problems" hints listed them in either order before).
+func TestSameNameDefinitionsListedInOneOrder(t *testing.T) {
+	for range 20 {
+		r := definitions.NewRegistry(compiler(t))
+		var loaded []*definitions.Loaded
+		for _, origin := range []string{"dup.yaml#1", "dup.yaml#0"} {
+			l, err := decodeOne(t, customJob, true)
+			require.NoError(t, err)
+			l.Origin = origin
+			loaded = append(loaded, l)
+		}
+		r.SetSource(definitions.SourceFile, loaded)
+		probs := r.Problems()
+		require.Len(t, probs, 2)
+		assert.Equal(t, []string{"dup.yaml#0", "dup.yaml#1"}, []string{probs[0].Origin, probs[1].Origin})
+		entries := r.Entries()
+		require.Len(t, entries, 2)
+		assert.Equal(t, []string{"dup.yaml#0", "dup.yaml#1"}, []string{entries[0].Origin, entries[1].Origin})
+	}
+}

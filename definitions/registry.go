@@ -1,10 +1,12 @@
 package definitions
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -205,11 +207,9 @@ func (r *Registry) Entries() []Entry {
 			out = append(out, e)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Kind.String() != out[j].Kind.String() {
-			return out[i].Kind.String() < out[j].Kind.String()
-		}
-		return out[i].Source.Rank() < out[j].Source.Rank()
+	slices.SortFunc(out, func(a, b Entry) int { // by kind, precedence, then origin: a total order
+		return cmp.Or(strings.Compare(a.Kind.String(), b.Kind.String()), cmp.Compare(a.Source.Rank(), b.Source.Rank()),
+			strings.Compare(a.Origin, b.Origin), strings.Compare(a.Name, b.Name))
 	})
 	return out
 }
@@ -284,7 +284,7 @@ func (r *Registry) recompute() {
 				for _, c := range cands {
 					names = append(names, fmt.Sprintf("%q (%s)", c.l.Name(), c.l.Origin))
 				}
-				sort.Strings(names)
+				slices.Sort(names)
 				// One problem per definition in conflict, so that each is told (an Event on each
 				// Karta from the cluster source).
 				for _, c := range cands {
@@ -299,7 +299,11 @@ func (r *Registry) recompute() {
 			break
 		}
 	}
-	sort.Slice(r.problems, func(i, j int) bool { return r.problems[i].Definition < r.problems[j].Definition })
+	// By definition, then origin (two files may hold definitions of one name): one order every
+	// time, for the messages that list them. Stable: one definition's problems keep their order.
+	slices.SortStableFunc(r.problems, func(a, b Problem) int {
+		return cmp.Or(strings.Compare(a.Definition, b.Definition), strings.Compare(a.Origin, b.Origin))
+	})
 	for gvk := range winners {
 		delete(unusable, gvk)
 	}
