@@ -127,6 +127,35 @@ func TestDescribeSeedJobSet(t *testing.T) {
 	// FINDINGS: none for the seed JobSet (its definition is right).
 	assert.Regexp(t, `(?m)^train-llm +describe +\S+ +0/3 +12 +`+pgName+`,`+kai.Name+` +None$`, rows)
 
+	// A pod (owned by a Job, owned by the JobSet) and a PodGroup (owned by the JobSet) are
+	// described through their top owner, the JobSet, and a note says so; a pod without owners
+	// is its own workload.
+	for _, obj := range []string{"pod/" + pods[1].Name, "podgroup/" + pgName} {
+		stdout, stderr, code := runCLI(t, "describe", obj, "-n", ns, "-o", "json")
+		require.Equal(t, gangmapcli.ExitOK, code, "%s: %s", obj, stderr)
+		var doc describeOut
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+		require.Len(t, doc.Workloads, 1, obj)
+		assert.Equal(t, "JobSet", doc.Workloads[0].Workload.Kind, obj)
+		assert.Equal(t, string(js.GetUID()), doc.Workloads[0].UID, obj)
+		assert.Equal(t, 3, doc.Workloads[0].Pods.Total, obj)
+		assert.Contains(t, stderr, "belongs to JobSet/train-llm (its top owner, the workload KAI groups its pods by): describing JobSet/train-llm", obj)
+	}
+	stdout, stderr, code = runCLI(t, "describe", "pod/unrelated", "-n", ns, "-o", "json")
+	require.Equal(t, gangmapcli.ExitOK, code, stderr)
+	var bare describeOut
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bare), stdout)
+	require.Len(t, bare.Workloads, 1)
+	assert.Equal(t, "Pod", bare.Workloads[0].Workload.Kind, "a pod without owners is its own top owner")
+	assert.NotContains(t, stderr, "belongs to")
+	// get lists workloads: pods and PodGroups are refused with what to run instead.
+	for kind, short := range map[string]string{"pods": "pod", "podgroups": "podgroup"} {
+		_, stderr, code := runCLI(t, "get", kind, "-n", ns)
+		assert.Equal(t, gangmapcli.ExitUnusable, code, kind)
+		assert.Contains(t, stderr, kind+": not a workload kind", kind)
+		assert.Contains(t, stderr, "gangmap describe "+short+"/NAME", kind)
+	}
+
 	// Errors: an unknown kind and a missing workload exit 1.
 	_, stderr, code = runCLI(t, "describe", "nosuchkind/x", "-n", ns)
 	assert.Equal(t, gangmapcli.ExitProblems, code)

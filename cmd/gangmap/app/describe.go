@@ -45,7 +45,9 @@ references are followed (bounded depth, each owner read once) to the workload, a
 namespace's PodGroups are listed once; where the plan has topology constraints, each named KAI
 Topology and each pod's node (at most 200) are read once, for the Placement tree (role, segment,
 pods, each node's topology labels). Definitions: the built-in catalog, --definitions, and the
-cluster's Karta objects (highest), as the grouper sees them.
+cluster's Karta objects (highest), as the grouper sees them. An object with owners (a pod, a
+PodGroup, a JobSet's Job) is described through its workload: its top owner, the end of its
+owner references, by which KAI groups pods (a note on stderr names it).
 
 Offline (-f): the manifest's top-level objects (no owner references, not Pods or PodGroups) are
 the workloads; Pod documents in the manifest are their pods (through owner references to objects
@@ -56,6 +58,8 @@ read; 2 unusable input (a bad flag, a missing file, a kubeconfig that does not l
 		Example: examples(use,
 			"gangmap describe jobset/train-llm -n team-a",
 			"gangmap describe jobsets.jobset.x-k8s.io train-llm -o yaml",
+			"# The workload of a pod (its top owner), with the pod's PodGroup and sub-group",
+			"gangmap describe pod/train-llm-workers-0-0 -n team-a",
 			"gangmap describe -f examples/jobset-leader-workers.yaml",
 			"# As a kubectl plugin",
 			"kubectl gangmap describe rayclusters/my-cluster -n ray",
@@ -225,6 +229,9 @@ func (o *describeOptions) live(ctx context.Context, kind, name string, stderr io
 	}
 	if err != nil {
 		return nil, fail(ExitProblems, "reading %s %s: %v", m.GroupVersionKind.Kind, name, err)
+	}
+	if obj, err = c.describedWorkload(ctx, obj, stderr); err != nil {
+		return nil, err
 	}
 	views, err := c.describeLive(ctx, reg, []*unstructured.Unstructured{obj}, obj.GetNamespace(), stderr)
 	if err != nil {

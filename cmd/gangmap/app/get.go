@@ -70,6 +70,9 @@ func (o *getOptions) run(ctx context.Context, args []string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if err := refuseNotWorkload(m); err != nil {
+		return err
+	}
 	ns := c.namespace
 	if o.allNamespaces {
 		ns = ""
