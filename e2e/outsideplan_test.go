@@ -20,6 +20,7 @@ import (
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
 	"github.com/gangmap/gangmap/podgrouper/core/kaikeys"
 	"github.com/gangmap/gangmap/podgrouper/runtime/controller"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 const poolLabel = "e2e.example.com/pool"
@@ -99,6 +100,8 @@ func TestPodOutsidePlanOfMarkedWorkload(t *testing.T) {
 	assert.Contains(t, ev.Message, "it joins the gang's PodGroup "+gangName+" in no sub-group")
 	waitEvent(t, ctx, ns, "train", controller.ReasonPodOutsidePlan, "pod w-zzz-0", 5*time.Second)
 	assert.Equal(t, before+1, outsidePlanCount(t, kind))
+	// The workload's findings count it too (README: reported at once, UnclaimedPods).
+	waitEvent(t, ctx, ns, "train", string(findings.UnclaimedPods), "1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w-zzz-0)", 15*time.Second)
 	assert.Equal(t, planErrors, groupingErrors(t, "Plan"), "no plan error, so no retry with backoff")
 	assert.False(t, hasEvent(t, ctx, ns, "w-b-0", controller.ReasonPodOutsidePlan), "the scaled-up pod was never outside the plan")
 	waitSubGroups(t, ctx, ns, gangName, "coordinator=1 a=2 b=2")

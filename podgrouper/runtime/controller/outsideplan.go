@@ -15,17 +15,18 @@ import (
 
 	"github.com/gangmap/gangmap/gang"
 	"github.com/gangmap/gangmap/podgrouper/core/decide"
+	"github.com/gangmap/gangmap/podgrouper/runtime/findings"
 )
 
 // ReasonPodOutsidePlan is the Warning Event, once per pod and instance, on a pod (and its
 // workload) whose instance or replica the workload's gang plan does not count, also after the
 // workload was re-read from the API server: the definition does not name it.
-const ReasonPodOutsidePlan = "GangmapPodOutsidePlan"
+const ReasonPodOutsidePlan = findings.ReasonPodOutsidePlan
 
 // podsOutsidePlan counts the pods reported with ReasonPodOutsidePlan.
 var podsOutsidePlan = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 	Name: "gangmap_pods_outside_plan_total",
-	Help: "Pods whose instance or replica the workload's gang plan does not count (the definition does not name it), counted once per pod and instance, by top-owner kind: such a pod is outside the gang (KAI's default PodGroup, minMember 1).",
+	Help: "Pods whose instance or replica the workload's gang plan does not count (the definition does not name it), counted once per pod and instance, by top-owner kind: such a pod waits in the gang's PodGroup in no sub-group (a flat gang counts it), reported in the workload's UnclaimedPods finding.",
 }, []string{"kind"})
 
 // reportOutsidePlan tells, once per pod and instance, that the pod is outside its workload's

@@ -53,12 +53,17 @@ import (
 func (t *Tracker) ObserveGrouped(key types.NamespacedName, pod *corev1.Pod, owner types.UID, seen grouper.Seen, now time.Time) {
 	t.SetPlan(seen.Plan, DefinitionOf(seen.Definition), now)
 	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	t.Observe(key, Observation{Owner: owner, Role: seen.Role, Unclaimed: seen.Unclaimed, Terminal: terminal}, now)
+	t.Observe(key, Observation{Owner: owner, Role: seen.Role, Unclaimed: seen.Unclaimed, OutsidePlan: seen.NotInPlan != nil, Terminal: terminal}, now)
 	if seen.Unclaimed {
 		def := seen.Definition
 		t.NoteUnclaimed(owner, pod.Name, pod.Labels, func() string { return SelectorsOf(def) })
 	}
 }
+
+// ReasonPodOutsidePlan is the Warning Event, once per pod and instance, on a pod (and its
+// workload) whose instance or replica the workload's gang plan does not count (the pod
+// controller's reportOutsidePlan); such pods count in the workload's UnclaimedPods finding.
+const ReasonPodOutsidePlan = "GangmapPodOutsidePlan"
 
 // Reason names a kind of finding: the reason label of the metrics and Events.
 type Reason string

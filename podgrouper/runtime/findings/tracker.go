@@ -71,6 +71,9 @@ type workload struct {
 type rareState struct {
 	misses    []string
 	unclaimed int64
+	// outside counts the pods outside the plan (Observation.OutsidePlan); outsidePod names one.
+	outside    int64
+	outsidePod string
 	// unclaimedPod names one unclaimed pod, for the message; unclaimedLabels are its labels and
 	// selectors what the definition's selectors want (NoteUnclaimed), both bounded.
 	unclaimedPod, unclaimedLabels, selectors string
@@ -282,6 +285,16 @@ func (t *Tracker) countLocked(pod types.NamespacedName, o Observation, d int32, 
 			r.selectors = ""
 		}
 	case o.Unclaimed:
+	case o.OutsidePlan && d > 0:
+		r.outside++
+		if r.outsidePod == "" {
+			r.outsidePod = pod.Name
+		}
+	case o.OutsidePlan:
+		r.outside = max(r.outside-1, 0)
+		if r.outsidePod == pod.Name || r.outside == 0 {
+			r.outsidePod = ""
+		}
 	case o.Role != "":
 		rs := w.roles.get(o.Role)
 		if rs == nil && d > 0 {
@@ -344,20 +357,8 @@ func (t *Tracker) Evaluate(now time.Time, cfg Config, report func(types.UID) boo
 func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology.Lookup) []Finding {
 	var fs []Finding
 	rare := &w.rare
-	ex := ""
-	if rare.unclaimed > 0 {
-		if rare.unclaimedPod != "" {
-			ex = " (e.g. pod " + rare.unclaimedPod
-			if rare.unclaimedLabels != "" {
-				ex += " with labels " + rare.unclaimedLabels
-			}
-			ex += ")"
-		}
-		if rare.selectors != "" {
-			ex += "; the selectors want " + rare.selectors
-		}
-		fs = append(fs, Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(rare.unclaimed, 10), Message: fmt.Sprintf(
-			"%d pod(s) of the workload match no component's podSelector%s: they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", rare.unclaimed, ex)})
+	if f, ok := rare.unclaimedFinding(); ok {
+		fs = append(fs, f)
 	}
 	othersCreated := int64(0)
 	for i := range w.roles.list {
@@ -374,7 +375,7 @@ func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology
 		if rs.short && rare.unclaimed > 0 && othersCreated-int64(rs.created) > 0 {
 			fs = append(fs, Finding{Reason: GangNotAdmittable, Role: name, Counts: fmt.Sprint(rs.required, "/", rs.created, "/", rare.unclaimed), Message: fmt.Sprintf(
 				"KAI cannot admit the gang: sub-group %s requires %d pods, %d are placed in it, while %d pod(s) of the workload match no component%s; the role's selector likely misses its pods: fix it, and the waiting pods join their sub-group",
-				name, rs.required, rs.created, rare.unclaimed, ex)})
+				name, rs.required, rs.created, rare.unclaimed, rare.unclaimedExample())})
 			continue
 		}
 		if rs.short && at-rs.shortSince >= cfg.GangUnsatisfiableGrace && othersCreated-int64(rs.created) > 0 {
@@ -394,4 +395,44 @@ func (w *workload) findings(at time.Duration, cfg Config, topologies kaitopology
 	fs = append(fs, rare.topology.findings(topologies)...)
 	sortFindings(fs)
 	return fs
+}
+
+// unclaimedFinding is the UnclaimedPods finding of the workload's pods in no role of the plan:
+// those no component's podSelector matches, and those of an instance or replica the plan does
+// not count (README: both wait in the gang's PodGroup in no sub-group and are reported at once).
+func (r *rareState) unclaimedFinding() (Finding, bool) {
+	var parts []string
+	if r.unclaimed > 0 {
+		parts = append(parts, fmt.Sprintf(
+			"%d pod(s) of the workload match no component's podSelector%s: they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; fix the components' podSelector.componentTypeSelector so that every pod the operator creates matches one", r.unclaimed, r.unclaimedExample()))
+	}
+	if r.outside > 0 {
+		ex := ""
+		if r.outsidePod != "" {
+			ex = " (e.g. pod " + r.outsidePod + ")"
+		}
+		parts = append(parts, fmt.Sprintf(
+			"%d pod(s) of the workload are in an instance or replica the gang plan does not count%s: they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; check the definition's instanceIdPath, replicasPath and pod templates against the workload (Event %s on each pod names its instance)", r.outside, ex, ReasonPodOutsidePlan))
+	}
+	if len(parts) == 0 {
+		return Finding{}, false
+	}
+	return Finding{Reason: UnclaimedPods, Counts: strconv.FormatInt(r.unclaimed+r.outside, 10), Message: strings.Join(parts, "; also ")}, true
+}
+
+// unclaimedExample names an unclaimed pod with its labels and what the selectors want, for the
+// messages: " (e.g. pod x with labels {...}); the selectors want ...", or less when not known.
+func (r *rareState) unclaimedExample() string {
+	ex := ""
+	if r.unclaimedPod != "" {
+		ex = " (e.g. pod " + r.unclaimedPod
+		if r.unclaimedLabels != "" {
+			ex += " with labels " + r.unclaimedLabels
+		}
+		ex += ")"
+	}
+	if r.selectors != "" {
+		ex += "; the selectors want " + r.selectors
+	}
+	return ex
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,35 @@ func TestUnclaimedPods(t *testing.T) {
 	require.Contains(t, fs[0].Message, "pod x")
 	tr.Forget(pod("x"), t0)
 	require.Empty(t, evaluate(t, tr, t0, cfg))
+}
+
+// A pod of an instance or replica the plan does not count waits in the gang in no sub-group as
+// an unclaimed pod does (README), so it is reported at once in UnclaimedPods, with its own
+// words; it clears when the plan counts it (the workload scaled up); both kinds add up.
+func TestPodsOutsidePlanAreUnclaimed(t *testing.T) {
+	tr := NewTrackerIn(podbook.New())
+	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
+	tr.Observe(pod("w9"), Observation{Owner: uid, OutsidePlan: true}, t0)
+	fs := evaluate(t, tr, t0, cfg)
+	require.Len(t, fs, 1)
+	require.Equal(t, UnclaimedPods, fs[0].Reason)
+	require.Equal(t, "1", fs[0].Counts)
+	require.Equal(t, "1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w9): they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; check the definition's instanceIdPath, replicasPath and pod templates against the workload (Event GangmapPodOutsidePlan on each pod names its instance)", fs[0].Message)
+
+	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
+	fs = evaluate(t, tr, t0, cfg)
+	require.Len(t, fs, 1)
+	require.Equal(t, "2", fs[0].Counts)
+	require.True(t, strings.HasPrefix(fs[0].Message, "1 pod(s) of the workload match no component's podSelector (e.g. pod x)"), fs[0].Message)
+	require.Contains(t, fs[0].Message, "; also 1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w9)")
+
+	tr.Forget(pod("x"), t0)
+	tr.Observe(pod("w9"), Observation{Owner: uid, Role: "workers"}, t0) // the plan counts it now
+	require.Empty(t, evaluate(t, tr, t0, cfg))
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	require.Zero(t, tr.workloads[uid].rare.outside)
+	require.Empty(t, tr.workloads[uid].rare.outsidePod)
 }
 
 // Four live worker pods for a plan of two: MoreThanPlanned only after the grace period; a

@@ -30,6 +30,10 @@ type Finding struct {
 	Role string
 	// Unclaimed says no component's podSelector matched the pod.
 	Unclaimed bool
+	// OutsidePlan says a component claims the pod but its instance or replica is one the plan
+	// does not count (gang.ErrNotInPlan, after the workload was read again): like an unclaimed
+	// pod it waits in the gang's PodGroup in no sub-group (workloadmap.Grouper.GroupPod).
+	OutsidePlan bool
 	// Terminal says the pod has finished (phase Succeeded or Failed): it was created, but no
 	// longer runs.
 	Terminal bool
