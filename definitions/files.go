@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gangmap/gangmap/manifest"
 )
 
 // LoadPaths decodes the definitions in each path (each file once, however often it is named): a
@@ -33,7 +35,7 @@ func LoadPaths(paths []string, src Source, opts DecodeOptions) ([]*Loaded, error
 			if err != nil {
 				return nil, err
 			}
-			ls, err := Decode(fh, f, src, opts)
+			ls, err := Decode(manifest.Limit(fh), f, src, opts) // files of the CLI and the grouper: bounded
 			fh.Close()
 			if err != nil {
 				return nil, err

@@ -17,9 +17,10 @@ import (
 
 // Read decodes every document of r. Empty documents are skipped; the items of a kind: List are
 // returned one by one. origin names the input in errors. Errors: invalid YAML, a document that is
-// not an object, or one without apiVersion and kind, each naming origin and the document index.
+// not an object, or one without apiVersion and kind, each naming origin and the document index
+// (a quote of the input cut to a few hundred bytes); an input over MaxInputBytes (ErrTooLarge).
 func Read(r io.Reader, origin string) ([]*unstructured.Unstructured, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(Limit(r)))
 	var out []*unstructured.Unstructured
 	for doc := 0; ; doc++ {
 		raw, err := reader.Read()
@@ -31,14 +32,14 @@ func Read(r io.Reader, origin string) ([]*unstructured.Unstructured, error) {
 		}
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: invalid YAML: %w", origin, doc, err)
+			return nil, fmt.Errorf("%s: document %d: invalid YAML: %s", origin, doc, shortError(err))
 		}
 		if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 			continue
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(js); err != nil {
-			return nil, fmt.Errorf("%s: document %d: expected a Kubernetes object with apiVersion and kind: %w", origin, doc, err)
+			return nil, fmt.Errorf("%s: document %d: expected a Kubernetes object with apiVersion and kind: %s", origin, doc, shortError(err))
 		}
 		if u.IsList() {
 			l, err := u.ToList()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/gang"
+	"github.com/gangmap/gangmap/manifest"
 )
 
 // Files of a definition test case.
@@ -260,7 +261,7 @@ type expectPlacement struct {
 // runCase runs one case and returns its failures (empty when it passed) and the plan's notes.
 func (o *testOptions) runCase(ctx context.Context, c testCase, shared *definitions.Registry) ([]string, []string) {
 	var want testExpect
-	raw, err := os.ReadFile(filepath.Join(c.dir, testExpectFile))
+	raw, err := manifest.ReadBytes(filepath.Join(c.dir, testExpectFile))
 	if err != nil {
 		return []string{err.Error()}, nil
 	}

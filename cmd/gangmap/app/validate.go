@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/gangmap/gangmap/definitions"
 	"github.com/gangmap/gangmap/definitions/expr"
 	"github.com/gangmap/gangmap/definitions/schemalint"
+	"github.com/gangmap/gangmap/manifest"
 )
 
 // validateOptions are the flags of "gangmap validate".
@@ -326,12 +326,7 @@ func metadataName(js []byte) string {
 	return m.Metadata.Name
 }
 
-func readInput(path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(os.Stdin)
-	}
-	return os.ReadFile(path)
-}
+func readInput(path string) ([]byte, error) { return manifest.ReadBytes(path) }
 
 // printValidateText writes one line per definition (OK, INVALID or UNREADABLE), its errors and
 // warnings indented below it, and a summary line.
