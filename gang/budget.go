@@ -1,6 +1,9 @@
 package gang
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // MaxPlanElements bounds the size of one workload's plan: its PodGroups, their sub-groups and
 // the role shares in them (a role's part of one PodGroup), counted together. Their number comes
@@ -32,7 +35,8 @@ type TooLargeError struct {
 	// PodGroup is set when one PodGroup's sub-groups are past MaxSubGroupsPerPodGroup (then Max
 	// is that bound), "" for the whole plan's MaxPlanElements.
 	PodGroup string
-	// Count is the number of elements asked for at once (replicas, leaves), Max the bound.
+	// Count is how many elements the plan (or the PodGroup) would hold at least, counting those
+	// asked for by the request that failed; Max is the bound.
 	Count, Max int64
 }
 
@@ -42,15 +46,19 @@ func (e *TooLargeError) Error() string {
 		where = e.Field + ": "
 	}
 	if e.PodGroup != "" {
-		return fmt.Sprintf("%sPodGroup %s would have more than %d sub-groups (%d asked for at once); gangmap plans no PodGroup that large (one API object: etcd's request limit, gang.MaxSubGroupsPerPodGroup)", where, e.PodGroup, e.Max, e.Count)
+		return fmt.Sprintf("%sPodGroup %s would have more than %d sub-groups (at least %d); gangmap plans no PodGroup that large (one API object: etcd's request limit, gang.MaxSubGroupsPerPodGroup)", where, e.PodGroup, e.Max, e.Count)
 	}
-	return fmt.Sprintf("%sthe plan would hold more than %d PodGroups, sub-groups and role shares (%d asked for at once); gangmap plans no workload that large (a bound on the grouper's memory per workload, gang.MaxPlanElements)", where, e.Max, e.Count)
+	return fmt.Sprintf("%sthe plan would hold more than %d PodGroups, sub-groups and role shares (at least %d); gangmap plans no workload that large (a bound on the grouper's memory per workload, gang.MaxPlanElements)", where, e.Max, e.Count)
 }
 
 // take reserves n elements; field names the definition field whose count asks for them.
 func (b *planBudget) take(n int64, field string) error {
 	if n < 0 || n > MaxPlanElements-b.used {
-		return &TooLargeError{Field: field, Count: n, Max: MaxPlanElements}
+		total := n // what the plan would reach: a request of one element past the bound says 50,001, not 1
+		if n >= 0 && n <= math.MaxInt64-b.used {
+			total += b.used
+		}
+		return &TooLargeError{Field: field, Count: total, Max: MaxPlanElements}
 	}
 	b.used += n
 	return nil
