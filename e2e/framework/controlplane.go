@@ -176,7 +176,12 @@ func (cp *ControlPlane) RunGrouper(ctx context.Context, o *app.Options, cfg *res
 	if o == nil {
 		o = app.DefaultOptions()
 	}
-	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	// No fixed ports (many groupers share a machine): metrics only where the caller chose an
+	// address of its own (make demo's KEEP=1 serves them on a free loopback port).
+	if o.MetricsAddr == app.DefaultOptions().MetricsAddr {
+		o.MetricsAddr = "0"
+	}
+	o.ProbeAddr = "0"
 	w := cp.Env.WebhookInstallOptions
 	// The webhook is served when ServeWebhook set envtest's serving options, or when the grouper
 	// issues its own certificate (self-signed mode).

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -102,7 +103,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() { closeLog(err == nil) })
+	cleanups = append(cleanups, func() { closeLog(err == nil && os.Getenv("KEEP") != "1") })
 
 	step(2, "Starting kube-apiserver and etcd with the PodGroup, Karta, CustomJob, JobSet and LeaderWorkerSet CRDs")
 	cp, err := framework.Start(workloadCRDs...)
@@ -119,6 +120,16 @@ func run(ctx context.Context) (err error) {
 	o := app.DefaultOptions()
 	o.NativeKindsRemove = notNative
 	o.DefinitionPaths = []string{definitionsDir}
+	metricsURL := ""
+	if os.Getenv("KEEP") == "1" {
+		// Kept running, the grouper serves its metrics on a free loopback port, over plain HTTP
+		// (--metrics-secure=false: local use only), for the user to read.
+		if o.MetricsAddr, err = freeLoopbackAddr(); err != nil {
+			cancel()
+			return err
+		}
+		o.MetricsSecure, metricsURL = false, "http://"+o.MetricsAddr+"/metrics"
+	}
 	done, err := cp.StartGrouper(gctx, o)
 	if err != nil {
 		cancel()
@@ -147,13 +158,24 @@ func run(ctx context.Context) (err error) {
 		return nil
 	}
 	step(7, "Keeping the control plane and the grouper running (KEEP=1): Ctrl-C stops them")
-	printKeepHelp(assets, cp.Kubeconfig)
+	printKeepHelp(assets, cp.Kubeconfig, metricsURL)
 	<-ctx.Done()
 	return nil
 }
 
-// printKeepHelp prints the kubeconfig of the kept control plane and commands to try on it.
-func printKeepHelp(assets, kubeconfig string) {
+// freeLoopbackAddr is a TCP address on 127.0.0.1 that no one listens on now.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// printKeepHelp prints the kubeconfig of the kept control plane, commands to try on it and where
+// the grouper's metrics are.
+func printKeepHelp(assets, kubeconfig, metricsURL string) {
 	fmt.Printf(`kubeconfig: %[2]s
   export KUBECONFIG=%[2]s
   %[1]s/kubectl get podgroups -n %[3]s
@@ -164,7 +186,9 @@ The grouper runs in this process, not as a Deployment the CLI could read its fla
 CLI the grouper's --definitions and --native-kinds-remove, as above, or it judges by the cluster's
 Kartas and KAI v0.17's native table alone. New workloads of the example kinds are grouped while
 the grouper runs (the control plane has no operators: their pods are yours to create).
-`, assets, kubeconfig, namespace, definitionsDir, strings.Join(notNative, ","))
+The grouper's metrics (docs/metrics-and-dashboard.md): curl -s %[6]s | grep '^gangmap_'
+Its logs are in the file printed at step 1, kept after Ctrl-C.
+`, assets, kubeconfig, namespace, definitionsDir, strings.Join(notNative, ","), metricsURL)
 }
 
 // step announces a step of the demo.
@@ -184,7 +208,8 @@ func controlPlaneAssets(ctx context.Context) (string, error) {
 }
 
 // grouperLog sends the grouper's logs (controller-runtime and klog) to a file under
-// os.TempDir() and prints its path. The returned func closes the file and removes it when ok.
+// os.TempDir() and prints its path. The returned func closes the file and removes it when ok
+// (the caller keeps it with KEEP=1, as the line printed says).
 func grouperLog() (func(ok bool), error) {
 	f, err := os.CreateTemp("", "gangmap-demo-grouper-*.log")
 	if err != nil {
@@ -193,7 +218,11 @@ func grouperLog() (func(ok bool), error) {
 	logger := zap.New(zap.WriteTo(f))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
-	fmt.Println("grouper logs:", f.Name(), "(kept if the demo fails, removed otherwise)")
+	when := "(kept if the demo fails, removed otherwise)"
+	if os.Getenv("KEEP") == "1" {
+		when = "(kept)"
+	}
+	fmt.Println("grouper logs:", f.Name(), when)
 	return func(ok bool) {
 		_ = f.Close()
 		if ok && os.Remove(f.Name()) == nil {

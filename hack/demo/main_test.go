@@ -20,7 +20,7 @@ func TestKeepHelpCommandsNameTheDefinitions(t *testing.T) {
 	}
 	stdout := os.Stdout
 	os.Stdout = w
-	printKeepHelp("/assets", "/kubeconfig")
+	printKeepHelp("/assets", "/kubeconfig", "http://127.0.0.1:41234/metrics")
 	os.Stdout = stdout
 	w.Close()
 	var out bytes.Buffer
@@ -39,5 +39,8 @@ func TestKeepHelpCommandsNameTheDefinitions(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatalf("no gangmap get or describe command printed:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "curl -s http://127.0.0.1:41234/metrics | grep '^gangmap_'") {
+		t.Errorf("the kept grouper's metrics URL is not printed:\n%s", out.String())
 	}
 }
