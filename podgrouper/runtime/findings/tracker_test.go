@@ -117,16 +117,23 @@ func TestNoFindingWhenPodsMatch(t *testing.T) {
 	require.Empty(t, evaluate(t, tr, t0.Add(time.Hour), cfg))
 }
 
+// onlyUnclaimed evaluates tr at t0 and returns its one finding, which must be UnclaimedPods.
+func onlyUnclaimed(t *testing.T, tr *Tracker) Finding {
+	t.Helper()
+	fs := evaluate(t, tr, t0, cfg)
+	require.Len(t, fs, 1)
+	require.Equal(t, UnclaimedPods, fs[0].Reason)
+	return fs[0]
+}
+
 // Unclaimed pods are reported at once, and clear when they go.
 func TestUnclaimedPods(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
-	fs := evaluate(t, tr, t0, cfg)
-	require.Len(t, fs, 1)
-	require.Equal(t, UnclaimedPods, fs[0].Reason)
-	require.Contains(t, fs[0].Message, "1 pod(s)")
-	require.Contains(t, fs[0].Message, "pod x")
+	f := onlyUnclaimed(t, tr)
+	require.Contains(t, f.Message, "1 pod(s)")
+	require.Contains(t, f.Message, "pod x")
 	tr.Forget(pod("x"), t0)
 	require.Empty(t, evaluate(t, tr, t0, cfg))
 }
@@ -138,18 +145,15 @@ func TestPodsOutsidePlanAreUnclaimed(t *testing.T) {
 	tr := NewTrackerIn(podbook.New())
 	tr.SetPlan(seedPlan(t, 2), Definition{Name: "d"}, t0)
 	tr.Observe(pod("w9"), Observation{Owner: uid, OutsidePlan: true}, t0)
-	fs := evaluate(t, tr, t0, cfg)
-	require.Len(t, fs, 1)
-	require.Equal(t, UnclaimedPods, fs[0].Reason)
-	require.Equal(t, "1", fs[0].Counts)
-	require.Equal(t, "1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w9): they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; check the definition's instanceIdPath, replicasPath and pod templates against the workload (Event GangmapPodOutsidePlan on each pod names its instance)", fs[0].Message)
+	f := onlyUnclaimed(t, tr)
+	require.Equal(t, "1", f.Counts)
+	require.Equal(t, "1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w9): they wait in the gang's PodGroup in no sub-group, unscheduled (a flat gang counts them), never bound outside the gang; check the definition's instanceIdPath, replicasPath and pod templates against the workload (Event GangmapPodOutsidePlan on each pod names its instance)", f.Message)
 
 	tr.Observe(pod("x"), Observation{Owner: uid, Unclaimed: true}, t0)
-	fs = evaluate(t, tr, t0, cfg)
-	require.Len(t, fs, 1)
-	require.Equal(t, "2", fs[0].Counts)
-	require.True(t, strings.HasPrefix(fs[0].Message, "1 pod(s) of the workload match no component's podSelector (e.g. pod x)"), fs[0].Message)
-	require.Contains(t, fs[0].Message, "; also 1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w9)")
+	f = onlyUnclaimed(t, tr)
+	require.Equal(t, "2", f.Counts)
+	require.True(t, strings.HasPrefix(f.Message, "1 pod(s) of the workload match no component's podSelector (e.g. pod x)"), f.Message)
+	require.Contains(t, f.Message, "; also 1 pod(s) of the workload are in an instance or replica the gang plan does not count (e.g. pod w9)")
 
 	tr.Forget(pod("x"), t0)
 	tr.Observe(pod("w9"), Observation{Owner: uid, Role: "workers"}, t0) // the plan counts it now
