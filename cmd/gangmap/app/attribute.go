@@ -61,27 +61,43 @@ func (ix *rootsIndex) match(ns string, ref metav1.OwnerReference) (int, bool) {
 	return i, ok
 }
 
-// attribute walks the owner references of each pod (controller reference first, bounded depth,
-// owners read through g) to a workload of ix. It returns the pods of each workload by index, and
-// the pods whose chain reaches no workload (loose), in the order of pods.
+// attribute walks the owner references of each pod (walkOwners) to a workload of ix. It returns
+// the pods of each workload by index, and the pods whose chain reaches no workload (loose), in the
+// order of pods.
 func attribute(ctx context.Context, pods []*corev1.Pod, ix *rootsIndex, g ownerGraph) (byWorkload map[int][]*corev1.Pod, loose []*corev1.Pod) {
 	byWorkload = map[int][]*corev1.Pod{}
-pods:
 	for _, p := range pods {
-		refs, seen := p.OwnerReferences, map[metav1.OwnerReference]bool{}
-		for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
-			ref := owners.Pick(refs)
-			if i, ok := ix.match(p.Namespace, ref); ok {
-				byWorkload[i] = append(byWorkload[i], p)
-				continue pods
-			}
-			if seen[ref] {
-				break
-			}
-			seen[ref] = true
-			refs = g.owner(ctx, p.Namespace, ref)
+		at := 0
+		if _, ok := walkOwners(ctx, p.Namespace, p.OwnerReferences, g, func(ref metav1.OwnerReference) (ok bool) {
+			at, ok = ix.match(p.Namespace, ref)
+			return ok
+		}); ok {
+			byWorkload[at] = append(byWorkload[at], p)
+		} else {
+			loose = append(loose, p)
 		}
-		loose = append(loose, p)
 	}
 	return byWorkload, loose
+}
+
+// walkOwners follows owner references from refs in namespace ns, as the grouper's owner walk
+// does (controller reference first: owners.Pick; at most owners.MaxDepth owners; a cycle stops
+// it), reading each owner's references through g. It stops at the first reference stop accepts
+// (nil: none), returning it and true; else it returns the last reference followed (the top owner
+// when the chain ends, zero when refs is empty) and false.
+func walkOwners(ctx context.Context, ns string, refs []metav1.OwnerReference, g ownerGraph, stop func(metav1.OwnerReference) bool) (metav1.OwnerReference, bool) {
+	var last metav1.OwnerReference
+	seen := map[metav1.OwnerReference]bool{}
+	for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
+		last = owners.Pick(refs)
+		if stop != nil && stop(last) {
+			return last, true
+		}
+		if seen[last] {
+			break
+		}
+		seen[last] = true
+		refs = g.owner(ctx, ns, last)
+	}
+	return last, false
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gangmap/gangmap/podgrouper/core/apis/scheduling/v2alpha2"
-	"github.com/gangmap/gangmap/podgrouper/core/owners"
 )
 
 // notWorkloads are the kinds "gangmap get" refuses to list as workloads: a Pod's or a
@@ -34,9 +33,8 @@ func refuseNotWorkload(m *meta.RESTMapping) error {
 }
 
 // describedWorkload returns the workload describe shows for obj: obj itself when it has no owner,
-// else its top owner, the object at the end of its chain of owner references (controller
-// reference first, at most owners.MaxDepth owners, cycles stopped), as KAI's pod-grouper and
-// gangmap group a pod by its top owner (podgrouper/core/owners). So "describe pod/NAME" of a
+// else its top owner, the object at the end of its chain of owner references (walkOwners), as
+// KAI's pod-grouper and gangmap group a pod by its top owner (podgrouper/core/owners). So "describe pod/NAME" of a
 // LeaderWorkerSet's worker, or "describe podgroup/NAME", shows the LeaderWorkerSet with its gang,
 // and a note on stderr says so. An owner that cannot be read is an error naming it.
 func (c *kubeClients) describedWorkload(ctx context.Context, obj *unstructured.Unstructured, stderr io.Writer) (*unstructured.Unstructured, error) {
@@ -45,16 +43,7 @@ func (c *kubeClients) describedWorkload(ctx context.Context, obj *unstructured.U
 		return obj, nil
 	}
 	ns := obj.GetNamespace()
-	var top metav1.OwnerReference
-	seen := map[metav1.OwnerReference]bool{}
-	for depth := 0; depth < owners.MaxDepth && len(refs) > 0; depth++ {
-		top = owners.Pick(refs)
-		if seen[top] {
-			break
-		}
-		seen[top] = true
-		refs = c.owner(ctx, ns, top)
-	}
+	top, _ := walkOwners(ctx, ns, refs, c, nil)
 	gv, err := schema.ParseGroupVersion(top.APIVersion)
 	if err != nil {
 		return nil, fail(ExitProblems, "%s/%s: owner reference %s/%s: %v", obj.GetKind(), obj.GetName(), top.Kind, top.Name, err)
