@@ -34,9 +34,10 @@ func refuseNotWorkload(m *meta.RESTMapping) error {
 
 // describedWorkload returns the workload describe shows for obj: obj itself when it has no owner,
 // else its top owner, the object at the end of its chain of owner references (walkOwners), as
-// KAI's pod-grouper and gangmap group a pod by its top owner (podgrouper/core/owners). So "describe pod/NAME" of a
-// LeaderWorkerSet's worker, or "describe podgroup/NAME", shows the LeaderWorkerSet with its gang,
-// and a note on stderr says so. An owner that cannot be read is an error naming it.
+// KAI's pod-grouper and gangmap group a pod by its top owner (podgrouper/core/owners). So
+// "describe pod/NAME" of a LeaderWorkerSet's worker, or "describe podgroup/NAME", shows the
+// LeaderWorkerSet with its gang, and a note on stderr says so. An owner that cannot be read, or
+// one replaced by another object of its name, is an error naming it.
 func (c *kubeClients) describedWorkload(ctx context.Context, obj *unstructured.Unstructured, stderr io.Writer) (*unstructured.Unstructured, error) {
 	refs := obj.GetOwnerReferences()
 	if len(refs) == 0 {
