@@ -35,7 +35,7 @@ var (
 	})
 	podsHeld = promauto.With(metrics.Registry).NewCounter(prometheus.CounterOpts{
 		Name: "gangmap_pods_held_total",
-		Help: "Pods the controller gave KAI's skip annotation without a PodGroup because their decision failed after a definition claimed their workload (the plan failed, the owner could not be read): held from KAI's pod-grouper until a retry groups them.",
+		Help: "Pods the controller gave KAI's skip annotation without a PodGroup because their decision failed after a definition claimed their workload (the plan failed, the owner could not be read) or their PodGroup could not be written: held from KAI's pod-grouper until a retry groups them.",
 	})
 	podsReleased = promauto.With(metrics.Registry).NewCounter(prometheus.CounterOpts{
 		Name: "gangmap_pods_released_total",

@@ -212,7 +212,7 @@ func (r *PodReconciler) write(ctx context.Context, log logr.Logger, pod *corev1.
 	marked := r.markOwner(ctx, d)
 	deferred, err := r.writePodGroup(ctrl.LoggerInto(ctx, log), d.Metadata, d.Owner, marked)
 	if err != nil {
-		return r.fail(ctx, pod, d.Owner, "PodGroupWrite", err)
+		return r.fail(ctx, pod, d.Owner, reasonPodGroupWrite, err)
 	}
 	if deferred.Requeue {
 		return deferred, nil
@@ -270,6 +270,10 @@ func (r *PodReconciler) writePodGroup(ctx context.Context, md *podgroup.Metadata
 	ctrl.LoggerFrom(ctx).V(1).Info("PodGroup " + verb)
 	return ctrl.Result{}, nil
 }
+
+// reasonPodGroupWrite is the grouping-error reason of a decided pod whose PodGroup could not be
+// written (the API server refused it, or the request failed): the pod is held (holdFromKAI).
+const reasonPodGroupWrite = "PodGroupWrite"
 
 // yieldToKAI reports whether gangmap leaves the pod to KAI's pod-grouper: the KAI release does not
 // honour kai.scheduler/skip-podgrouper (before v0.15, kai-releases.md §2), and the pod's

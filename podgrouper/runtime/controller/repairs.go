@@ -78,7 +78,9 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide
 }
 
 // holdFromKAI gives a pod whose decision failed (reason: DecideError.Reason) after a definition claimed its workload
-// (DecideError.Claimed: the plan failed, the owner could not be read) KAI's skip annotation, as
+// (DecideError.Claimed: the plan failed, the owner could not be read), or whose PodGroup could not
+// be written (reasonPodGroupWrite: e.g. the workload's annotations, which the PodGroup copies as
+// KAI's does, past 256 KiB, so that marking the workload fails too) KAI's skip annotation, as
 // the admission webhook does at creation (webhook.PodMutator.hold), when the pod lacks it (created
 // while the webhook was down, or before the definition applied): KAI's pod-grouper would
 // otherwise give it a PodGroup of its own and KAI bind it outside its gang. The pod then waits,
@@ -86,7 +88,8 @@ func (r *PodReconciler) labelPod(ctx context.Context, pod *corev1.Pod, d *decide
 // pod KAI's pod-grouper already put in a PodGroup (the next successful decision repairs it). A
 // failed patch is logged; the caller's retry tries again.
 func (r *PodReconciler) holdFromKAI(ctx context.Context, pod *corev1.Pod, reason string) {
-	if r.DryRun || !decide.ClaimedReason(reason) || pod.Annotations[kaikeys.SkipPodGrouper] == "true" ||
+	claimed := decide.ClaimedReason(reason) || reason == reasonPodGroupWrite
+	if r.DryRun || !claimed || pod.Annotations[kaikeys.SkipPodGrouper] == "true" ||
 		pod.Annotations[kaikeys.PodGroupName] != "" {
 		return
 	}
