@@ -23,7 +23,7 @@ import (
 // grouper does, is past the limit and refused (podgroup.Validate), and so is the workload's
 // skip mark (its annotations would pass the limit too). A pod the webhook did not see (webhook
 // off in the namespace) has then neither a PodGroup nor a marked owner: KAI's pod-grouper would
-// group it alone. The controller holds it instead (KAI's skip annotation and gangmap.io/held)
+// group it by its own rules, outside gangmap's gang. The controller holds it instead (KAI's skip annotation and gangmap.io/held)
 // and says why (GangmapGroupingFailed naming the annotations' size).
 func TestRefusedPodGroupHoldsThePod(t *testing.T) {
 	ctx := context.Background()
