@@ -40,16 +40,25 @@ func TestOwnerCycleOfAGroupedKindHoldsThePod(t *testing.T) {
 			job.SetOwnerReferences([]metav1.OwnerReference{framework.UnstructuredOwnerRef(jobs[1-i])})
 			require.NoError(t, cp.Client.Update(ctx, job))
 		}
-		pod := customJobPod(t, jobs[0], "worker", "w-0")
-		require.NoError(t, cp.Client.Create(ctx, pod))
-		require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
-			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-				return false, err
-			}
-			return pod.Annotations[kaikeys.Held] == "true", nil
-		}), "%s: the pod is held (annotations %v)", ns, pod.Annotations)
-		require.Equal(t, "true", pod.Annotations[kaikeys.SkipPodGrouper], ns)
-		require.Empty(t, pod.Annotations[kaikeys.PodGroupName], ns)
-		waitEvent(t, ctx, ns, "w-0", "GangmapGroupingFailed", "owner references form a cycle", timeout)
+		assertPodHeld(t, ctx, jobs[0], "owner references form a cycle")
 	}
+}
+
+// assertPodHeld creates worker pod w-0 of job and requires that gangmap holds it from KAI's
+// pod-grouper: gangmap.io/held and KAI's skip annotation, no pod-group-name, and a
+// GangmapGroupingFailed Event whose message contains why.
+func assertPodHeld(t *testing.T, ctx context.Context, job *unstructured.Unstructured, why string) {
+	t.Helper()
+	ns := job.GetNamespace()
+	pod := customJobPod(t, job, "worker", "w-0")
+	require.NoError(t, cp.Client.Create(ctx, pod))
+	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err
+		}
+		return pod.Annotations[kaikeys.Held] == "true", nil
+	}), "%s: the pod is held (annotations %v)", ns, pod.Annotations)
+	require.Equal(t, "true", pod.Annotations[kaikeys.SkipPodGrouper], ns)
+	require.Empty(t, pod.Annotations[kaikeys.PodGroupName], ns)
+	waitEvent(t, ctx, ns, "w-0", "GangmapGroupingFailed", why, timeout)
 }

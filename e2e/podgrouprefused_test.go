@@ -23,8 +23,8 @@ import (
 // grouper does, is past the limit and refused (podgroup.Validate), and so is the workload's
 // skip mark (its annotations would pass the limit too). A pod the webhook did not see (webhook
 // off in the namespace) has then neither a PodGroup nor a marked owner: KAI's pod-grouper would
-// group it by its own rules, outside gangmap's gang. The controller holds it instead (KAI's skip annotation and gangmap.io/held)
-// and says why (GangmapGroupingFailed naming the annotations' size).
+// group it by its own rules, outside gangmap's gang. The controller holds it instead (KAI's skip
+// annotation and gangmap.io/held) and says why (GangmapGroupingFailed, reason PodGroupWrite).
 func TestRefusedPodGroupHoldsThePod(t *testing.T) {
 	ctx := context.Background()
 	ensureCustomJobDefinition(t, ctx)
@@ -37,17 +37,7 @@ func TestRefusedPodGroupHoldsThePod(t *testing.T) {
 	job.SetAnnotations(map[string]string{key: strings.Repeat("x", apivalidation.TotalAnnotationSizeLimitB-len(key)-10)})
 	require.NoError(t, cp.Client.Create(ctx, job), "the workload's own annotations fit")
 
-	pod := customJobPod(t, job, "worker", "w-0")
-	require.NoError(t, cp.Client.Create(ctx, pod))
-	require.NoError(t, framework.WaitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, err
-		}
-		return pod.Annotations[kaikeys.Held] == "true", nil
-	}), "the pod is held (annotations %v)", pod.Annotations)
-	assert.Equal(t, "true", pod.Annotations[kaikeys.SkipPodGrouper])
-	assert.Empty(t, pod.Annotations[kaikeys.PodGroupName])
-	waitEvent(t, ctx, ns, "w-0", "GangmapGroupingFailed", "PodGroupWrite", timeout)
+	assertPodHeld(t, ctx, job, "PodGroupWrite")
 
 	require.NoError(t, cp.Client.Get(ctx, client.ObjectKeyFromObject(job), job))
 	assert.Empty(t, job.GetAnnotations()[kaikeys.SkipPodGrouper], "the workload's mark was refused too: the pod's own hold is what keeps KAI's pod-grouper off it")
